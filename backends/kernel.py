@@ -1,0 +1,104 @@
+"""What every backend returns: a compiled Kernel, and the Measurement of running it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ir.errors import SchedlabError
+
+STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "wrong_output", "invalid_schedule")
+
+
+class CompileError(SchedlabError):
+    """Compilation failed or timed out; `status` is compile_error or timeout."""
+
+    def __init__(self, message: str, status: str = "compile_error"):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Measurement:
+    status: str  # one of STATUSES
+    min_s: float = math.nan  # best time of one run
+    median_s: float = math.nan
+    spread: float = math.nan  # (third best - best) / best over the samples
+    samples: int = 0
+    iterations: int = 0  # runs timed in total
+    compile_s: float = math.nan
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """RunGen-style benchmarking (seeds/sioutas2020 §5.1): warm up, then time samples until the best
+    and third best agree within `accuracy` or `max_seconds` have passed."""
+
+    warmup: int = 1
+    min_samples: int = 3
+    max_samples: int = 100
+    accuracy: float = 0.03
+    min_seconds: float = 0.05  # keep sampling at least this long
+    max_seconds: float = 2.0
+    sample_seconds: float = 1e-3  # a sample repeats the kernel until it lasts this long
+    timeout: float = 60.0  # the whole measurement, in the worker
+
+
+@dataclass
+class Kernel:
+    """A compiled (pipeline, LoopNest): call it with input arrays, get output arrays."""
+
+    pipeline: Any
+    loopnest: Any
+    target: Any
+    backend: str
+    compile_s: float = math.nan
+    meta: dict = field(default_factory=dict)
+
+    def __call__(self, *args, **named) -> dict[str, np.ndarray]:
+        inputs = self.bind_inputs(args, named)
+        outputs = self.allocate_outputs()
+        self.run(inputs, outputs)
+        return self.shape_outputs(outputs)
+
+    # -- argument handling shared by backends ----------------------------------------------------
+
+    def bind_inputs(self, args: tuple, named: dict) -> dict[str, np.ndarray]:
+        p = self.pipeline
+        if len(args) == 1 and isinstance(args[0], dict) and not named:
+            named = dict(args[0])
+            args = ()
+        names = [i.name for i in p.inputs]
+        if len(args) > len(names):
+            raise SchedlabError(f"{len(args)} inputs given, the pipeline has {len(names)}: {names}")
+        given = dict(zip(names, args))
+        given.update(named)
+        from ir.interpret import check_inputs
+
+        return {k: v.ravel(order="F") for k, v in check_inputs(p, given).items()}
+
+    def allocate_outputs(self) -> dict[str, np.ndarray]:
+        p = self.pipeline
+        return {o.name: np.empty(math.prod(p.output_sizes[o.name]), o.type.dtype) for o in p.outputs}
+
+    def shape_outputs(self, outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        p = self.pipeline
+        return {k: v.reshape(p.output_sizes[k], order="F") for k, v in outputs.items()}
+
+    def run(self, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> None:
+        raise NotImplementedError
+
+    def bench_callable(self, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray]):
+        """A no-argument function running the kernel once on prepared buffers (what is timed)."""
+        return lambda: self.run(inputs, outputs)

@@ -1,0 +1,121 @@
+"""Benchmarking a kernel under the measurement protocol, checked against expected outputs.
+
+The timing loop runs in the worker process; the parent only sees a `Measurement`, whatever happens
+inside (an exception, a crash, a hang).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from statistics import median
+
+import numpy as np
+
+from .kernel import Kernel, Measurement, Protocol
+
+
+def time_callable(fn, protocol: Protocol) -> tuple[float, float, float, int, int]:
+    """(best, median, spread, samples, iterations) of per-run times of fn()."""
+    for _ in range(protocol.warmup):
+        fn()
+    iters = 1
+    while True:  # calibrate: a sample must last long enough for the clock
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        dt = time.perf_counter() - t0
+        if dt >= protocol.sample_seconds or iters >= 1 << 16:
+            break
+        iters *= 2
+    samples = [dt / iters]
+    total = iters
+    start = time.perf_counter()
+    while len(samples) < protocol.max_samples:
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        samples.append((time.perf_counter() - t0) / iters)
+        total += iters
+        elapsed = time.perf_counter() - start
+        if len(samples) >= protocol.min_samples:
+            s = sorted(samples)
+            if s[2] <= s[0] * (1 + protocol.accuracy) and elapsed >= protocol.min_seconds:
+                break
+        if elapsed >= protocol.max_seconds:
+            break
+    s = sorted(samples)
+    third = s[min(2, len(s) - 1)]
+    return s[0], median(s), third / s[0] - 1 if s[0] > 0 else math.nan, len(s), total
+
+
+def compare_outputs(types: dict, got: dict[str, np.ndarray], expected: dict[str, np.ndarray],
+                    rtol: float = 1e-5, atol: float = 1e-6) -> str | None:
+    """None if outputs match (bit-exact for integers and bools, tight tolerance for floats), else why."""
+    for name, want in expected.items():
+        have = got[name]
+        if have.shape != want.shape:
+            return f"{name}: shape {have.shape}, expected {want.shape}"
+        t = types[name]
+        if t.is_float:
+            ok = np.isclose(have, want, rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            ok = have == want
+        if not ok.all():
+            bad = np.argwhere(~ok)
+            first = tuple(int(i) for i in bad[0])
+            return (f"{name}: {len(bad)} of {want.size} values differ; first at {first}: got {have[first]!r}, "
+                    f"expected {want[first]!r}")
+    return None
+
+
+def run_measurement(spec, output_meta: dict, inputs: dict[str, np.ndarray], protocol: Protocol,
+                    expected: dict[str, np.ndarray] | None, types: dict | None) -> Measurement:
+    """Runs in the worker: load the kernel, check its output, time it."""
+    try:
+        run = spec.runner()
+    except Exception as e:  # noqa: BLE001 - a failing compile is a status
+        return Measurement("compile_error", error=f"{type(e).__name__}: {_first_line(e)}")
+    outputs = {n: np.empty(size, dtype) for n, (size, dtype, _) in output_meta.items()}
+    try:
+        run(inputs, outputs)
+    except Exception as e:  # noqa: BLE001
+        return Measurement("runtime_error", error=f"{type(e).__name__}: {_first_line(e)}")
+    if expected is not None:
+        shaped = {n: outputs[n].reshape(shape, order="F") for n, (_, _, shape) in output_meta.items()}
+        why = compare_outputs(types or {}, shaped, expected)
+        if why is not None:
+            return Measurement("wrong_output", error=why)
+    best, med, spread, samples, iters = time_callable(lambda: run(inputs, outputs), protocol)
+    return Measurement("ok", best, med, spread, samples, iters)
+
+
+def _first_line(e: BaseException) -> str:
+    s = str(e)
+    return s.splitlines()[0] if s else ""
+
+
+def measure_kernel(kernel: Kernel, inputs, protocol: Protocol | None = None, expected=None,
+                   worker=None, isolate: bool = True) -> Measurement:
+    from .worker import RemoteError, WorkerCrashed, WorkerTimeout, default_worker
+
+    protocol = protocol or Protocol()
+    p = kernel.pipeline
+    bound = kernel.bind_inputs((inputs,), {}) if isinstance(inputs, dict) else kernel.bind_inputs(tuple(inputs), {})
+    meta = {o.name: (math.prod(p.output_sizes[o.name]), o.type.dtype, p.output_sizes[o.name]) for o in p.outputs}
+    types = {o.name: o.type for o in p.outputs}
+    spec = kernel.spec  # type: ignore[attr-defined]
+    if not isolate:
+        m = run_measurement(spec, meta, bound, protocol, expected, types)
+    else:
+        w = worker or default_worker()
+        try:
+            m = w.call(run_measurement, spec, meta, bound, protocol, expected, types, timeout=protocol.timeout)
+        except WorkerTimeout as e:
+            m = Measurement("timeout", error=str(e))
+        except WorkerCrashed as e:
+            m = Measurement("runtime_error", error=str(e))
+        except RemoteError as e:
+            m = Measurement("runtime_error", error=str(e))
+    m.compile_s = kernel.compile_s
+    return m

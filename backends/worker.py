@@ -1,0 +1,162 @@
+"""A persistent worker process with a timeout per call, so that a crash or a hang in generated code
+is a recorded status, never a dead job (DESIGN §3.4).
+
+The worker is a fresh interpreter (`python -m backends.worker`), so it inherits no threads, locks or
+caller's `__main__`; calls and results travel as pickles over its stdin/stdout. It is reused across
+calls and replaced after a crash or a timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+_ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+class WorkerCrashed(Exception):
+    """The worker died while running a call (segfault, abort, killed for memory)."""
+
+
+class WorkerTimeout(Exception):
+    """The call ran past its timeout; the worker was killed."""
+
+
+@dataclass
+class RemoteError(Exception):
+    """The call raised inside the worker."""
+
+    kind: str
+    message: str
+    trace: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}"
+
+
+def _write(f, obj) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    f.write(struct.pack("<Q", len(data)))
+    f.write(data)
+    f.flush()
+
+
+def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
+    chunks = []
+    while n > 0:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise WorkerTimeout("timed out")
+        b = os.read(fd, min(n, 1 << 20))
+        if not b:
+            raise EOFError
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+class Worker:
+    def __init__(self, env: dict[str, str] | None = None):
+        self.env = dict(env or {})
+        self._proc: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+
+    def _start(self) -> None:
+        env = dict(os.environ)
+        env.update(self.env)
+        env["PYTHONPATH"] = _ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self._proc = subprocess.Popen([sys.executable, "-m", "backends.worker"], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, env=env, cwd=_ROOT)
+
+    def call(self, fn: Callable, *args, timeout: float | None = None, **kwargs) -> Any:
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._start()
+            proc = self._proc
+            assert proc is not None and proc.stdin is not None and proc.stdout is not None
+            try:
+                _write(proc.stdin, (fn, args, kwargs))
+            except (BrokenPipeError, OSError):
+                self.kill()
+                raise WorkerCrashed("the worker process is gone") from None
+            deadline = None if timeout is None else time.monotonic() + timeout
+            fd = proc.stdout.fileno()
+            try:
+                (n,) = struct.unpack("<Q", _read_exact(fd, 8, deadline))
+                status, payload = pickle.loads(_read_exact(fd, n, deadline))
+            except WorkerTimeout:
+                self.kill()
+                raise WorkerTimeout(f"no answer within {timeout:.0f} s") from None
+            except EOFError:
+                code = proc.wait()
+                self._proc = None
+                raise WorkerCrashed(f"the worker died (exit code {code})") from None
+            if status == "err":
+                raise RemoteError(*payload)
+            return payload
+
+    def kill(self) -> None:
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+            self._proc.wait()
+        self._proc = None
+
+    def close(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            try:
+                assert self._proc.stdin is not None
+                self._proc.stdin.close()
+                self._proc.wait(5)
+            except (OSError, subprocess.TimeoutExpired):
+                self._proc.kill()
+        self._proc = None
+
+    def __del__(self):  # pragma: no cover - best effort
+        try:
+            self.kill()
+        except Exception:
+            pass
+
+
+_default: Worker | None = None
+
+
+def default_worker() -> Worker:
+    global _default
+    if _default is None:
+        _default = Worker()
+    return _default
+
+
+def _serve() -> None:  # pragma: no cover - runs in the child
+    out = sys.stdout.buffer
+    sys.stdout = sys.stderr  # user code printing must not corrupt the channel
+    inp = sys.stdin.buffer
+    while True:
+        head = inp.read(8)
+        if len(head) < 8:
+            return
+        (n,) = struct.unpack("<Q", head)
+        fn, args, kwargs = pickle.loads(inp.read(n))
+        try:
+            result = ("ok", fn(*args, **kwargs))
+        except BaseException as e:  # noqa: BLE001 - everything is reported to the parent
+            msg = str(e).splitlines()[0] if str(e) else ""
+            result = ("err", (type(e).__name__, msg, traceback.format_exc()))
+        _write(out, result)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _serve()

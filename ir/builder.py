@@ -1,0 +1,330 @@
+"""Writing schedules by hand: Halide-style decisions per Func, turned into a valid LoopNest.
+
+    s = ScheduleBuilder(pipeline)
+    s.root("blur_y", tiles=[{"x": 256, "y": 32}], vectorize="x", parallel=True)
+    s.compute_at("blur_x", "blur_y", level=1, vectorize="x")
+    loopnest = s.build()
+
+Decisions are applied from the outputs toward the inputs, as the search makes them (adams2019
+§3.1), so each Func's region at its chosen level is known when its loops are tiled. `tiles` lists
+tile extents from the outermost level inwards; a vectorized dimension gets an innermost level of one
+SIMD vector; `unroll` fully unrolls small innermost extents. Funcs given no decision are inlined when
+they can be, and computed at root otherwise (Halide's default).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .dag import FunctionDAG, Stage
+from .errors import ScheduleError
+from .loopnest import LoopNest
+from .plan import Plan, inlined_calls
+from .target import Target, get_target
+
+
+@dataclass
+class StageSpec:
+    tiles: list[dict[str, int]] = field(default_factory=list)  # outermost first: Var -> tile extent
+    vectorize: str | None = None  # the Var run as SIMD lanes
+    vector_width: int | None = None  # default: the target's native width for the Func's type
+    unroll: dict[str, int] = field(default_factory=dict)  # Var -> extent unrolled in the innermost level
+    parallel: bool = False  # run the outermost level in parallel (compute_root Funcs only)
+
+
+@dataclass
+class FuncDecision:
+    kind: str  # "root" | "at" | "inline"
+    consumer: str | None = None
+    consumer_stage: int = 0
+    level: int = 0
+    store_level: int | None = None  # a coarser level of the same consumer chain; -1 = root
+    specs: dict[int, StageSpec] = field(default_factory=dict)  # per stage; stage 0's applies to all by default
+
+
+class ScheduleBuilder:
+    def __init__(self, pipeline, target: "str | Target | None" = None):
+        self.pipeline = pipeline
+        self.dag: FunctionDAG = pipeline.dag
+        self.target = get_target(target)
+        self.decisions: dict[str, FuncDecision] = {}
+
+    # -- decisions -------------------------------------------------------------------------------
+
+    def root(self, func: str, *, stages: dict[int, StageSpec] | None = None, **spec) -> "ScheduleBuilder":
+        """Compute (and store) `func` at root, over its whole required region."""
+        self._decide(func, FuncDecision("root", specs=self._specs(func, stages, spec)))
+        return self
+
+    def compute_at(self, func: str, consumer: str, level: int, *, consumer_stage: int = 0,
+                   store_level: int | None = None, stages: dict[int, StageSpec] | None = None,
+                   **spec) -> "ScheduleBuilder":
+        """Compute `func` once per iteration of level `level` (0 = outermost) of `consumer`'s loops.
+
+        store_level: allocate it at a coarser level of the same chain (-1 for root) to make it a
+        sliding window along the one loop in between.
+        """
+        if consumer not in self.dag:
+            raise ScheduleError(f"compute_at({func!r}, {consumer!r}): {consumer} is not a Func of the pipeline")
+        self._decide(func, FuncDecision("at", consumer, consumer_stage, level, store_level,
+                                        self._specs(func, stages, spec)))
+        return self
+
+    def inline(self, func: str) -> "ScheduleBuilder":
+        self._decide(func, FuncDecision("inline"))
+        return self
+
+    def _decide(self, func: str, d: FuncDecision) -> None:
+        if func not in self.dag:
+            raise ScheduleError(f"{func} is not a Func of the pipeline")
+        self.decisions[func] = d
+
+    def _specs(self, func: str, stages, spec: dict) -> dict[int, StageSpec]:
+        try:
+            base = StageSpec(**spec)
+        except TypeError as e:
+            raise ScheduleError(f"{func}: {e}") from None
+        out = {0: base}
+        for k, v in (stages or {}).items():
+            out[k] = v if isinstance(v, StageSpec) else StageSpec(**v)
+        return out
+
+    # -- building --------------------------------------------------------------------------------
+
+    def build(self, decide=None, attempts: int = 4) -> LoopNest:
+        """The LoopNest of all decisions. `decide(func, tree)` may supply decisions not given
+        explicitly (it is asked again, up to `attempts` times, when its decision is not legal);
+        Funcs with no decision get Halide's default."""
+        tree = LoopNest()
+        inlined: set[str] = set()
+        for node in self.dag.nodes:  # outputs first, as the search decides
+            tree = self._decide_and_place(tree, node, inlined, decide, attempts)
+        Plan(self.dag, tree, self.target)
+        return tree
+
+    def _decide_and_place(self, tree: LoopNest, node, inlined: set[str], decide, attempts: int) -> LoopNest:
+        default = FuncDecision("inline") if node.inlinable else FuncDecision("root", specs={0: StageSpec()})
+        given = self.decisions.get(node.name)
+        tries = [given] if given is not None else []
+        if given is None and decide is not None:
+            tries = [decide(node.name, tree) for _ in range(attempts)]
+        for k, d in enumerate(tries + [default]):
+            if d is None:
+                continue
+            try:
+                return self._apply(tree, node, d, inlined)
+            except ScheduleError:
+                if d is given or k == len(tries):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _apply(self, tree: LoopNest, node, d: FuncDecision, inlined: set[str]) -> LoopNest:
+        if d.kind == "inline":
+            if not node.inlinable:
+                raise ScheduleError(f"{node.name} cannot be inlined (it is an output or has updates)")
+            new = annotate_inlined(tree, self.dag, inlined | {node.name})
+            inlined.add(node.name)
+            return new
+        new = self._place(tree, node.name, d, inlined)
+        Plan(self.dag, new, complete=False)  # reject a placement that is not legal (e.g. a bad slide)
+        return new
+
+    def _place(self, tree: LoopNest, func: str, d: FuncDecision, inlined: set[str]) -> LoopNest:
+        plan = Plan(self.dag, tree, complete=False)
+        if d.kind == "root":
+            site_path = [tree]
+            store_path = site_path
+        else:
+            chain = _find_chain(tree, d.consumer, d.consumer_stage, func)
+            if not 0 <= d.level < len(chain) - 1:
+                raise ScheduleError(f"compute_at({func!r}, {d.consumer!r}, level={d.level}): {d.consumer} has "
+                                    f"levels 0..{len(chain) - 2} to compute at (the innermost computes points)")
+            site_path = tree.path_to(chain[d.level])
+            if d.store_level is None:
+                store_path = site_path
+            elif d.store_level == -1:
+                store_path = [tree]
+            elif 0 <= d.store_level <= d.level:
+                store_path = tree.path_to(chain[d.store_level])
+            else:
+                raise ScheduleError(f"{func}: store_level must be -1 (root) or 0..{d.level}")
+        site = site_path[-1]
+        region = plan.region_at(func, site)
+        if region is None:
+            raise ScheduleError(f"{func}: nothing reads it inside level {d.level} of {d.consumer}")
+        node = self.dag.node(func)
+        extents = [Plan._extent(lo, hi, node.region_extent(k)) for k, (lo, hi) in enumerate(region)]
+        v = self._vector_dim(func, d)
+        heads = [self._chain(func, s, d.specs.get(s.index, _for_update(d.specs[0], s)), extents, v, d.kind == "root")
+                 for s in node.stages]
+        tree = _insert(tree, site_path, store_path, heads, func, self.dag, inlined)
+        return annotate_inlined(tree, self.dag, inlined)
+
+    def _vector_dim(self, func: str, d: FuncDecision) -> int:
+        var = d.specs[0].vectorize
+        if var is None:
+            return -1
+        dims = self.dag.node(func).dims
+        if var not in dims:
+            raise ScheduleError(f"{func}: cannot vectorize {var}; its dimensions are {dims}")
+        return dims.index(var)
+
+    def _chain(self, func: str, stage: Stage, spec: StageSpec, extents: list[int], v: int,
+               at_root: bool) -> LoopNest:
+        """The levels of one stage: the region, the requested tiles, then one SIMD vector with the
+        unrolled extents (or, with neither, the innermost level iterates the whole last tile)."""
+        names = [l.name for l in stage.loop]
+        pure = [l.pure for l in stage.loop]
+        for var in [k for t in spec.tiles for k in t] + list(spec.unroll):
+            if var not in names or not pure[names.index(var)]:
+                raise ScheduleError(f"{func}.s{stage.index}: {var} is not a pure loop of this stage ({names})")
+        full = [extents[l.func_dim] if l.pure else l.rdom_range[1] - l.rdom_range[0] + 1 for l in stage.loop]
+        vj = stage.pure_loop_of_dim(v) if v >= 0 and spec.vectorize is not None else -1
+        reqs = [full]
+        for t in spec.tiles:
+            reqs.append([min(t.get(n, reqs[-1][j]), reqs[-1][j]) if pure[j] else full[j] for j, n in enumerate(names)])
+        if vj >= 0 or spec.unroll:
+            inner = [1 if pure[j] else full[j] for j in range(len(names))]
+            for var, k in spec.unroll.items():
+                inner[names.index(var)] = min(k, full[names.index(var)])
+            if vj >= 0:
+                width = spec.vector_width or self.target.natural_vector_size(self.dag.node(func).type)
+                if width > reqs[-1][vj]:
+                    raise ScheduleError(f"{func}.s{stage.index}: vector width {width} exceeds the "
+                                        f"{reqs[-1][vj]} points of {names[vj]} in its innermost tile")
+                inner[vj] = width
+            reqs.append(inner)
+        if spec.parallel and len(reqs) < 2:
+            raise ScheduleError(f"{func}: parallel needs at least one level of tiles to run in parallel")
+        if spec.parallel and not at_root:
+            raise ScheduleError(f"{func}: only Funcs computed at root run in parallel")
+        sizes = [list(reqs[-1])]
+        below = list(reqs[-1])
+        for req in reversed(reqs[:-1]):
+            level = []
+            for j in range(len(names)):
+                if not pure[j]:
+                    level.append(1)
+                    continue
+                k = max(1, -(-req[j] // below[j]))
+                if stage.index == 0 and k * below[j] > full[j]:
+                    k = max(1, full[j] // below[j])  # shift-inwards tiles must fit inside the region
+                level.append(k)
+            sizes.insert(0, level)
+            below = [b * k for b, k in zip(below, level)]
+        sizes[0] = [-(-full[j] // (below[j] // sizes[0][j])) if pure[j] else sizes[0][j] for j in range(len(names))]
+        node = None
+        for depth in reversed(range(len(sizes))):
+            innermost = depth == len(sizes) - 1
+            node = LoopNest(func=func, stage=stage.index, size=tuple(sizes[depth]),
+                            children=() if innermost else (node,), innermost=innermost,
+                            parallel=spec.parallel and depth == 0, vector_dim=v,
+                            vectorized_loop=vj if innermost and spec.vectorize is not None else -1,
+                            unrolled=innermost and bool(spec.unroll))
+        assert node is not None
+        return node
+
+
+def _for_update(spec: StageSpec, stage: Stage) -> StageSpec:
+    """Stage 0's spec, restricted to the loops an update has."""
+    if stage.index == 0:
+        return spec
+    pure = {l.name for l in stage.loop if l.pure}
+    return StageSpec(tiles=[{k: v for k, v in t.items() if k in pure} for t in spec.tiles],
+                     vectorize=spec.vectorize if spec.vectorize in pure else None,
+                     vector_width=spec.vector_width,
+                     unroll={k: v for k, v in spec.unroll.items() if k in pure}, parallel=spec.parallel)
+
+
+def _find_chain(tree: LoopNest, consumer: str, stage: int, func: str) -> list[LoopNest]:
+    try:
+        return tree.find_chain(consumer, stage)
+    except KeyError:
+        raise ScheduleError(f"{func}: cannot compute at {consumer}.s{stage}, which is not computed (yet); "
+                            "compute_at needs a consumer that is computed, not inlined") from None
+
+
+def _insert(tree: LoopNest, site_path: list[LoopNest], store_path: list[LoopNest], heads: list[LoopNest],
+            func: str, dag: FunctionDAG, inlined: set[str]) -> LoopNest:
+    """Put `heads` in the site's children before the first child that reads `func`, and `func` in the
+    store level's store_at."""
+    site = site_path[-1]
+    readers = _readers(dag, func, inlined)
+    pos = next((i for i, c in enumerate(site.children) if _reads(c, readers)), None)
+    if pos is None and site.is_root and dag.node(func).is_output:
+        pos = len(site.children)
+    if pos is None:
+        raise ScheduleError(f"{func}: nothing computed inside {'root' if site.is_root else site.func} reads it")
+    kids = list(site.children[:pos]) + heads + list(site.children[pos:])
+    new = site.with_children(kids)
+    if store_path[-1] is site:
+        new = new.replace(store_at=site.store_at + (func,))
+    store = store_path[-1]
+    for anc in reversed(site_path[:-1]):
+        old_child = new
+        kids = [old_child if c is site else c for c in anc.children]
+        new = anc.with_children(kids)
+        if anc is store:
+            new = new.replace(store_at=anc.store_at + (func,))
+        site = anc
+    return new
+
+
+def _readers(dag: FunctionDAG, func: str, inlined: set[str]) -> set[tuple[str, int]]:
+    """Stages that read `func`, directly or through inlined Funcs."""
+    out: set[tuple[str, int]] = set()
+    for stage, _ in dag.accesses_to(func):
+        if stage.func in inlined:
+            out |= _readers(dag, stage.func, inlined)
+        else:
+            out.add((stage.func, stage.index))
+    return out
+
+
+def _reads(n: LoopNest, readers: set[tuple[str, int]]) -> bool:
+    return any((m.func, m.stage) in readers for m, _ in n.nodes())
+
+
+def annotate_inlined(tree: LoopNest, dag: FunctionDAG, inlined: set[str]) -> LoopNest:
+    """Recompute the `inlined` lists of every innermost level."""
+    calls = inlined_calls(dag, inlined)
+
+    def fix(n: LoopNest) -> LoopNest:
+        if n.innermost:
+            want = tuple(sorted(calls.get((n.func, n.stage), {}).items()))
+            return n if want == n.inlined else n.replace(inlined=want)
+        kids = tuple(fix(c) for c in n.children)
+        return n if all(a is b for a, b in zip(kids, n.children)) else n.with_children(kids)
+
+    return fix(tree)
+
+
+def naive_schedule(pipeline) -> LoopNest:
+    """Everything computed at root, serial, unvectorized, untiled: the baseline of every benchmark."""
+    b = ScheduleBuilder(pipeline)
+    for n in pipeline.dag.nodes:
+        b.root(n.name)
+    return b.build()
+
+
+def simple_schedule(pipeline, target: "str | Target | None" = None) -> LoopNest:
+    """Halide's trivial schedule: every Func at root, vectorized along x and parallel over rows where
+    its sizes allow."""
+    b = ScheduleBuilder(pipeline, target)
+    for n in pipeline.dag.nodes:
+        b.root(n.name, **_simple_spec(b, n))
+    return b.build()
+
+
+def _simple_spec(b: ScheduleBuilder, n) -> dict:
+    dims = n.dims
+    ext = [n.region_extent(d) for d in range(n.dimensions)]
+    spec: dict = {}
+    w = b.target.natural_vector_size(n.type)
+    if ext[0] >= w:
+        spec["vectorize"] = dims[0]
+    if n.dimensions > 1 and ext[-1] >= 2:
+        spec["tiles"] = [{dims[-1]: max(1, math.ceil(ext[-1] / (8 * b.target.cores)))}]
+        spec["parallel"] = True
+    return spec

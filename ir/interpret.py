@@ -1,0 +1,210 @@
+"""The reference interpreter: the meaning of a pipeline, computed with numpy and no schedule.
+
+Every Func is evaluated over its whole required region (the FunctionDAG's global region) from the
+inputs toward the outputs, each definition vectorized over its pure dimensions. Update definitions
+run their reduction domain serially, in RDom order (the first dimension innermost), except that a
+scatter `f[c] = f[c] + v` (or * for any type, min/max for integers) is applied with `ufunc.at`, which
+accumulates in that same order. Arithmetic is `semantics`, so the result is what every backend must
+reproduce exactly.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import semantics as sem
+from .dag import FunctionDAG, Node, Stage
+from .errors import SchedlabError
+from .expr import BinOp, Call, Cast, Cmp, Const, Expr, Logical, Math, Not, RVar, Select, Var, walk
+from .pipeline import Pipeline
+
+_CHUNK = 1 << 20  # elements per vectorized block of a reduction domain
+
+
+def interpret(pipeline: Pipeline, inputs: dict[str, np.ndarray] | None = None, seed: int = 0) -> dict[str, np.ndarray]:
+    """Outputs (F-ordered arrays of the output sizes) for the given inputs (default: random_inputs(seed))."""
+    if inputs is None:
+        inputs = pipeline.random_inputs(seed)
+    arrays = check_inputs(pipeline, inputs)
+    dag = pipeline.dag
+    bufs: dict[str, tuple[np.ndarray, tuple[tuple[int, int], ...]]] = {}
+    for name, a in arrays.items():
+        bufs[name] = (a, dag.inputs[name].region)
+    for node in reversed(dag.nodes):  # producers first
+        bufs[node.name] = (_realize(dag, node, bufs), node.region)
+    out = {}
+    for o in pipeline.outputs:
+        a, region = bufs[o.name]
+        sl = tuple(slice(-lo, -lo + e) for (lo, _), e in zip(region, pipeline.output_sizes[o.name]))
+        out[o.name] = np.asfortranarray(a[sl])
+    return out
+
+
+def check_inputs(pipeline: Pipeline, inputs: dict) -> dict[str, np.ndarray]:
+    """Input arrays as 1-D Fortran-order views, after checking names, shapes and dtypes."""
+    names = [i.name for i in pipeline.inputs]
+    missing = [n for n in names if n not in inputs]
+    if missing:
+        raise SchedlabError(f"missing input {missing[0]}; the pipeline's inputs are {names}")
+    extra = [n for n in inputs if n not in names]
+    if extra:
+        raise SchedlabError(f"{extra[0]} is not an input of the pipeline; its inputs are {names}")
+    out = {}
+    regions = pipeline.input_regions
+    for inp in pipeline.inputs:
+        a = np.asarray(inputs[inp.name])
+        shape = tuple(e for _, e in regions[inp.name])
+        if a.shape != shape or a.dtype != inp.type.dtype:
+            raise SchedlabError(f"input {inp.name} must be a {inp.type.dtype} array of shape {shape} (its required "
+                                f"region), got {a.dtype} {a.shape}")
+        out[inp.name] = np.asfortranarray(a)
+    return out
+
+
+def _realize(dag: FunctionDAG, node: Node, bufs) -> np.ndarray:
+    shape = tuple(hi - lo + 1 for lo, hi in node.region)
+    t = node.type
+    env = {v: _grid(node, d) for d, v in enumerate(node.dims)}
+    ev = _Evaluator(bufs, node.name)
+    arr = np.empty(shape, dtype=t.dtype, order="F")
+    arr[...] = np.broadcast_to(ev.eval(node.stages[0].value, env), shape)
+    bufs[node.name] = (arr, node.region)
+    for s in node.stages[1:]:
+        _update(node, s, arr, ev)
+    return arr
+
+
+def _grid(node: Node, d: int) -> np.ndarray:
+    lo, hi = node.region[d]
+    shape = [1] * node.dimensions
+    shape[d] = hi - lo + 1
+    return np.arange(lo, hi + 1, dtype=np.int64).reshape(shape)
+
+
+def _update(node: Node, s: Stage, arr: np.ndarray, ev: "_Evaluator") -> None:
+    env = {l.name: _grid(node, l.func_dim) for l in s.loop if l.pure}
+    rvars = [l.rvar for l in s.loop if not l.pure]
+    scatter = _scatter_op(node, s)
+    if rvars and scatter is not None:
+        _update_scatter(node, s, arr, ev, env, rvars, scatter)
+        return
+    ranges = [range(r.min, r.min + r.extent) for r in rvars]
+    for point in _rdom_points(ranges):
+        for r, v in zip(rvars, point):
+            env[r.name] = np.int64(v)
+        _store(node, s, arr, ev, env)
+
+
+def _rdom_points(ranges):
+    """RDom points in iteration order: the first dimension innermost."""
+    if not ranges:
+        yield ()
+        return
+    import itertools
+
+    for rev in itertools.product(*reversed(ranges)):
+        yield tuple(reversed(rev))
+
+
+def _store(node: Node, s: Stage, arr: np.ndarray, ev: "_Evaluator", env) -> None:
+    value = ev.eval(s.value, env)
+    idx = _coords(node, s, ev, env)
+    shape = np.broadcast_shapes(*(np.shape(i) for i in idx), np.shape(value))
+    arr[tuple(np.broadcast_to(i, shape) for i in idx)] = np.broadcast_to(value, shape)
+
+
+def _coords(node: Node, s: Stage, ev: "_Evaluator", env) -> tuple:
+    out = []
+    for d, a in enumerate(s.lhs):
+        c = np.asarray(ev.eval(a, env)).astype(np.int64) - node.region[d][0]
+        _check_range(c, node.region[d][1] - node.region[d][0] + 1, node.name, node.name)
+        out.append(c)
+    return tuple(out)
+
+
+def _scatter_op(node: Node, s: Stage):
+    """The ufunc of an update `f[c] = f[c] OP v` whose order of application ufunc.at preserves."""
+    v = s.value
+    if not isinstance(v, BinOp) or v.op not in ("add", "mul", "min", "max"):
+        return None
+    if v.op in ("min", "max") and not v.type.is_integer:
+        return None  # float min/max with NaN depends on operand order
+    a, b = v.a, v.b
+    if not (isinstance(a, Call) and a.target.name == node.name):
+        return None
+    if tuple(x.key() for x in a.args) != tuple(x.key() for x in s.lhs):
+        return None
+    for part in (b, *s.lhs):
+        if any(isinstance(n, Call) and n.target.name == node.name for n in walk(part)):
+            return None
+    return {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}[v.op], b
+
+
+def _update_scatter(node, s, arr, ev, env, rvars, scatter) -> None:
+    ufunc, operand = scatter
+    ranges = [(r.min, r.extent) for r in rvars]
+    pure_shape = arr.shape
+    n_pure = len(pure_shape)
+    total = math.prod(e for _, e in ranges)
+    # RDom axes after the Func's axes, last RDom dimension first so C-order flattening follows RDom order
+    order = list(reversed(range(len(rvars))))
+    step = max(1, _CHUNK // max(1, math.prod(pure_shape)))
+    flat = np.arange(total, dtype=np.int64)
+    for start in range(0, total, step):
+        block = flat[start:start + step]
+        coords = np.unravel_index(block, [ranges[k][1] for k in order])
+        renv = dict(env)
+        for axis, k in enumerate(order):
+            shape = [1] * n_pure + [len(block)]
+            renv[rvars[k].name] = (coords[axis] + ranges[k][0]).reshape(shape)
+        for name, g in env.items():
+            renv[name] = g.reshape(g.shape + (1,))
+        val = ev.eval(operand, renv)
+        idx = _coords(node, s, ev, renv)
+        shape = np.broadcast_shapes(*(np.shape(i) for i in idx), np.shape(val), (1,) * n_pure + (len(block),))
+        full_idx = tuple(np.broadcast_to(i, shape).reshape(-1) for i in idx)
+        ufunc.at(arr, full_idx, np.broadcast_to(np.asarray(val, dtype=arr.dtype), shape).reshape(-1))
+
+
+def _check_range(idx: np.ndarray, extent: int, consumer: str, producer: str) -> None:
+    if idx.size and (idx.min() < 0 or idx.max() >= extent):
+        raise AssertionError(f"bounds inference bug: {consumer} reads {producer} outside its computed region")
+
+
+class _Evaluator:
+    def __init__(self, bufs, func: str):
+        self.bufs = bufs
+        self.func = func
+
+    def eval(self, e: Expr, env) -> np.ndarray:
+        if isinstance(e, Const):
+            return np.asarray(e.value, dtype=e.type.dtype)
+        if isinstance(e, (Var, RVar)):
+            return env[e.name]
+        if isinstance(e, Cast):
+            return sem.cast(self.eval(e.value, env), e.value.type, e.target)
+        if isinstance(e, BinOp):
+            return sem.arith(e.op, self.eval(e.a, env), self.eval(e.b, env), e.type)
+        if isinstance(e, Cmp):
+            return sem.compare(e.op, self.eval(e.a, env), self.eval(e.b, env))
+        if isinstance(e, Logical):
+            f = np.logical_and if e.op == "and" else np.logical_or
+            return f(self.eval(e.a, env), self.eval(e.b, env))
+        if isinstance(e, Not):
+            return np.logical_not(self.eval(e.a, env))
+        if isinstance(e, Select):
+            return np.where(self.eval(e.cond, env), self.eval(e.t, env), self.eval(e.f, env)).astype(e.type.dtype)
+        if isinstance(e, Call):
+            arr, region = self.bufs[e.target.name]
+            idx = []
+            for d, a in enumerate(e.args):
+                c = np.asarray(self.eval(a, env)).astype(np.int64) - region[d][0]
+                _check_range(c, region[d][1] - region[d][0] + 1, self.func, e.target.name)
+                idx.append(c)
+            return arr[tuple(idx)]
+        if isinstance(e, Math):
+            args = [self.eval(a, env) for a in e.args]
+            return np.asarray(sem.math_fn(e.fn, args, e.type, e.args[0].type)).astype(e.type.dtype)
+        raise TypeError(f"cannot interpret {e!r}")  # pragma: no cover

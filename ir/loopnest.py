@@ -1,0 +1,222 @@
+"""LoopNest: the one schedule representation, an immutable tree of loop levels
+(seeds/adams2019 §3.1, Fig. 2-3; Halide's `LoopNest.h`).
+
+Each node is one level of the loops of one stage of a Func. A stage's levels form a chain from its
+outermost tile loop down to its innermost loop, which computes points. Where a chain hangs in the
+tree says where the stage is computed: a child of the root is computed at root; a child of another
+stage's node is computed once per iteration of that node's loops (compute_at). A Func's storage is
+allocated at the node listing it in `store_at`: its compute site, or a coarser level for sliding
+windows. Inlined Funcs have no nodes; the innermost loops that call them list them in `inlined`.
+
+`size` gives, per loop of the stage (its pure Vars, then its RVars), the iterations at this level:
+the number of tiles, not the size of each tile. The tile one iteration covers is the product of the
+sizes of the deeper levels of the same chain; the outermost level covers the stage's region, with
+tails shifted inwards for pure definitions (Halide's ShiftInwards) and guarded for updates. Loops at
+one level run with the vectorized dimension innermost and the others in storage order; RVars are
+iterated only by the innermost level, in RDom order, outside SIMD or unrolled loops and innermost
+otherwise (adams2019 §3.3).
+
+Queries come first; the few methods that build new nests follow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from typing import Iterator
+
+FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class LoopNest:
+    func: str | None = None  # the Func whose stage these loops iterate; None at the root
+    stage: int = 0  # which stage of it (0 = pure definition)
+    size: tuple[int, ...] = ()  # iterations of each loop at this level: the number of tiles
+    children: tuple["LoopNest", ...] = ()  # in execution order: producers computed here, then the next level
+    inlined: tuple[tuple[str, int], ...] = ()  # Funcs inlined into this innermost loop, with calls per point
+    store_at: tuple[str, ...] = ()  # Funcs allocated once per iteration of this level
+    innermost: bool = False  # the level that computes points; it has no children
+    parallel: bool = False  # this level's pure loops run as one fused parallel loop
+    vector_dim: int = -1  # the Func dimension stored innermost and run as SIMD lanes (-1: none)
+    vectorized_loop: int = -1  # at the innermost level, the loop index run as SIMD lanes (-1: none)
+    unrolled: bool = False  # at the innermost level, the non-SIMD loops are fully unrolled
+
+    # -- queries ---------------------------------------------------------------------------------
+
+    @property
+    def is_root(self) -> bool:
+        return self.func is None
+
+    def nodes(self, parent: "LoopNest | None" = None) -> Iterator[tuple["LoopNest", "LoopNest | None"]]:
+        """Every (node, parent) pair, pre-order."""
+        yield self, parent
+        for c in self.children:
+            yield from c.nodes(self)
+
+    def chain_heads(self) -> Iterator[tuple["LoopNest", "LoopNest"]]:
+        """(outermost node of a stage chain, the node it is computed at), pre-order."""
+        for n, p in self.nodes():
+            if p is not None and (p.is_root or (p.func, p.stage) != (n.func, n.stage)):
+                yield n, p
+
+    def chain(self) -> list["LoopNest"]:
+        """This node and the deeper levels of the same stage, outermost first."""
+        out = [self]
+        n = self
+        while not n.innermost:
+            nxt = n.next_level()
+            if nxt is None:
+                break
+            out.append(nxt)
+            n = nxt
+        return out
+
+    def next_level(self) -> "LoopNest | None":
+        for c in self.children:
+            if (c.func, c.stage) == (self.func, self.stage):
+                return c
+        return None
+
+    def computed_funcs(self) -> list[str]:
+        """Funcs with at least one stage in the tree, in first-appearance order."""
+        seen: dict[str, None] = {}
+        for n, _ in self.nodes():
+            if n.func is not None:
+                seen.setdefault(n.func, None)
+        return list(seen)
+
+    def inlined_funcs(self) -> set[str]:
+        return {f for n, _ in self.nodes() for f, _ in n.inlined}
+
+    def scheduled_funcs(self) -> set[str]:
+        return set(self.computed_funcs()) | self.inlined_funcs()
+
+    def find_chain(self, func: str, stage: int = 0) -> list["LoopNest"]:
+        for head, _ in self.chain_heads():
+            if head.func == func and head.stage == stage:
+                return head.chain()
+        raise KeyError(f"{func}.s{stage} is not computed in this loop nest")
+
+    def path_to(self, target: "LoopNest") -> list["LoopNest"] | None:
+        """Nodes from the root down to `target` (by identity), or None."""
+        if self is target:
+            return [self]
+        for c in self.children:
+            p = c.path_to(target)
+            if p is not None:
+                return [self] + p
+        return None
+
+    # -- identity --------------------------------------------------------------------------------
+
+    def to_json(self) -> dict:
+        d: dict = {}
+        if self.func is not None:
+            d["func"] = self.func
+            d["stage"] = self.stage
+            d["size"] = list(self.size)
+        if self.children:
+            d["children"] = [c.to_json() for c in self.children]
+        if self.inlined:
+            d["inlined"] = [[f, c] for f, c in self.inlined]
+        if self.store_at:
+            d["store_at"] = list(self.store_at)
+        for flag in ("innermost", "parallel", "unrolled"):
+            if getattr(self, flag):
+                d[flag] = True
+        if self.vector_dim >= 0:
+            d["vector_dim"] = self.vector_dim
+        if self.vectorized_loop >= 0:
+            d["vectorized_loop"] = self.vectorized_loop
+        return d
+
+    @staticmethod
+    def from_json(d: dict) -> "LoopNest":
+        from .errors import ScheduleError
+
+        try:
+            return LoopNest(
+                func=d.get("func"), stage=int(d.get("stage", 0)), size=tuple(int(s) for s in d.get("size", ())),
+                children=tuple(LoopNest.from_json(c) for c in d.get("children", ())),
+                inlined=tuple((str(f), int(c)) for f, c in d.get("inlined", ())),
+                store_at=tuple(str(f) for f in d.get("store_at", ())),
+                innermost=bool(d.get("innermost", False)), parallel=bool(d.get("parallel", False)),
+                vector_dim=int(d.get("vector_dim", -1)), vectorized_loop=int(d.get("vectorized_loop", -1)),
+                unrolled=bool(d.get("unrolled", False)))
+        except (TypeError, ValueError, AttributeError) as e:
+            raise ScheduleError(f"malformed LoopNest JSON: {e}") from None
+
+    def dumps(self) -> str:
+        return json.dumps({"format": FORMAT, "root": self.to_json()}, sort_keys=True, separators=(",", ":"))
+
+    @staticmethod
+    def loads(s: str) -> "LoopNest":
+        from .errors import ScheduleError
+
+        obj = json.loads(s)
+        if obj.get("format") != FORMAT:
+            raise ScheduleError(f"LoopNest JSON format {obj.get('format')!r} is not {FORMAT}")
+        return LoopNest.from_json(obj["root"])
+
+    @property
+    def fingerprint(self) -> str:
+        return hashlib.sha256(self.dumps().encode()).hexdigest()[:16]
+
+    def structural_hash(self, depth: int) -> int:
+        """Hash of the loop structure down to `depth` (seeds/adams2019 §3.2 coarse-to-fine passes).
+
+        Depth 0 sees which Funcs are stored, computed and inlined at each level; depth 1 adds which
+        loops have more than one iteration and the vectorized dimension; deeper levels add the loop
+        sizes. Recursion into children goes two levels of depth shallower, as in Halide.
+        """
+        h = hashlib.blake2b(digest_size=8)
+        self._hash_into(h, depth)
+        return int.from_bytes(h.digest(), "little")
+
+    def _hash_into(self, h, depth: int) -> None:
+        h.update(repr((self.func, self.stage, sorted(self.store_at), sorted(f for f, _ in self.inlined))).encode())
+        if depth >= 1:
+            if depth == 1:
+                h.update(repr(tuple(s > 1 for s in self.size)).encode())
+            else:
+                h.update(repr(self.size).encode())
+            h.update(repr((self.vector_dim, self.vectorized_loop)).encode())
+        h.update(repr(tuple((c.func, c.stage) for c in self.children)).encode())
+        if depth >= 2:
+            for c in self.children:
+                c._hash_into(h, depth - 2)
+
+    # -- printing --------------------------------------------------------------------------------
+
+    def __str__(self) -> str:
+        from .printing import loopnest_to_str
+
+        return loopnest_to_str(self)
+
+    def to_str(self, pipeline) -> str:
+        """Readable loops with allocation sizes and tile extents from the pipeline's bounds."""
+        from .printing import loopnest_to_str
+
+        return loopnest_to_str(self, pipeline)
+
+    # -- building new nests ----------------------------------------------------------------------
+
+    def with_children(self, children) -> "LoopNest":
+        return replace(self, children=tuple(children))
+
+    def replace(self, **kw) -> "LoopNest":
+        return replace(self, **kw)
+
+    def replace_node(self, target: "LoopNest", new: "LoopNest") -> "LoopNest":
+        """A copy of this tree with `target` (by identity) replaced by `new`."""
+        if self is target:
+            return new
+        changed = False
+        kids = []
+        for c in self.children:
+            r = c.replace_node(target, new)
+            changed |= r is not c
+            kids.append(r)
+        return self.with_children(kids) if changed else self

@@ -1,0 +1,593 @@
+"""The concrete loops, regions and allocations a LoopNest stands for, and the checks that it is valid.
+
+`Plan(dag, loopnest)` walks the tree once, outputs first, and answers for every level of every stage
+how many iterations it runs, where each iteration's tile starts and how wide it is, and for every Func
+the region it computes at its site and the region its storage covers. All of these are symbolic forms
+over the loop indices (`symbolic.Lin`), so the backends render them as code, featurization evaluates
+them to numbers, and their static bounds size the allocations. This is the one bounds inference of
+the system (DESIGN §3.2): every consumer of schedules reads regions from here.
+
+A tree that is not a valid schedule of its pipeline raises `ScheduleError` with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .bounds import Env
+from .dag import FunctionDAG, Node, Stage
+from .errors import ScheduleError
+from .loopnest import LoopNest
+from .symbolic import INF, Lin, Sym, const, exact_diff, floordiv, lmax, lmin, monotonicity, upper_diff
+from .target import Target
+
+MAX_UNROLL = 16  # iterations of a fully unrolled innermost level (adams2019 §3.3)
+MAX_VECTOR = 64  # lanes of one SIMD loop
+
+Region = list[tuple[Lin, Lin]]  # inclusive (lo, hi) forms per dimension
+
+
+@dataclass
+class Loop:
+    """One loop of one level of a stage."""
+
+    name: str  # the stage's loop variable (a pure Var or an RVar)
+    pure: bool
+    count: int  # iterations at most
+    count_form: Lin  # iterations at run time (const(count) unless the region's size is only known then)
+    index: Lin  # the iteration number: a symbol in [0, count - 1], or 0 for a single iteration
+    base: Lin  # first coordinate of the box one iteration covers
+    ext: Lin  # extent of that box: const(tile), or a form when tails are guarded or sizes vary
+    tile: int  # static bound of ext
+    tail: str  # "exact" (tiles divide), "shift" (last tile shifted inwards), "guard" (last tile clipped)
+
+    @property
+    def static(self) -> bool:
+        return self.count_form.is_const and self.ext.is_const
+
+
+@dataclass
+class Level:
+    """One node of a stage chain: a tiling level (or the innermost, point level)."""
+
+    node: LoopNest
+    chain: "Chain"
+    depth: int
+    loops: list[Loop]  # in the stage's loop order (pure Vars, then RVars)
+    order: tuple[int, ...]  # loop indices from outermost to innermost within this level
+
+    def box(self) -> Env:
+        """The box of loop coordinates one iteration of this level covers."""
+        return {l.name: (l.base, l.base + l.ext - 1) for l in self.loops}
+
+
+@dataclass
+class Chain:
+    """All levels of one stage, computed at `site`."""
+
+    func: str
+    stage: Stage
+    head: LoopNest
+    site: LoopNest
+    bounds: Region  # per loop: the range the stage iterates at its site
+    extents: list[int]  # static bound of each loop's range
+    exact: list[bool]  # whether that range's size is the same at every site iteration
+    levels: list[Level] = field(default_factory=list)
+
+
+@dataclass
+class FuncPlan:
+    name: str
+    node: Node
+    inlined: bool = False
+    site: LoopNest | None = None  # compute site
+    store: LoopNest | None = None  # store site (the site, or a coarser level for sliding windows)
+    chains: list[Chain] = field(default_factory=list)
+    region: Region = field(default_factory=list)  # computed per site iteration
+    extents: list[int] = field(default_factory=list)
+    storage: Region = field(default_factory=list)  # covered by one allocation
+    storage_extents: list[int] = field(default_factory=list)
+    layout: tuple[int, ...] = ()  # dimensions from innermost (stride 1) outward
+    strides: tuple[int, ...] = ()
+    sliding: "Sliding | None" = None
+
+    @property
+    def vector_dim(self) -> int:
+        return self.chains[0].head.vector_dim if self.chains else -1
+
+    @property
+    def allocation_points(self) -> int:
+        return math.prod(self.storage_extents)
+
+
+@dataclass
+class Sliding:
+    """A Func stored outside the loop it is computed in: each iteration computes only new rows."""
+
+    dim: int  # the Func dimension that advances
+    loop: Loop  # the one serial loop between storage and computation
+    level: Level
+
+
+class Plan:
+    def __init__(self, dag: FunctionDAG, root: LoopNest, target: Target | None = None, complete: bool = True):
+        if not root.is_root:
+            raise ScheduleError("a LoopNest must start at the root (func None)")
+        self.dag = dag
+        self.root = root
+        self.target = target
+        self.funcs: dict[str, FuncPlan] = {}
+        self.levels: dict[int, Level] = {}
+        self.parent: dict[int, LoopNest | None] = {}
+        self._above: dict[int, set[int]] = {}  # node id -> ids of its strict ancestors
+        self._memo: dict[tuple[str, int], Region | None] = {}
+        self._index()
+        self._group_chains(complete)
+        self._check_inlined()
+        for n in dag.nodes:  # consumers before producers
+            fp = self.funcs.get(n.name)
+            if fp is not None and not fp.inlined:
+                self._check_placement(fp)
+                self._plan_func(fp)
+        self._check_annotations()
+
+    # -- public queries --------------------------------------------------------------------------
+
+    def level(self, node: LoopNest) -> Level:
+        return self.levels[id(node)]
+
+    def func(self, name: str) -> FuncPlan:
+        return self.funcs[name]
+
+    @property
+    def inlined(self) -> set[str]:
+        return {f for f, p in self.funcs.items() if p.inlined}
+
+    def region_at(self, func: str, n: LoopNest) -> Region | None:
+        """The region of `func` read during one iteration of node `n` (None if nothing there reads it).
+
+        Forms are over the indices of `n` and its ancestors' loops: what a Func computed at `n` must
+        produce each time round (Halide's `LoopNest::get_bounds`).
+        """
+        key = (func, id(n))
+        if key in self._memo:
+            return self._memo[key]
+        node = self.dag.node(func)
+        box: Region | None = None
+        if node.is_output and n.is_root:
+            box = [(const(0), const(e - 1)) for e in self.dag.pipeline.output_sizes[func]]
+        for c in node.consumers:
+            cp = self.funcs.get(c)
+            if cp is None:
+                raise ScheduleError(f"{func} is scheduled but its consumer {c} is not; schedule consumers first")
+            if cp.inlined:
+                creg = self.region_at(c, n)
+                envs = [] if creg is None else [cp.node.stages[0].loop_env(tuple(creg))]
+                stages = cp.node.stages[:1]
+            else:
+                envs, stages = [], []
+                for ch in cp.chains:
+                    env = self._stage_env_within(ch, n)
+                    if env is not None:
+                        envs.append(env)
+                        stages.append(ch.stage)
+            for s, env in zip(stages, envs):
+                r = self.dag.stage_requires(s, func, env)
+                if r is None:
+                    continue
+                r = [(lo, hi) for lo, hi in r]  # bounded: the DAG checked every access
+                box = r if box is None else [(lmin(a[0], b[0]), lmax(a[1], b[1])) for a, b in zip(box, r)]
+        if box is not None:
+            for d in node.update_dims:
+                lo, hi = node.region[d]
+                box[d] = (const(lo), const(hi))
+        self._memo[key] = box
+        return box
+
+    # -- indexing and structure ------------------------------------------------------------------
+
+    def _index(self) -> None:
+        stack: list[tuple[LoopNest, LoopNest | None, frozenset]] = [(self.root, None, frozenset())]
+        while stack:
+            n, p, above = stack.pop()
+            self.parent[id(n)] = p
+            self._above[id(n)] = above
+            self._check_node(n, p)
+            inner = above | {id(n)}
+            for c in n.children:
+                stack.append((c, n, inner))
+
+    def _check_node(self, n: LoopNest, p: LoopNest | None) -> None:
+        if n.is_root:
+            if p is not None:
+                raise ScheduleError("only the root may have func None")
+            if n.innermost or n.size or n.parallel or n.inlined:
+                raise ScheduleError("the root node carries no loops or annotations")
+            return
+        if n.func not in self.dag:
+            raise ScheduleError(f"the loop nest schedules {n.func}, which is not a Func of the pipeline")
+        node = self.dag.node(n.func)
+        if not 0 <= n.stage < len(node.stages):
+            raise ScheduleError(f"{n.func} has no stage {n.stage}")
+        stage = node.stages[n.stage]
+        where = f"{n.func}.s{n.stage}"
+        if len(n.size) != len(stage.loop):
+            raise ScheduleError(f"{where}: size {n.size} has {len(n.size)} entries for {len(stage.loop)} loops "
+                                f"({', '.join(l.name for l in stage.loop)})")
+        if any(not isinstance(s, int) or s < 1 for s in n.size):
+            raise ScheduleError(f"{where}: loop sizes must be positive ints, got {n.size}")
+        if n.innermost:
+            if n.children:
+                raise ScheduleError(f"{where}: the innermost level computes points and can contain nothing")
+            if n.store_at:
+                raise ScheduleError(f"{where}: nothing can be stored inside the innermost level")
+        else:
+            if n.inlined:
+                raise ScheduleError(f"{where}: only the innermost level lists inlined Funcs")
+            if n.vectorized_loop >= 0 or n.unrolled:
+                raise ScheduleError(f"{where}: only the innermost level is vectorized or unrolled")
+            own = [c for c in n.children if (c.func, c.stage) == (n.func, n.stage)]
+            if len(own) != 1:
+                raise ScheduleError(f"{where}: a tiling level needs exactly one inner level of its own stage, "
+                                    f"found {len(own)}")
+            for i, l in enumerate(stage.loop):
+                if not l.pure and n.size[i] != 1:
+                    raise ScheduleError(f"{where}: RVar {l.name} is iterated only by the innermost level; "
+                                        f"size it 1 at outer levels")
+        for c in n.children:
+            if c.func == n.func and c.stage != n.stage:
+                raise ScheduleError(f"{where}: stage {c.stage} of {n.func} is nested inside stage {n.stage}")
+
+    def _group_chains(self, complete: bool) -> None:
+        heads: dict[str, list[tuple[LoopNest, LoopNest]]] = {}
+        for head, site in self.root.chain_heads():
+            heads.setdefault(head.func, []).append((head, site))
+        inlined = self.root.inlined_funcs()
+        for f in inlined:
+            if f not in self.dag:
+                raise ScheduleError(f"the loop nest inlines {f}, which is not a Func of the pipeline")
+            if f in heads:
+                raise ScheduleError(f"{f} is both inlined and computed")
+            node = self.dag.node(f)
+            if node.is_output:
+                raise ScheduleError(f"{f} is an output; outputs are computed at root, never inlined")
+            if not node.inlinable:
+                raise ScheduleError(f"{f} has update definitions and cannot be inlined")
+            self.funcs[f] = FuncPlan(f, node, inlined=True)
+        stored: dict[str, LoopNest] = {}
+        for n, _ in self.root.nodes():
+            for f in n.store_at:
+                if f in stored:
+                    raise ScheduleError(f"{f} is stored at two levels")
+                stored[f] = n
+        for f, hs in heads.items():
+            node = self.dag.node(f)
+            stages = sorted(h.stage for h, _ in hs)
+            if stages != list(range(len(node.stages))):
+                raise ScheduleError(f"{f}: each of its {len(node.stages)} stages must be computed exactly once, "
+                                    f"found stages {stages}")
+            sites = {id(s) for _, s in hs}
+            if len(sites) != 1:
+                raise ScheduleError(f"{f}: all its stages must be computed at the same level")
+            site = hs[0][1]
+            pos = [next(i for i, c in enumerate(site.children) if c is h) for h, _ in sorted(hs, key=lambda t: t[0].stage)]
+            if pos != sorted(pos):
+                raise ScheduleError(f"{f}: its stages must be computed in order")
+            if node.is_output and not site.is_root:
+                raise ScheduleError(f"{f} is an output; outputs are computed at root")
+            if f not in stored:
+                raise ScheduleError(f"{f} is computed but stored nowhere; list it in store_at of its compute level "
+                                    "or a coarser one")
+            fp = FuncPlan(f, node, site=site, store=stored[f])
+            fp.chains = [Chain(f, node.stages[h.stage], h, site, [], [], []) for h, _ in sorted(hs, key=lambda t: t[0].stage)]
+            self.funcs[f] = fp
+        for f in stored:
+            if f not in heads:
+                raise ScheduleError(f"{f} is stored but never computed")
+        if complete:
+            missing = [n.name for n in self.dag.nodes if n.name not in self.funcs]
+            if missing:
+                raise ScheduleError(f"the schedule leaves {', '.join(missing)} unscheduled")
+
+    def _check_inlined(self) -> None:
+        """Innermost levels must list exactly the inlined Funcs their stage calls, with call counts."""
+        calls = inlined_calls(self.dag, self.inlined)
+        for n, _ in self.root.nodes():
+            if n.is_root or not n.innermost:
+                continue
+            want = calls.get((n.func, n.stage), {})
+            have = dict(n.inlined)
+            if have != want:
+                raise ScheduleError(f"{n.func}.s{n.stage}: innermost level lists inlined {sorted(have.items())} "
+                                    f"but calls {sorted(want.items())}; rebuild it with the builder")
+
+    # -- loops of each stage ---------------------------------------------------------------------
+
+    def _plan_func(self, fp: FuncPlan) -> None:
+        node = fp.node
+        region = self.region_at(fp.name, fp.site)
+        if region is None:
+            raise ScheduleError(f"{fp.name} is computed at a level where nothing reads it")
+        fp.region = region
+        fp.extents = [self._extent(lo, hi, node.region_extent(d)) for d, (lo, hi) in enumerate(region)]
+        fp.layout = storage_layout(node, self._vector_dim(fp))
+        for ch in fp.chains:
+            self._plan_chain(fp, ch)
+        storage = self.region_at(fp.name, fp.store)
+        if storage is None or (fp.store is not fp.site and id(fp.store) not in self._above[id(fp.site)]):
+            raise ScheduleError(f"{fp.name} must be stored at its compute level or a level enclosing it")
+        fp.storage = storage
+        fp.storage_extents = [self._extent(lo, hi, node.region_extent(d)) for d, (lo, hi) in enumerate(storage)]
+        strides = [0] * node.dimensions
+        s = 1
+        for d in fp.layout:
+            strides[d] = s
+            s *= fp.storage_extents[d]
+        fp.strides = tuple(strides)
+        if fp.store is not fp.site:
+            fp.sliding = self._sliding(fp)
+
+    @staticmethod
+    def _extent(lo: Lin, hi: Lin, cap: int) -> int:
+        e = exact_diff(hi, lo)
+        if e is not None:
+            return e + 1
+        u = upper_diff(hi, lo)
+        return cap if u == INF else int(min(u + 1, cap))
+
+    def _plan_chain(self, fp: FuncPlan, ch: Chain) -> None:
+        stage = ch.stage
+        for l in stage.loop:
+            if l.pure:
+                lo, hi = fp.region[l.func_dim]
+                cap = fp.node.region_extent(l.func_dim)
+            else:
+                rlo, rhi = l.rdom_range
+                lo, hi, cap = const(rlo), const(rhi), rhi - rlo + 1
+            ch.bounds.append((lo, hi))
+            ch.extents.append(self._extent(lo, hi, cap))
+            ch.exact.append(exact_diff(hi, lo) is not None)
+        nodes = ch.head.chain()
+        if not nodes[-1].innermost:
+            raise ScheduleError(f"{fp.name}.s{stage.index}: its chain of levels does not end in an innermost level")
+        bases = [lo for lo, _ in ch.bounds]
+        exts = [const(e) if x else hi - lo + 1 for (lo, hi), e, x in zip(ch.bounds, ch.extents, ch.exact)]
+        bound = list(ch.extents)
+        for depth, n in enumerate(nodes):
+            loops = []
+            for j, l in enumerate(stage.loop):
+                tile = math.prod(m.size[j] for m in nodes[depth + 1:])
+                loop = self._loop(fp.name, stage, n, depth, j, l.name, l.pure, bases[j], exts[j], bound[j], tile)
+                loops.append(loop)
+            lvl = Level(n, ch, depth, loops, loop_order(stage, n, fp.layout))
+            ch.levels.append(lvl)
+            self.levels[id(n)] = lvl
+            bases = [lp.base for lp in loops]
+            exts = [lp.ext for lp in loops]
+            bound = [lp.tile for lp in loops]
+
+    def _loop(self, func, stage: Stage, n: LoopNest, depth: int, j: int, name: str, pure: bool,
+              pbase: Lin, pext: Lin, pbound: int, tile: int) -> Loop:
+        where = f"{func}.s{stage.index} loop {name}"
+        count = -(-pbound // tile)
+        if depth == 0 and count != n.size[j]:
+            raise ScheduleError(f"{where}: the outermost level must run {count} iterations to cover the region "
+                                f"of {pbound} with tiles of {tile}, not {n.size[j]}")
+        if depth > 0 and count != n.size[j]:  # pragma: no cover - follows from the tile definition
+            raise ScheduleError(f"{where}: inconsistent tiling")
+        i = Lin.of(Sym(f"{func}_s{stage.index}_{name}_{depth}", 0, count - 1)) if count > 1 else const(0)
+        shift = pure and stage.index == 0
+        if pext.is_const:
+            p = pext.const
+            if p % tile == 0:
+                return Loop(name, pure, count, const(count), i, pbase + i * tile, const(tile), tile, "exact")
+            if shift:
+                if tile > p:
+                    raise ScheduleError(f"{where}: tile of {tile} is larger than the region of {p} it splits")
+                return Loop(name, pure, count, const(count), i, pbase + lmin(i * tile, p - tile), const(tile), tile,
+                            "shift")
+            ext = lmin(const(tile), pext - i * tile)
+            return Loop(name, pure, count, const(count), i, pbase + i * tile, ext, tile, "guard")
+        runtime_count = floordiv(pext + (tile - 1), tile)
+        if shift:
+            base = pbase + lmin(i * tile, lmax(pext - tile, const(0)))
+            return Loop(name, pure, count, runtime_count, i, base, lmin(const(tile), pext), tile, "shift")
+        return Loop(name, pure, count, runtime_count, i, pbase + i * tile, lmin(const(tile), pext - i * tile), tile,
+                    "guard")
+
+    def _stage_env_within(self, ch: Chain, n: LoopNest) -> Env | None:
+        """Loop boxes of chain `ch` during one iteration of node n, or None if it runs outside n."""
+        lvl = self.levels.get(id(n))
+        if lvl is not None and lvl.chain is ch:
+            return lvl.box()
+        if n is ch.site or id(n) in self._above[id(ch.site)]:
+            fp = self.funcs[ch.func]
+            reg = self.region_at(ch.func, n)
+            if reg is None:  # pragma: no cover - its consumers are inside n, so it is read there
+                return None
+            return ch.stage.loop_env(tuple(reg)) if fp.chains else None
+        return None
+
+    # -- placement, sliding windows, annotations -------------------------------------------------
+
+    def _check_placement(self, fp: FuncPlan) -> None:
+        """Every read of a Func happens inside its compute level, after it is computed there."""
+        site = fp.site
+        assert site is not None
+        first_after = max(next(i for i, c in enumerate(site.children) if c is ch.head) for ch in fp.chains)
+        for ch in self._reading_chains(fp.name):
+            lvl = self.levels.get(id(site))
+            if lvl is not None and lvl.chain is ch:
+                child = ch.levels[lvl.depth + 1].node
+            elif site is ch.site or id(site) in self._above[id(ch.site)]:
+                child = ch.head
+                while self.parent[id(child)] is not site:
+                    child = self.parent[id(child)]  # type: ignore[assignment]
+            else:
+                raise ScheduleError(f"{fp.name} is computed inside {describe(site)} but {ch.func}.s{ch.stage.index} "
+                                    "reads it outside that loop")
+            pos = next(i for i, c in enumerate(site.children) if c is child)
+            if pos <= first_after:
+                raise ScheduleError(f"{fp.name} must be computed before {ch.func}.s{ch.stage.index} reads it "
+                                    f"(order of the children of {describe(site)})")
+
+    def _reading_chains(self, func: str) -> list[Chain]:
+        """Chains of computed stages that read `func`, directly or through inlined Funcs."""
+        out: list[Chain] = []
+        seen: set[str] = set()
+
+        def visit(f: str):
+            for c in self.dag.node(f).consumers:
+                cp = self.funcs[c]
+                if cp.inlined:
+                    if c not in seen:
+                        seen.add(c)
+                        visit(c)
+                    continue
+                for ch in cp.chains:
+                    reads = any(a.producer == f and a.kind != "self" for a in ch.stage.accesses)
+                    if reads and all(ch is not o for o in out):
+                        out.append(ch)
+
+        visit(func)
+        return out
+
+    def _sliding(self, fp: FuncPlan) -> Sliding | None:
+        """A Func stored above its compute level: legal when the loops in between are one serial loop
+        along which its region advances (adams2019 §3.2: single-dimension sliding windows)."""
+        path = self.root.path_to(fp.site)
+        assert path is not None and fp.store is not None
+        between = path[next(i for i, p in enumerate(path) if p is fp.store) + 1:]
+        moving = []
+        for n in between:
+            lvl = self.levels[id(n)]
+            for lp in lvl.loops:
+                if lp.count > 1:
+                    moving.append((lvl, lp))
+        if not moving:
+            return None
+        if len(moving) > 1:
+            raise ScheduleError(f"{fp.name} is stored outside {len(moving)} loops with more than one iteration; "
+                                "a sliding window needs a single serial loop between storage and computation")
+        lvl, lp = moving[0]
+        if lvl.node.parallel:
+            raise ScheduleError(f"{fp.name}: a sliding window cannot advance along a parallel loop")
+        if len(fp.chains) > 1:
+            raise ScheduleError(f"{fp.name} has update definitions; only pure Funcs slide")
+        sym = next(iter(lp.index.symbols()))
+        dims = []
+        for d, (lo, hi) in enumerate(fp.region):
+            mlo, mhi = monotonicity(lo, sym), monotonicity(hi, sym)
+            if mlo == 0 and mhi == 0:
+                continue
+            if mlo not in (0, 1) or mhi != 1:
+                raise ScheduleError(f"{fp.name}: its region does not advance monotonically along {lp.name}, so it "
+                                    "cannot slide")
+            dims.append(d)
+        if len(dims) != 1:
+            raise ScheduleError(f"{fp.name}: a sliding window must advance along exactly one dimension, "
+                                f"found {len(dims)}")
+        d = dims[0]
+        if fp.vector_dim == d:
+            raise ScheduleError(f"{fp.name}: cannot slide along its vectorized dimension")
+        ch = fp.chains[0]
+        j = ch.stage.pure_loop_of_dim(d)
+        if any(lv.node.size[j] != 1 for lv in ch.levels[1:]):
+            raise ScheduleError(f"{fp.name}: when sliding along dimension {d}, only its outermost level may "
+                                "iterate that dimension")
+        return Sliding(d, lp, lvl)
+
+    def _vector_dim(self, fp: FuncPlan) -> int:
+        vd = {n.vector_dim for ch in fp.chains for n in ch.head.chain()}
+        if len(vd) != 1:
+            raise ScheduleError(f"{fp.name}: all its levels must agree on vector_dim, found {sorted(vd)}")
+        v = vd.pop()
+        if not -1 <= v < fp.node.dimensions:
+            raise ScheduleError(f"{fp.name}: vector_dim {v} is not a dimension")
+        if fp.node.is_output and v > 0:
+            raise ScheduleError(f"{fp.name} is an output stored with dimension 0 innermost; vectorize dimension 0")
+        return v
+
+    def _check_annotations(self) -> None:
+        for fp in self.funcs.values():
+            for ch in fp.chains:
+                for lvl in ch.levels:
+                    self._check_level_flags(fp, ch, lvl)
+
+    def _check_level_flags(self, fp: FuncPlan, ch: Chain, lvl: Level) -> None:
+        n = lvl.node
+        where = f"{fp.name}.s{ch.stage.index}"
+        if n.parallel:
+            if not ch.site.is_root or lvl.depth != 0:
+                raise ScheduleError(f"{where}: only the outermost level of a Func computed at root runs in parallel")
+            if n.innermost:
+                raise ScheduleError(f"{where}: the parallel level cannot also be the innermost; tile it first")
+        if n.innermost and n.vectorized_loop >= 0:
+            j = n.vectorized_loop
+            if j >= len(ch.stage.loop):
+                raise ScheduleError(f"{where}: vectorized_loop {j} is not a loop")
+            l = ch.stage.loop[j]
+            if not l.pure or l.func_dim != fp.vector_dim:
+                raise ScheduleError(f"{where}: the SIMD loop must be the loop over vector_dim {fp.vector_dim}, "
+                                    f"not {l.name}")
+            if not 2 <= n.size[j] <= MAX_VECTOR:
+                raise ScheduleError(f"{where}: a SIMD loop needs 2 to {MAX_VECTOR} lanes, got {n.size[j]}")
+        if n.unrolled:
+            k = math.prod(s for j, s in enumerate(n.size) if j != n.vectorized_loop)
+            if k > MAX_UNROLL:
+                raise ScheduleError(f"{where}: unrolling {k} iterations exceeds {MAX_UNROLL}")
+
+
+def storage_layout(node: Node, vector_dim: int) -> tuple[int, ...]:
+    """Dimensions innermost first: outputs keep their natural layout; others put the vectorized
+    dimension innermost and keep the relative order of the rest (adams2019 §3.3)."""
+    dims = list(range(node.dimensions))
+    if node.is_output or vector_dim < 0:
+        return tuple(dims)
+    return (vector_dim,) + tuple(d for d in dims if d != vector_dim)
+
+
+def loop_order(stage: Stage, n: LoopNest, layout: tuple[int, ...]) -> tuple[int, ...]:
+    """Loop indices of one level, outermost first: pure loops in storage order (the vectorized one
+    innermost); RVars in RDom order, outside SIMD or unrolled loops and innermost otherwise."""
+    rank = {d: k for k, d in enumerate(layout)}
+    pure = sorted((j for j, l in enumerate(stage.loop) if l.pure), key=lambda j: -rank[stage.loop[j].func_dim])
+    rvars = [j for j, l in enumerate(stage.loop) if not l.pure][::-1]
+    if n.innermost and (n.vectorized_loop >= 0 or n.unrolled):
+        return tuple(rvars + pure)
+    return tuple(pure + rvars)
+
+
+def inlined_calls(dag: FunctionDAG, inlined: set[str]) -> dict[tuple[str, int], dict[str, int]]:
+    """For every stage, the inlined Funcs it calls (through other inlined Funcs too) and how many
+    times per point."""
+    memo: dict[str, dict[str, int]] = {}
+
+    def within(stage: Stage) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for a in stage.accesses:
+            if a.kind == "func" and a.producer in inlined:
+                out[a.producer] = out.get(a.producer, 0) + a.count
+                for g, k in of_func(a.producer).items():
+                    out[g] = out.get(g, 0) + a.count * k
+        return out
+
+    def of_func(f: str) -> dict[str, int]:
+        if f not in memo:
+            memo[f] = within(dag.node(f).stages[0])
+        return memo[f]
+
+    result = {}
+    for n in dag.nodes:
+        if n.name in inlined:
+            continue
+        for s in n.stages:
+            calls = within(s)
+            if calls:
+                result[(n.name, s.index)] = calls
+    return result
+
+
+def describe(n: LoopNest) -> str:
+    return "root" if n.is_root else f"a level of {n.func}.s{n.stage}"

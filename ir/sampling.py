@@ -1,0 +1,80 @@
+"""Uniformly random valid LoopNests over the whole CPU schedule space, for property tests and fuzzing.
+
+Each Func, from the outputs back, is inlined, computed at root, or computed at a random level of a
+random computed consumer, sometimes with its storage hoisted outward (a sliding window), with random
+multi-level tiles (sizes that do and do not divide their region), a random vectorized dimension and
+width, small unrolled extents and, at root, a parallel outer level. Decisions that turn out illegal are
+redrawn. The cost-model-guided sampler used for training data lives in the scheduler.
+"""
+
+from __future__ import annotations
+
+import random
+
+from .builder import FuncDecision, ScheduleBuilder, StageSpec
+from .loopnest import LoopNest
+
+
+def random_loopnest(pipeline, seed: int, target=None) -> LoopNest:
+    rng = random.Random(seed)
+    b = ScheduleBuilder(pipeline, target)
+    dag = pipeline.dag
+
+    def decide(func: str, tree: LoopNest) -> FuncDecision:
+        node = dag.node(func)
+        r = rng.random()
+        if node.inlinable and r < 0.3:
+            return FuncDecision("inline")
+        specs = {0: _random_spec(rng, node)}
+        computed = [c for c in node.consumers if _chain_or_none(tree, c) is not None]
+        if not node.is_output and computed and r < 0.75:
+            consumer = rng.choice(computed)
+            stages = [s.index for s in dag.node(consumer).stages
+                      if any(a.producer == func for a in s.accesses)] or [0]
+            cs = rng.choice(stages)
+            chain = _chain_or_none(tree, consumer, cs)
+            if chain is not None and len(chain) > 1:
+                level = rng.randrange(len(chain) - 1)
+                store = None
+                if rng.random() < 0.3:
+                    store = rng.choice([-1] + list(range(level + 1)))
+                specs[0].parallel = False
+                return FuncDecision("at", consumer, cs, level, store, specs)
+        return FuncDecision("root", specs=specs)
+
+    return b.build(decide=decide, attempts=6)
+
+
+def _chain_or_none(tree: LoopNest, func: str, stage: int = 0):
+    try:
+        return tree.find_chain(func, stage)
+    except KeyError:
+        return None
+
+
+def _random_spec(rng: random.Random, node) -> StageSpec:
+    dims = node.dims
+    ext = [node.region_extent(d) for d in range(node.dimensions)]
+    tiles = []
+    prev = list(ext)
+    for _ in range(rng.choice([0, 0, 1, 1, 2])):
+        t = {}
+        for d, v in enumerate(dims):
+            if rng.random() < 0.6:
+                choice = rng.choice([1, 2, 3, 4, 5, 7, 8, 16, max(1, prev[d] // 2), prev[d]])
+                t[v] = max(1, min(choice, prev[d]))
+        if t:
+            tiles.append(t)
+            prev = [t.get(v, prev[d]) for d, v in enumerate(dims)]
+    spec = StageSpec(tiles=tiles)
+    vec_dims = [0] if node.is_output else list(range(node.dimensions))
+    if rng.random() < 0.6:
+        d = rng.choice(vec_dims)
+        spec.vectorize = dims[d]
+        spec.vector_width = rng.choice([2, 4, 8, 16])
+    if rng.random() < 0.25:
+        d = rng.randrange(node.dimensions)
+        if dims[d] != spec.vectorize:
+            spec.unroll = {dims[d]: rng.choice([2, 3, 4])}
+    spec.parallel = bool(tiles) and rng.random() < 0.5
+    return spec

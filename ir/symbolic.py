@@ -1,0 +1,409 @@
+"""Symbolic integer bounds: affine combinations of runtime symbols, floor divisions and min/max.
+
+Bounds inference describes the region a stage needs as intervals whose ends are `Lin` forms over
+symbols that are only known at run time (the position of the current tile). The same forms are
+  * rendered to code by the backends (the region a tile computes),
+  * evaluated to numbers by the interpreter and by featurization, and
+  * compared statically (`upper_diff`) to size allocations: hi - lo is bounded even when hi and lo
+    are not, because the unknown parts cancel.
+Every symbol carries the static range it can take, so any form also has a static range: the fallback
+bound that is always sound.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, Union
+
+INF = math.inf
+Number = Union[int, float]  # float only for +-inf
+
+
+@dataclass(frozen=True, slots=True)
+class Sym:
+    """A runtime integer, e.g. the first coordinate of the current tile, in [lo, hi]."""
+
+    name: str
+    lo: Number
+    hi: Number
+
+    def sort_key(self):
+        return (0, self.name)
+
+    def range(self) -> tuple[Number, Number]:
+        return self.lo, self.hi
+
+
+@dataclass(frozen=True, slots=True)
+class FloorDiv:
+    """floor(num / q) for an integer q >= 2; num's constant is normalized into [0, q)."""
+
+    num: "Lin"
+    q: int
+
+    def sort_key(self):
+        return (1, self.q, self.num.sort_key())
+
+    def range(self) -> tuple[Number, Number]:
+        lo, hi = self.num.range()
+        return _fdiv(lo, self.q), _fdiv(hi, self.q)
+
+
+@dataclass(frozen=True, slots=True)
+class MinMax:
+    """min(args) or max(args) of two or more forms."""
+
+    kind: str  # "min" | "max"
+    args: tuple["Lin", ...]
+
+    def sort_key(self):
+        return (2, self.kind, tuple(a.sort_key() for a in self.args))
+
+    def range(self) -> tuple[Number, Number]:
+        rs = [a.range() for a in self.args]
+        f = min if self.kind == "min" else max
+        return f(r[0] for r in rs), f(r[1] for r in rs)
+
+
+Atom = Union[Sym, FloorDiv, MinMax]
+
+
+@dataclass(frozen=True, slots=True)
+class Lin:
+    """const + sum(coef * atom): an affine form over atoms."""
+
+    terms: tuple[tuple[Atom, int], ...] = ()
+    const: int = 0
+
+    # -- construction ----------------------------------------------------------------------------
+
+    @staticmethod
+    def of(v: "LinLike") -> "Lin":
+        if isinstance(v, Lin):
+            return v
+        if isinstance(v, (Sym, FloorDiv, MinMax)):
+            return Lin(((v, 1),), 0)
+        if isinstance(v, int):
+            return Lin((), v)
+        raise TypeError(f"not a symbolic integer: {v!r}")
+
+    @staticmethod
+    def _make(coefs: dict, const: int) -> "Lin":
+        terms = tuple(sorted(((a, c) for a, c in coefs.items() if c != 0), key=lambda t: t[0].sort_key()))
+        return Lin(terms, const)
+
+    def sort_key(self):
+        return (tuple((a.sort_key(), c) for a, c in self.terms), self.const)
+
+    # -- queries ---------------------------------------------------------------------------------
+
+    @property
+    def is_const(self) -> bool:
+        return not self.terms
+
+    def range(self) -> tuple[Number, Number]:
+        lo = hi = self.const
+        for a, c in self.terms:
+            alo, ahi = a.range()
+            if c > 0:
+                lo, hi = lo + c * alo, hi + c * ahi
+            else:
+                lo, hi = lo + c * ahi, hi + c * alo
+        return lo, hi
+
+    def evaluate(self, env: dict[str, int]) -> int:
+        v = self.const
+        for a, c in self.terms:
+            v += c * evaluate_atom(a, env)
+        return v
+
+    def symbols(self) -> set[str]:
+        out: set[str] = set()
+        for a, _ in self.terms:
+            out |= atom_symbols(a)
+        return out
+
+    # -- arithmetic ------------------------------------------------------------------------------
+
+    def __add__(self, o: "LinLike") -> "Lin":
+        o = Lin.of(o)
+        if not o.terms:
+            return Lin(self.terms, self.const + o.const)
+        coefs = dict(self.terms)
+        for a, c in o.terms:
+            coefs[a] = coefs.get(a, 0) + c
+        return Lin._make(coefs, self.const + o.const)
+
+    __radd__ = __add__
+
+    def __neg__(self) -> "Lin":
+        return Lin(tuple((a, -c) for a, c in self.terms), -self.const)
+
+    def __sub__(self, o: "LinLike") -> "Lin":
+        return self + (-Lin.of(o))
+
+    def __rsub__(self, o: "LinLike") -> "Lin":
+        return Lin.of(o) - self
+
+    def __mul__(self, k: int) -> "Lin":
+        if not isinstance(k, int):
+            raise TypeError("Lin can only be scaled by an int")
+        if k == 0:
+            return Lin((), 0)
+        return Lin(tuple((a, c * k) for a, c in self.terms), self.const * k)
+
+    __rmul__ = __mul__
+
+    def __repr__(self) -> str:
+        return to_code(self, lambda s: s.name)
+
+
+LinLike = Union[Lin, Sym, FloorDiv, MinMax, int]
+
+
+def const(v: int) -> Lin:
+    return Lin((), v)
+
+
+def sym(name: str, lo: Number, hi: Number) -> Lin:
+    return Lin(((Sym(name, lo, hi), 1),), 0)
+
+
+def _fdiv(v: Number, q: int) -> Number:
+    if v in (INF, -INF):
+        return v
+    return v // q
+
+
+def floordiv(x: LinLike, q: int) -> Lin:
+    """floor(x / q) for a positive int q."""
+    x = Lin.of(x)
+    if q <= 0:
+        raise ValueError("floordiv by a non-positive constant")
+    if q == 1:
+        return x
+    if not x.terms:
+        return const(x.const // q)
+    whole: dict = {}
+    rest: dict = {}
+    for a, c in x.terms:
+        if c % q == 0:
+            whole[a] = c // q
+        else:
+            rest[a] = c
+    m, r = divmod(x.const, q)
+    base = Lin._make(whole, m)
+    if not rest:
+        return base  # floor((q*A + c)/q) = A + floor(c/q)
+    return base + Lin(((FloorDiv(Lin._make(rest, r), q), 1),), 0)
+
+
+def halide_div(x: LinLike, k: int) -> Lin:
+    """Halide's x / k for a constant k: floor for k > 0, ceiling (= -floor(x / -k)) for k < 0, 0 for 0."""
+    if k == 0:
+        return const(0)
+    if k > 0:
+        return floordiv(x, k)
+    return -floordiv(x, -k)
+
+
+def minmax(kind: str, a: LinLike, b: LinLike) -> Lin:
+    a, b = Lin.of(a), Lin.of(b)
+    if a.is_const and b.is_const:
+        return const(min(a.const, b.const) if kind == "min" else max(a.const, b.const))
+    if a == b:
+        return a
+    # drop an argument that can never win
+    if upper_diff(a, b) <= 0:  # a <= b always
+        return a if kind == "min" else b
+    if upper_diff(b, a) <= 0:
+        return b if kind == "min" else a
+    args: list[Lin] = []
+    for x in (a, b):
+        atom = _single_atom(x)
+        if isinstance(atom, MinMax) and atom.kind == kind:
+            args.extend(atom.args)
+        else:
+            args.append(x)
+    uniq = sorted(set(args), key=lambda l: l.sort_key())
+    if len(uniq) == 1:
+        return uniq[0]
+    return Lin(((MinMax(kind, tuple(uniq)), 1),), 0)
+
+
+def lmin(a: LinLike, b: LinLike) -> Lin:
+    return minmax("min", a, b)
+
+
+def lmax(a: LinLike, b: LinLike) -> Lin:
+    return minmax("max", a, b)
+
+
+def clamp(x: LinLike, lo: LinLike, hi: LinLike) -> Lin:
+    return lmax(lmin(x, hi), lo)
+
+
+def _single_atom(x: Lin) -> Atom | None:
+    if x.const == 0 and len(x.terms) == 1 and x.terms[0][1] == 1:
+        return x.terms[0][0]
+    return None
+
+
+# -- static comparison ---------------------------------------------------------------------------
+
+_EXPANSION_BUDGET = 64
+
+
+def upper_diff(h: LinLike, l: LinLike) -> Number:
+    """A static upper bound on h - l over every value the symbols can take (INF if none is known)."""
+    return _upper(Lin.of(h) - Lin.of(l), [_EXPANSION_BUDGET])
+
+
+def exact_diff(h: LinLike, l: LinLike) -> int | None:
+    """h - l if it is the same number for every value of the symbols, else None."""
+    d = Lin.of(h) - Lin.of(l)
+    return d.const if d.is_const else None
+
+
+def _upper(d: Lin, budget: list[int]) -> Number:
+    if d.is_const:
+        return d.const
+    # expand one min/max atom: the bound of a max is the max of the bounds, etc.
+    for i, (a, c) in enumerate(d.terms):
+        if isinstance(a, MinMax) and budget[0] > 0:
+            budget[0] -= len(a.args)
+            rest = Lin(d.terms[:i] + d.terms[i + 1:], d.const)
+            bounds = [_upper(rest + arg * c, budget) for arg in a.args]
+            exact_max = (a.kind == "max") == (c > 0)
+            return max(bounds) if exact_max else min(bounds)
+    # pair floor divisions with the same divisor and opposite coefficients
+    total = d.const
+    terms = list(d.terms)
+    used = [False] * len(terms)
+    for i, (a, c) in enumerate(terms):
+        if used[i] or not isinstance(a, FloorDiv) or c <= 0:
+            continue
+        for j, (b, e) in enumerate(terms):
+            if not used[j] and j != i and isinstance(b, FloorDiv) and b.q == a.q and e == -c:
+                inner = _upper(a.num - b.num, budget)
+                if inner == INF:
+                    continue
+                used[i] = used[j] = True
+                total += c * _ceil_div(inner, a.q)
+                break
+    for k, (a, c) in enumerate(terms):
+        if used[k]:
+            continue
+        lo, hi = a.range()
+        total += c * hi if c > 0 else c * lo
+    return total
+
+
+def _ceil_div(v: int, q: int) -> int:
+    return -((-v) // q)
+
+
+def monotonicity(x: LinLike, s: str) -> int | None:
+    """+1 if x never decreases as symbol s grows, -1 if never increases, 0 if it does not depend on s,
+    None if it may go both ways."""
+    return _mono(Lin.of(x), s)
+
+
+def _mono(x: Lin, s: str) -> int | None:
+    sign = 0
+    for a, c in x.terms:
+        if isinstance(a, Sym):
+            m = 1 if a.name == s else 0
+        elif isinstance(a, FloorDiv):
+            m = _mono(a.num, s)
+        else:
+            ms = {_mono(arg, s) for arg in a.args} - {0}
+            m = None if None in ms or len(ms) > 1 else (ms.pop() if ms else 0)
+        if m is None:
+            return None
+        m *= 1 if c > 0 else -1
+        if m != 0:
+            if sign != 0 and m != sign:
+                return None
+            sign = m
+    return sign
+
+
+# -- evaluation and rendering --------------------------------------------------------------------
+
+
+def evaluate_atom(a: Atom, env: dict[str, int]) -> int:
+    if isinstance(a, Sym):
+        return env[a.name]
+    if isinstance(a, FloorDiv):
+        return a.num.evaluate(env) // a.q
+    vals = [x.evaluate(env) for x in a.args]
+    return min(vals) if a.kind == "min" else max(vals)
+
+
+def atom_symbols(a: Atom) -> set[str]:
+    if isinstance(a, Sym):
+        return {a.name}
+    if isinstance(a, FloorDiv):
+        return a.num.symbols()
+    out: set[str] = set()
+    for x in a.args:
+        out |= x.symbols()
+    return out
+
+
+def substitute(x: Lin, subst: Callable[[Sym], Lin | None]) -> Lin:
+    """Replace symbols by forms (subst returns None to keep a symbol)."""
+    out = const(x.const)
+    for a, c in x.terms:
+        out = out + _subst_atom(a, subst) * c
+    return out
+
+
+def _subst_atom(a: Atom, subst) -> Lin:
+    if isinstance(a, Sym):
+        r = subst(a)
+        return Lin.of(a) if r is None else r
+    if isinstance(a, FloorDiv):
+        return floordiv(substitute(a.num, subst), a.q)
+    args = [substitute(x, subst) for x in a.args]
+    r = args[0]
+    for x in args[1:]:
+        r = minmax(a.kind, r, x)
+    return r
+
+
+def to_code(x: LinLike, name: Callable[[Sym], str]) -> str:
+    """Python source for x (integer arithmetic, floor division, min/max builtins)."""
+    x = Lin.of(x)
+    parts: list[str] = []
+    for a, c in x.terms:
+        s = _atom_code(a, name)
+        if c == 1:
+            parts.append(s)
+        elif c == -1:
+            parts.append(f"-{s}")
+        else:
+            parts.append(f"{c} * {s}")
+    if x.const or not parts:
+        parts.append(str(x.const))
+    out = " + ".join(parts).replace("+ -", "- ")
+    return out
+
+
+def _atom_code(a: Atom, name) -> str:
+    if isinstance(a, Sym):
+        return name(a)
+    if isinstance(a, FloorDiv):
+        return f"(({to_code(a.num, name)}) // {a.q})"
+    return f"{a.kind}({', '.join(to_code(x, name) for x in a.args)})"
+
+
+def hull(intervals: Iterable[tuple[Lin, Lin]]) -> tuple[Lin, Lin]:
+    """The smallest interval (as forms) containing all the given ones."""
+    it = iter(intervals)
+    lo, hi = next(it)
+    for l, h in it:
+        lo, hi = lmin(lo, l), lmax(hi, h)
+    return lo, hi
