@@ -116,10 +116,10 @@ def _binop(e: BinOp, env: Env) -> Interval:
     la, ha = _int(e.a, env)
     lb, hb = _int(e.b, env)
     op = e.op
-    if op == "min":
-        return _min(la, lb), _min(ha, hb)
+    if op == "min":  # None is -inf as a lower end and +inf as an upper end
+        return _min(la, lb), (hb if ha is None else ha if hb is None else lmin(ha, hb))
     if op == "max":
-        return _max(la, lb), _max(ha, hb)
+        return (lb if la is None else la if lb is None else lmax(la, lb)), _max(ha, hb)
     if op == "add":
         r = (None if la is None or lb is None else la + lb, None if ha is None or hb is None else ha + hb)
     elif op == "sub":

@@ -49,6 +49,7 @@ class ScheduleBuilder:
         self.dag: FunctionDAG = pipeline.dag
         self.target = get_target(target)
         self.decisions: dict[str, FuncDecision] = {}
+        self.applied: dict[str, FuncDecision] = {}  # what build() used for every Func
 
     # -- decisions -------------------------------------------------------------------------------
 
@@ -113,7 +114,9 @@ class ScheduleBuilder:
             if d is None:
                 continue
             try:
-                return self._apply(tree, node, d, inlined)
+                new = self._apply(tree, node, d, inlined)
+                self.applied[node.name] = d
+                return new
             except ScheduleError:
                 if d is given or k == len(tries):
                     raise

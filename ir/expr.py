@@ -414,10 +414,10 @@ def cast(t: Type, e: ExprLike) -> Expr:
 
 def select(cond: ExprLike, t: ExprLike, f: ExprLike, *more: ExprLike) -> Expr:
     """select(c, a, b), or the multi-way select(c1, v1, c2, v2, ..., default)."""
-    if more:
+    if more:  # here f is the second condition: (c1, v1, c2, v2, ..., default)
         if len(more) % 2 != 0:
             raise TypeError("multi-way select takes (cond, value) pairs and a final default")
-        return Select(as_expr(cond), as_expr(t), select(*more))
+        return Select(as_expr(cond), as_expr(t), select(f, *more))
     return Select(as_expr(cond), as_expr(t), as_expr(f))
 
 

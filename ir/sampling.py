@@ -16,6 +16,11 @@ from .loopnest import LoopNest
 
 
 def random_loopnest(pipeline, seed: int, target=None) -> LoopNest:
+    return random_schedule(pipeline, seed, target)[0]
+
+
+def random_schedule(pipeline, seed: int, target=None) -> tuple[LoopNest, dict[str, FuncDecision]]:
+    """A random valid LoopNest and the per-Func decisions it was built from."""
     rng = random.Random(seed)
     b = ScheduleBuilder(pipeline, target)
     dag = pipeline.dag
@@ -42,7 +47,8 @@ def random_loopnest(pipeline, seed: int, target=None) -> LoopNest:
                 return FuncDecision("at", consumer, cs, level, store, specs)
         return FuncDecision("root", specs=specs)
 
-    return b.build(decide=decide, attempts=6)
+    tree = b.build(decide=decide, attempts=6)
+    return tree, dict(b.applied)
 
 
 def _chain_or_none(tree: LoopNest, func: str, stage: int = 0):

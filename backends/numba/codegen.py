@@ -218,9 +218,9 @@ class _Generator:
         for lp in fused:
             if not lp.count_form.is_const:  # pragma: no cover - root regions are exact
                 raise ScheduleError("a parallel loop needs a constant trip count")
-        self.parallel = True
         if not fused:
             return
+        self.parallel = True
         total = math.prod(lp.count for lp in fused)
         self.line(f"for _task in prange({total}):")
         self.indent += 1

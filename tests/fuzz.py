@@ -1,0 +1,145 @@
+"""Differential fuzzing of the numba backend against the reference interpreter.
+
+    python -m tests.fuzz --n 500 --seed 1000        (also: make fuzz N=500)
+
+Each pair is a random pipeline (tests/fuzz_pipelines) and a random schedule of it (ir.sampling),
+compiled and run in the worker process and compared with `ir.interpret` (bit-exact for integers).
+A failing pair is minimized — schedule decisions simplified one at a time, output sizes shrunk, as
+long as it still fails — and printed with the pipeline, the schedule and the command to reproduce it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass, replace
+
+import backends
+from backends import Protocol
+from ir import interpret
+from ir.builder import FuncDecision, ScheduleBuilder, StageSpec
+from ir.errors import ScheduleError
+from ir.sampling import random_schedule
+
+from .fuzz_pipelines import random_test_pipeline
+
+CHECK_ONLY = Protocol(warmup=0, min_samples=1, max_samples=1, min_seconds=0, max_seconds=0, sample_seconds=0,
+                      timeout=120)
+
+
+@dataclass
+class Outcome:
+    status: str  # ok | invalid_schedule | compile_error | runtime_error | timeout | wrong_output
+    error: str = ""
+
+
+def run_pair(pipeline, loopnest, seed: int) -> Outcome:
+    inputs = pipeline.random_inputs(seed)
+    expected = interpret(pipeline, inputs)
+    m = backends.compile_and_measure(pipeline, loopnest, inputs, protocol=CHECK_ONLY, expected=expected)
+    return Outcome(m.status, m.error)
+
+
+def check(pipeline_seed: int, schedule_seed: int) -> tuple[Outcome, object, object, dict]:
+    p = random_test_pipeline(pipeline_seed)
+    ln, decisions = random_schedule(p, schedule_seed)
+    return run_pair(p, ln, pipeline_seed), p, ln, decisions
+
+
+def build(pipeline, decisions: dict[str, FuncDecision]):
+    b = ScheduleBuilder(pipeline)
+    b.decisions = dict(decisions)
+    return b.build()
+
+
+def _simpler(d: FuncDecision):
+    """Decisions one step simpler than d."""
+    if d.kind != "root" or d.specs[0] != StageSpec():
+        yield FuncDecision("root", specs={0: StageSpec()})
+    if d.kind == "at" and d.store_level is not None:
+        yield replace(d, store_level=None)
+    spec = d.specs.get(0)
+    if spec is None:
+        return
+    for k in range(len(spec.tiles)):
+        yield replace(d, specs={**d.specs, 0: replace(spec, tiles=spec.tiles[:k] + spec.tiles[k + 1:])})
+    if spec.vectorize:
+        yield replace(d, specs={**d.specs, 0: replace(spec, vectorize=None, vector_width=None)})
+    if spec.unroll:
+        yield replace(d, specs={**d.specs, 0: replace(spec, unroll={})})
+    if spec.parallel:
+        yield replace(d, specs={**d.specs, 0: replace(spec, parallel=False)})
+
+
+def minimize(pipeline_seed: int, decisions: dict[str, FuncDecision], status: str):
+    """Shrink a failing pair while it keeps failing with the same status."""
+    p = random_test_pipeline(pipeline_seed)
+    best = dict(decisions)
+    changed = True
+    while changed:
+        changed = False
+        for f in list(best):
+            for cand in _simpler(best[f]):
+                trial = {**best, f: cand}
+                try:
+                    ln = build(p, trial)
+                except ScheduleError:
+                    continue
+                if run_pair(p, ln, pipeline_seed).status == status:
+                    best = trial
+                    changed = True
+                    break
+    sizes = [(w, h) for w in (5, 3, 1) for h in (5, 3, 1)]
+    for size in sizes:
+        try:
+            q = random_test_pipeline(pipeline_seed, size=size)
+            ln = build(q, best)
+        except Exception:  # noqa: BLE001 - a size the schedule does not fit
+            continue
+        if run_pair(q, ln, pipeline_seed).status == status:
+            p = q
+            break
+    return p, build(p, best), best
+
+
+def report(pipeline_seed: int, schedule_seed: int, outcome: Outcome, decisions) -> str:
+    p, ln, best = minimize(pipeline_seed, decisions, outcome.status)
+    again = run_pair(p, ln, pipeline_seed)
+    lines = [
+        f"FAIL pipeline seed {pipeline_seed}, schedule seed {schedule_seed}: {outcome.status}: {outcome.error}",
+        f"reproduce: python -m tests.fuzz --pipeline-seed {pipeline_seed} --schedule-seed {schedule_seed}",
+        "-- minimized pipeline --", str(p),
+        "-- minimized schedule --", ln.to_str(p),
+        f"-- minimized failure -- {again.status}: {again.error}",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=500, help="pairs to check")
+    ap.add_argument("--seed", type=int, default=1000, help="first pipeline seed")
+    ap.add_argument("--pipeline-seed", type=int, help="check one pair (with --schedule-seed)")
+    ap.add_argument("--schedule-seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    pairs = ([(a.pipeline_seed, a.schedule_seed)] if a.pipeline_seed is not None
+             else [(a.seed + i, (a.seed + i) * 31 + 7) for i in range(a.n)])
+    counts: dict[str, int] = {}
+    failures = []
+    t0 = time.time()
+    for k, (ps, ss) in enumerate(pairs, 1):
+        outcome, p, ln, decisions = check(ps, ss)
+        counts[outcome.status] = counts.get(outcome.status, 0) + 1
+        if outcome.status != "ok":
+            print(report(ps, ss, outcome, decisions), flush=True)
+            failures.append((ps, ss))
+        if k % 10 == 0 or k == len(pairs):
+            print(f"[{k}/{len(pairs)}] {time.time() - t0:.0f}s  " +
+                  ", ".join(f"{s}: {c}" for s, c in sorted(counts.items())), flush=True)
+    print(f"fuzz: {len(pairs)} pairs, {len(failures)} failing ({time.time() - t0:.0f}s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
