@@ -41,7 +41,7 @@ class LoopNest:
     parallel: bool = False  # this level's pure loops run as one fused parallel loop
     vector_dim: int = -1  # the Func dimension stored innermost and run as SIMD lanes (-1: none)
     vectorized_loop: int = -1  # at the innermost level, the loop index run as SIMD lanes (-1: none)
-    unrolled: bool = False  # at the innermost level, the non-SIMD loops are fully unrolled
+    unrolled: bool = False  # at the innermost level, the pure non-SIMD loops are fully unrolled
 
     # -- queries ---------------------------------------------------------------------------------
 

@@ -534,7 +534,7 @@ class Plan:
             if not 2 <= n.size[j] <= MAX_VECTOR:
                 raise ScheduleError(f"{where}: a SIMD loop needs 2 to {MAX_VECTOR} lanes, got {n.size[j]}")
         if n.unrolled:
-            k = math.prod(s for j, s in enumerate(n.size) if j != n.vectorized_loop)
+            k = math.prod(s for j, s in enumerate(n.size) if j != n.vectorized_loop and ch.stage.loop[j].pure)
             if k > MAX_UNROLL:
                 raise ScheduleError(f"{where}: unrolling {k} iterations exceeds {MAX_UNROLL}")
 

@@ -72,11 +72,18 @@ class _Generator:
         self.inlined = {f: self.dag.node(f).func for f in plan.inlined}
         self.statements = 0
         self.temps = 0
+        self.constants: dict[str, str] = {}  # typed constant source -> global name
         self.zero: frozenset = frozenset()  # indices of loops merged into an inner loop
         self.merged: dict[int, int] = {}  # id(innermost node) -> factor its SIMD loop is lengthened by
 
     def c(self, x: Lin) -> str:
         return code(x, self.zero)
+
+    def _constant(self, code: str) -> str:
+        name = self.constants.get(code)
+        if name is None:
+            name = self.constants[code] = f"_K{len(self.constants)}"
+        return name
 
     def _fresh(self) -> str:
         self.temps += 1
@@ -103,6 +110,7 @@ class _Generator:
             "import numpy as np",
             "from numba import njit, prange",
             HELPERS,
+            *[f"{name} = {src}" for src, name in self.constants.items()],
             "",
         ]
         flags = f"cache=True, boundscheck=False, error_model='numpy', fastmath=False, parallel={self.parallel}"
@@ -178,7 +186,7 @@ class _Generator:
                     self.line(f"for {self._index(lp)} in range({f}_new - {f}_slo, {f}_shi - {f}_slo + 1):")
                     self.indent += 1
                 elif lp.count > 1:
-                    self.line(f"for {self._index(lp)} in range({self.c(lp.count_form)}):")
+                    self.line(f"for {self._index(lp)} in range({self._count(lp)}):")
                     self.indent += 1
         del loops
         self._node_body(n)
@@ -207,6 +215,14 @@ class _Generator:
         self.zero = self.zero | lp.index.symbols()
         self.merged[id(inner)] = lp.count
         return j
+
+    def _count(self, lp, factor: int = 1) -> str:
+        """A loop's trip count. _rt is 1 at run time: a count LLVM cannot fold keeps it from fully
+        unrolling loops early (which explodes compile time on small extents and hides SIMD loops from
+        its loop vectorizer, the one vectorizer that checks for aliasing at run time)."""
+        if lp.count_form.is_const:
+            return f"{lp.count * factor} * _rt"
+        return self.c(lp.count_form)
 
     def _index(self, lp) -> str:
         syms = lp.index.symbols()
@@ -237,12 +253,12 @@ class _Generator:
         """The point loops: RVars and plain loops, unrolled copies, then the SIMD loop."""
         n = lvl.node
         vec = n.vectorized_loop
-        unrolled = [j for j in lvl.order if n.unrolled and j != vec and lvl.loops[j].count > 1]
+        unrolled = [j for j in lvl.order if n.unrolled and j != vec and lvl.loops[j].pure and lvl.loops[j].count > 1]
         for j in lvl.order:
             lp = lvl.loops[j]
             if j == vec or j in unrolled or lp.count <= 1:
                 continue
-            self.line(f"for {self._index(lp)} in range({self.c(lp.count_form)}):")
+            self.line(f"for {self._index(lp)} in range({self._count(lp)}):")
             self.indent += 1
         combos = itertools.product(*[range(lvl.loops[j].count) for j in unrolled]) if unrolled else [()]
         base_indent = self.indent
@@ -255,13 +271,8 @@ class _Generator:
                     self.line(f"if {k} < {self.c(lp.count_form)}:")
                     self.indent += 1
             if vec >= 0 and lvl.loops[vec].count > 1:
-                # _rt is 1 at run time: a trip count LLVM cannot fold keeps this loop from being
-                # fully unrolled, so its loop vectorizer (with runtime alias checks) takes it
                 lp = lvl.loops[vec]
-                count = self.c(lp.count_form)
-                if lp.count_form.is_const:
-                    count = f"{lp.count * self.merged.get(id(n), 1)} * _rt"
-                self.line(f"for {self._index(lp)} in range({count}):")
+                self.line(f"for {self._index(lp)} in range({self._count(lp, self.merged.get(id(n), 1))}):")
                 self.indent += 1
             self._point(lvl)
 
@@ -270,7 +281,7 @@ class _Generator:
     def _point(self, lvl: Level) -> None:
         stage = lvl.chain.stage
         fp = self.plan.func(stage.func)
-        em = PointEmitter(self.line, self._load, self.inlined, self._fresh)
+        em = PointEmitter(self.line, self._load, self.inlined, self._fresh, self._constant)
         env: dict[str, Value] = {}
         for lp, l in zip(lvl.loops, stage.loop):
             lo, hi = (fp.node.region[l.func_dim] if l.pure else l.rdom_range)

@@ -64,11 +64,12 @@ class Frame:
 
 class PointEmitter:
     def __init__(self, emit_line: Callable[[str], None], load: Callable[[Call, list[Value]], str],
-                 inlined: dict[str, object], fresh: Callable[[], str]):
+                 inlined: dict[str, object], fresh: Callable[[], str], constant: Callable[[str], str]):
         self.emit_line = emit_line  # writes one statement at the current indentation
         self.load = load  # code of a load from a computed Func or Input, given argument values
         self.inlined = inlined  # name -> Func, for Funcs substituted at their call sites
         self.fresh = fresh  # a new temporary's name, unique in the whole kernel (numba types per name)
+        self.constant = constant  # a module-level global holding a typed constant (numba freezes globals)
         self.memo: dict[tuple, Value] = {}
         self.keys: dict[int, tuple] = {}
 
@@ -79,7 +80,10 @@ class PointEmitter:
         if isinstance(e, (Var, RVar)):
             return frame.env[e.name]
         if isinstance(e, Const):
-            return _const(e)
+            v = _const(e)
+            if e.type.is_float:
+                v = Value(self.constant(v.code), v.lo, v.hi)
+            return v
         k = (frame.sig, self._key(e))
         v = self.memo.get(k)
         if v is None:
