@@ -165,26 +165,27 @@ class LoopNest:
         return hashlib.sha256(self.dumps().encode()).hexdigest()[:16]
 
     def structural_hash(self, depth: int) -> int:
-        """Hash of the loop structure down to `depth` (seeds/adams2019 §3.2 coarse-to-fine passes).
+        """Hash of the loop structure down to `depth` (seeds/adams2019 §3.2 coarse-to-fine passes;
+        Halide's LoopNest::structural_hash).
 
-        Depth 0 sees which Funcs are stored, computed and inlined at each level; depth 1 adds which
-        loops have more than one iteration and the vectorized dimension; deeper levels add the loop
-        sizes. Recursion into children goes two levels of depth shallower, as in Halide.
+        Every level contributes which Funcs are stored, computed and inlined at it. From depth 1 it
+        adds its children's loop sizes (at depth exactly 1 only whether each is more than one) and
+        its vectorized loop; from depth 2 it descends into its children with depth - 2.
         """
         h = hashlib.blake2b(digest_size=8)
         self._hash_into(h, depth)
         return int.from_bytes(h.digest(), "little")
 
     def _hash_into(self, h, depth: int) -> None:
-        h.update(repr((self.func, self.stage, sorted(self.store_at), sorted(f for f, _ in self.inlined))).encode())
-        if depth >= 1:
-            if depth == 1:
-                h.update(repr(tuple(s > 1 for s in self.size)).encode())
-            else:
-                h.update(repr(self.size).encode())
-            h.update(repr((self.vector_dim, self.vectorized_loop)).encode())
-        h.update(repr(tuple((c.func, c.stage) for c in self.children)).encode())
-        if depth >= 2:
+        if depth < 0:
+            return
+        h.update(repr((sorted(self.store_at), [(c.func, c.stage) for c in self.children],
+                       sorted(f for f, _ in self.inlined))).encode())
+        if depth > 0:
+            for c in self.children:
+                h.update(repr(tuple(int(s > 1) for s in c.size) if depth == 1 else c.size).encode())
+            h.update(repr(self.vectorized_loop).encode())
+        if depth > 1:
             for c in self.children:
                 c._hash_into(h, depth - 2)
 

@@ -1,0 +1,242 @@
+"""The numba backend: outputs equal the interpreter's over random pipelines x random schedules, the apps'
+naive and expert schedules, measurement statuses for every way a sample can fail, and the disk cache."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import backends
+from backends import CompileError, Protocol
+from backends.worker import RemoteError, Worker, WorkerCrashed, WorkerTimeout
+from generator.apps import APPS
+from ir import Func, Input, Pipeline, ScheduleError, SchedlabError, Var, f32, interpret
+from ir.builder import ScheduleBuilder, naive_schedule, simple_schedule
+from ir.sampling import random_schedule
+
+from . import worker_targets as wt
+from .fuzz import CHECK_ONLY, check, report
+from .fuzz_pipelines import random_test_pipeline
+
+x, y = Var("x"), Var("y")
+
+
+# -- correctness over the schedule space (a fixed-seed subset of `make fuzz`) ---------------------
+
+
+@pytest.mark.parametrize("k", range(64))
+def test_random_pipeline_random_schedule_matches_interpreter(k):
+    outcome, p, ln, decisions = check(k, 7919 * k + 3)
+    if outcome.status != "ok":
+        pytest.fail(report(k, 7919 * k + 3, outcome, decisions))
+
+
+def test_fuzz_subset_covers_the_schedule_space():
+    """The CI subset above must exercise every kind of decision, or it proves little."""
+    seen = {"inline": 0, "root": 0, "at": 0, "sliding": 0, "tiles": 0, "vectorize": 0, "unroll": 0,
+            "parallel": 0, "update": 0}
+    from ir.plan import Plan
+
+    for k in range(64):
+        p = random_test_pipeline(k)
+        ln, decisions = random_schedule(p, 7919 * k + 3)
+        plan = Plan(p.dag, ln)
+        for f, d in decisions.items():
+            seen[d.kind] += 1
+            spec = d.specs.get(0)
+            if spec is not None:
+                seen["tiles"] += bool(spec.tiles)
+                seen["vectorize"] += bool(spec.vectorize)
+                seen["unroll"] += bool(spec.unroll)
+                seen["parallel"] += spec.parallel
+        seen["sliding"] += sum(fp.sliding is not None for fp in plan.funcs.values())
+        seen["update"] += sum(len(fp.chains) > 1 for fp in plan.funcs.values())
+    assert all(v > 0 for v in seen.values()), seen
+
+
+# -- the apps -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(APPS))
+def test_app_naive_and_expert_schedules_match_interpreter(name):
+    app = APPS[name]
+    p = app.build("small")
+    inputs = p.random_inputs(seed=1)
+    expected = interpret(p, inputs)
+    for ln in (naive_schedule(p), app.schedule(p), simple_schedule(p)):
+        m = backends.measure(backends.compile(p, ln), inputs, CHECK_ONLY, expected=expected)
+        assert m.status == "ok", m.error
+
+
+def test_matmul_matches_numpy():
+    p = APPS["matmul"].build("small")
+    inputs = p.random_inputs(seed=2)
+    out = backends.compile(p, APPS["matmul"].schedule(p))(inputs)["C"]
+    np.testing.assert_allclose(out, inputs["A"] @ inputs["B"], rtol=1e-5)
+
+
+def blur_pipeline(size=(64, 48)):
+    inp = Input("inp", f32, 2)
+    bx, by = Func("blur_x"), Func("blur_y")
+    bx[x, y] = (inp[x - 1, y] + inp[x, y] + inp[x + 1, y]) / 3
+    by[x, y] = (bx[x, y - 1] + bx[x, y] + bx[x, y + 1]) / 3
+    return Pipeline([by], {by: size})
+
+
+def test_hand_written_fused_tiled_parallel_vectorized_blur_matches_interpreter():
+    p = blur_pipeline((200, 120))
+    s = ScheduleBuilder(p)
+    s.root("blur_y", tiles=[{"x": 64, "y": 16}], vectorize="x", vector_width=8, parallel=True)
+    s.compute_at("blur_x", "blur_y", level=0, vectorize="x", vector_width=8)
+    ln = s.build()
+    k = backends.compile(p, ln)
+    assert k.meta["parallel"]
+    inputs = p.random_inputs(seed=3)
+    got = k(inputs)["blur_y"]
+    want = interpret(p, inputs)["blur_y"]
+    assert got.dtype == np.float32 and got.shape == (200, 120)
+    assert np.array_equal(got, want)  # same operations in the same order: bit-exact even for floats
+
+
+def test_sliding_window_matches_interpreter_and_computes_each_row_once():
+    p = blur_pipeline((40, 30))
+    s = ScheduleBuilder(p)
+    s.root("blur_y", tiles=[{"x": 20, "y": 10}, {"x": 20, "y": 1}], vectorize="x", vector_width=4)
+    s.compute_at("blur_x", "blur_y", level=1, store_level=0, vectorize="x", vector_width=4)
+    ln = s.build()
+    from ir.plan import Plan
+
+    plan = Plan(p.dag, ln)
+    sl = plan.func("blur_x").sliding
+    assert sl is not None and sl.dim == 1
+    assert plan.func("blur_x").storage_extents == [20, 12]  # 10 rows of blur_y need 12 of blur_x
+    k = backends.compile(p, ln)
+    assert "blur_x_done" in k.source.source
+    inputs = p.random_inputs(seed=4)
+    assert np.array_equal(k(inputs)["blur_y"], interpret(p, inputs)["blur_y"])
+
+
+# -- statuses ------------------------------------------------------------------------------------
+
+
+def test_invalid_schedule_is_rejected_before_compiling_and_recorded_as_a_status():
+    p = blur_pipeline()
+    ln = naive_schedule(p)
+    bad = ln.replace(children=ln.children[::-1])  # consumer before its producer
+    with pytest.raises(ScheduleError, match="blur_x must be computed before blur_y"):
+        backends.compile(p, bad)
+    m = backends.compile_and_measure(p, bad, p.random_inputs(0))
+    assert m.status == "invalid_schedule" and "before" in m.error
+
+
+def test_wrong_output_is_detected_and_not_timed():
+    p = blur_pipeline()
+    inputs = p.random_inputs(0)
+    expected = interpret(p, inputs)
+    expected["blur_y"][3, 5] += 1.0
+    m = backends.measure(backends.compile(p, naive_schedule(p)), inputs, expected=expected)
+    assert m.status == "wrong_output"
+    assert "(3, 5)" in m.error and m.samples == 0
+
+
+@pytest.mark.parametrize("spec, status, text", [
+    (wt.CrashingSpec(), "runtime_error", "died"),
+    (wt.RaisingSpec(), "runtime_error", "injected failure"),
+])
+def test_a_crashing_kernel_is_a_status_and_the_worker_recovers(spec, status, text):
+    p = blur_pipeline()
+    k = backends.compile(p, naive_schedule(p))
+    inputs = p.random_inputs(0)
+    w = Worker()
+    good = k.spec
+    k.spec = spec
+    m = backends.measure(k, inputs, worker=w)
+    assert m.status == status and text in m.error
+    k.spec = good
+    assert backends.measure(k, inputs, CHECK_ONLY, worker=w, expected=interpret(p, inputs)).status == "ok"
+    w.close()
+
+
+def test_a_hanging_kernel_times_out():
+    p = blur_pipeline()
+    k = backends.compile(p, naive_schedule(p))
+    k.spec = wt.HangingSpec()
+    w = Worker()
+    m = backends.measure(k, p.random_inputs(0), dataclasses.replace(CHECK_ONLY, timeout=3), worker=w)
+    assert m.status == "timeout"
+    assert w.call(wt.add, 2, 3, timeout=60) == 5  # a fresh worker replaced the killed one
+    w.close()
+
+
+def test_compile_timeout_is_a_compile_error_with_status_timeout():
+    """A fresh worker cannot even import numba in 10 ms, cached kernel or not."""
+    p = random_test_pipeline(11)
+    ln, _ = random_schedule(p, 5)
+    with pytest.raises(CompileError) as e:
+        backends.compile(p, ln, timeout=0.01, worker=Worker())
+    assert e.value.status == "timeout"
+    m = backends.compile_and_measure(p, ln, p.random_inputs(0), compile_timeout=0.01, worker=Worker())
+    assert m.status == "timeout"
+
+
+def test_worker_reports_crash_hang_and_exception():
+    w = Worker()
+    with pytest.raises(WorkerCrashed):
+        w.call(wt.abort_now, timeout=60)
+    with pytest.raises(WorkerTimeout):
+        w.call(wt.sleep_forever, timeout=1)
+    with pytest.raises(RemoteError, match="ZeroDivisionError"):
+        w.call(divmod, 1, 0, timeout=60)
+    assert w.call(wt.add, 1, 1, timeout=60) == 2
+    w.close()
+
+
+def test_measurement_reports_protocol_statistics():
+    p = blur_pipeline((256, 256))
+    inputs = p.random_inputs(0)
+    m = backends.measure(backends.compile(p, simple_schedule(p)), inputs, Protocol(max_seconds=0.5))
+    assert m.status == "ok"
+    assert 0 < m.min_s <= m.median_s
+    assert m.samples >= 3 and m.iterations >= m.samples and m.spread >= 0
+    assert m.compile_s >= 0
+
+
+# -- kernels and the cache -----------------------------------------------------------------------
+
+
+def test_kernel_rejects_bad_inputs_with_one_line_errors():
+    p = blur_pipeline()
+    k = backends.compile(p, naive_schedule(p))
+    with pytest.raises(SchedlabError, match=r"input inp must be a float32 array of shape \(66, 50\)") as e:
+        k(np.zeros((64, 48), np.float32))
+    assert "\n" not in str(e.value)
+    with pytest.raises(SchedlabError, match="missing input inp"):
+        k({})
+    with pytest.raises(SchedlabError, match="not an input"):
+        k(inp=np.zeros((66, 50), np.float32), other=1)
+
+
+def test_compiled_code_is_cached_by_content():
+    p = blur_pipeline((48, 40))
+    ln = simple_schedule(p)
+    k1 = backends.compile(p, ln)
+    k2 = backends.compile(Pipeline.from_json(p.to_json()), ln)
+    assert k1.path == k2.path
+    index = list(k1.path.parent.glob(f"__pycache__/{k1.path.stem}*.nbi"))
+    assert index, "numba's on-disk cache index is next to the generated module"
+
+
+def test_outputs_larger_than_their_size_are_cropped():
+    """An output also read by another Func is computed over more than its size and copied out."""
+    inp = Input("inp", f32, 1)
+    a, b = Func("a"), Func("b")
+    a[x] = inp[x] * 2
+    b[x] = a[x - 1] + a[x + 1]
+    p = Pipeline([a, b], {a: (10,), b: (10,)})
+    inputs = p.random_inputs(0)
+    want = interpret(p, inputs)
+    got = backends.compile(p, naive_schedule(p))(inputs)
+    assert got["a"].shape == (10,) and np.array_equal(got["a"], want["a"])
+    assert np.array_equal(got["b"], want["b"])

@@ -1,0 +1,233 @@
+"""LoopNest: JSON, structural hashes, printing, the regions the plan derives, and why invalid trees are rejected."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ir import Func, Input, LoopNest, Pipeline, RDom, ScheduleError, Var, cast, clamp, f32, i32, u8
+from ir.builder import ScheduleBuilder, StageSpec, annotate_inlined, naive_schedule, simple_schedule
+from ir.plan import Plan
+from ir.printing import to_halide_schedule
+from ir.sampling import random_loopnest
+from ir.symbolic import Lin
+
+from .fuzz_pipelines import random_test_pipeline
+
+x, y = Var("x"), Var("y")
+
+
+def three_stage(size=(64, 32)):
+    """h -> g -> f, each a 3-tap stencil of the previous (the running example of adams2019 §3)."""
+    inp = Input("inp", f32, 2)
+    h, g, f = Func("h"), Func("g"), Func("f")
+    h[x, y] = inp[x, y] * 2
+    g[x, y] = h[x - 1, y] + h[x + 1, y]
+    f[x, y] = g[x, y - 1] + g[x, y + 1]
+    return Pipeline([f], {f: size})
+
+
+def tiled(p, tx=16, ty=8, g_level=0, h="inline"):
+    s = ScheduleBuilder(p)
+    s.root("f", tiles=[{"x": tx, "y": ty}], vectorize="x", vector_width=8, parallel=True)
+    s.compute_at("g", "f", level=g_level, vectorize="x", vector_width=8)
+    if h == "inline":
+        s.inline("h")
+    else:
+        s.compute_at("h", "g", level=0)
+    return s.build()
+
+
+# -- identity ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_json_round_trip_is_exact(seed):
+    p = random_test_pipeline(seed)
+    ln = random_loopnest(p, seed)
+    again = LoopNest.loads(ln.dumps())
+    assert again == ln and again.fingerprint == ln.fingerprint
+    assert LoopNest.from_json(json.loads(json.dumps(ln.to_json()))) == ln
+    Plan(p.dag, again)
+
+
+def test_malformed_json_is_a_schedule_error():
+    with pytest.raises(ScheduleError, match="format"):
+        LoopNest.loads('{"format": 99, "root": {}}')
+    with pytest.raises(ScheduleError, match="malformed"):
+        LoopNest.from_json({"children": [{"func": "f", "size": ["a"]}]})
+
+
+def test_structural_hash_coarse_to_fine():
+    p = three_stage((128, 64))
+    a, b = tiled(p, tx=16, ty=8), tiled(p, tx=32, ty=8)
+    c = tiled(p, h="compute")
+    assert a.structural_hash(0) == b.structural_hash(0)  # same Funcs at the same levels
+    assert a.structural_hash(2) != b.structural_hash(2)  # different tile sizes
+    assert a.structural_hash(2) == c.structural_hash(2)  # h sits two levels below what depth 2 sees
+    assert a.structural_hash(4) != c.structural_hash(4)  # h computed inside g instead of inlined
+    assert a.structural_hash(5) == LoopNest.loads(a.dumps()).structural_hash(5)
+
+
+def test_printing_reads_like_the_paper():
+    p = three_stage()
+    text = tiled(p).to_str(p)
+    assert "parallel for f.y f.x in [4 x 4]:" in text  # outermost first
+    assert "allocate g[16 x 10]" in text
+    assert "simd for g.x" in text and "simd for f.x" in text
+    assert "inlining h x2" in text
+    directives = to_halide_schedule(tiled(p), p)
+    assert "h.compute_inline();" in directives
+    assert "g.compute_at(f, x_0)" in directives and "parallel(" in directives and "vectorize(" in directives
+
+
+# -- regions -------------------------------------------------------------------------------------
+
+
+def test_regions_at_each_site_are_exact():
+    p = three_stage((64, 32))
+    plan = Plan(p.dag, tiled(p, tx=16, ty=8, h="compute"))
+    g, h = plan.func("g"), plan.func("h")
+    assert g.extents == [16, 10] and g.storage_extents == [16, 10]  # 8 rows of f need 10 of g
+    assert h.extents == [10, 1]  # h per iteration of g's outer level: one row, 8 columns + 2
+    env = {"f_s0_x_0": 2, "f_s0_y_0": 1}
+    assert [(lo.evaluate(env), hi.evaluate(env)) for lo, hi in g.region] == [(32, 47), (7, 16)]
+    assert g.strides == (1, 16)
+
+
+def test_tails_shift_inwards_for_pure_stages():
+    p = three_stage((37, 20))
+    s = ScheduleBuilder(p)
+    s.root("f", tiles=[{"x": 8, "y": 20}])
+    ln = s.build()
+    plan = Plan(p.dag, ln)
+    loop = plan.level(ln.children[-1]).loops[0]
+    assert loop.count == 5 and loop.tile == 8 and loop.tail == "shift"
+    starts = [loop.base.evaluate({"f_s0_x_0": i}) for i in range(5)]
+    assert starts == [0, 8, 16, 24, 29]  # the last tile moves inwards to end at 36
+
+
+def test_update_stages_guard_their_tails():
+    inp = Input("inp", i32, 1)
+    f = Func("f")
+    f[x] = 0
+    r = RDom((0, 3), name="r")
+    f[x] += inp[x + r]
+    p = Pipeline([f], {f: (10,)})
+    s = ScheduleBuilder(p)
+    s.root("f", tiles=[{"x": 4}], stages={1: StageSpec(tiles=[{"x": 4}])})
+    plan = Plan(p.dag, s.build())
+    upd = plan.func("f").chains[1].levels[0].loops[0]
+    assert upd.tail == "guard"
+    assert upd.ext.evaluate({"f_s1_x_0": 2}) == 2  # the last of 3 tiles covers 8..9
+
+
+def test_data_dependent_regions_are_bounded_statically():
+    inp = Input("inp", u8, 2)
+    lut, out = Func("lut"), Func("out")
+    lut[x] = cast(i32, x) * 3
+    out[x, y] = lut[clamp(cast(i32, inp[x, y]) / 4, 0, 63)]
+    p = Pipeline([out], {out: (32, 16)})
+    s = ScheduleBuilder(p)
+    s.root("out", tiles=[{"x": 8, "y": 4}])
+    s.compute_at("lut", "out", level=0)
+    plan = Plan(p.dag, s.build())
+    assert plan.func("lut").extents == [64]  # the clamp's whole range, wherever the tile is
+
+
+# -- rejection ------------------------------------------------------------------------------------
+
+
+def naive(p):
+    return naive_schedule(p)
+
+
+def invalid_trees(p):
+    ln = naive(p)
+    f_head = ln.children[-1]
+    g_head = ln.children[1]
+    yield "order", ln.replace(children=(ln.children[0], f_head, g_head)), "g must be computed before f"
+    yield "size", ln.replace(children=(ln.children[0], g_head.replace(size=(3, 3)), f_head)), \
+        "outermost level must run"
+    yield "stored nowhere", ln.replace(store_at=("f", "h")), "g is computed but stored nowhere"
+    yield "unscheduled", ln.replace(children=(g_head, f_head), store_at=("f", "g")), "leaves h unscheduled"
+    yield "parallel innermost", ln.replace(children=(ln.children[0], g_head, f_head.replace(parallel=True))), \
+        "cannot also be the innermost"
+    yield "vector dim", ln.replace(children=(ln.children[0], g_head, f_head.replace(vector_dim=1))), \
+        "output stored with dimension 0 innermost"
+    yield "bad func", ln.replace(children=ln.children + (LoopNest("nope", 0, (1,), innermost=True),)), \
+        "nope, which is not a Func"
+    yield "inline output", ln.replace(children=(ln.children[0], g_head.replace(inlined=(("f", 1),))),
+                                      store_at=("g", "h")), "never inlined"
+    h_inlined = annotate_inlined(ln.replace(children=(g_head, f_head), store_at=("f", "g")), p.dag, {"h"})
+    assert h_inlined.children[0].inlined == (("h", 2),)
+    yield "stale inlined", h_inlined.replace(children=(h_inlined.children[0].replace(inlined=(("h", 3),)),
+                                                       f_head)), "lists inlined"
+
+
+@pytest.mark.parametrize("case", range(9))
+def test_invalid_trees_are_rejected_with_a_reason(case):
+    p = three_stage()
+    name, tree, reason = list(invalid_trees(p))[case]
+    with pytest.raises(ScheduleError) as e:
+        Plan(p.dag, tree)
+    assert reason in str(e.value), (name, str(e.value))
+    assert "\n" not in str(e.value)
+
+
+def test_consumer_outside_the_compute_level_is_rejected():
+    inp = Input("inp", f32, 2)
+    g, a, b = Func("g"), Func("a"), Func("b")
+    g[x, y] = inp[x, y]
+    a[x, y] = g[x, y] + 1
+    b[x, y] = a[x, y] + g[x, y]
+    p = Pipeline([b], {b: (16, 16)})
+    s = ScheduleBuilder(p)
+    s.root("b", tiles=[{"x": 8}])
+    s.root("a", tiles=[{"x": 8}])
+    s.compute_at("g", "a", level=0)
+    with pytest.raises(ScheduleError, match="reads it outside"):
+        s.build()
+
+
+def test_builder_errors_name_the_problem():
+    p = three_stage()
+    with pytest.raises(ScheduleError, match="vector width 128 exceeds"):
+        ScheduleBuilder(p).root("f", vectorize="x", vector_width=128).build()
+    with pytest.raises(ScheduleError, match="only Funcs computed at root run in parallel"):
+        ScheduleBuilder(p).root("f", tiles=[{"x": 8}]).compute_at("g", "f", 0, tiles=[{"x": 4}],
+                                                                    parallel=True).build()
+    with pytest.raises(ScheduleError, match="cannot be inlined"):
+        ScheduleBuilder(p).inline("f").build()
+    with pytest.raises(ScheduleError, match="is not a Func"):
+        ScheduleBuilder(p).root("zz")
+    with pytest.raises(ScheduleError, match="a sliding window needs a single serial loop"):
+        s = ScheduleBuilder(p)
+        s.root("f", tiles=[{"x": 16, "y": 8}, {"x": 8, "y": 4}])
+        s.compute_at("g", "f", level=1, store_level=-1)
+        s.build()
+
+
+def test_rvars_are_iterated_by_the_innermost_level_only():
+    inp = Input("inp", f32, 1)
+    f = Func("f")
+    f[x] = 0.0
+    r = RDom((0, 4), name="r")
+    f[x] += inp[x + r]
+    p = Pipeline([f], {f: (8,)})
+    ln = naive(p)
+    head = ln.children[1]
+    bad = head.replace(innermost=False, size=(1, 2), children=(head.replace(size=(8, 2)),))
+    with pytest.raises(ScheduleError, match="RVar r_x is iterated only by the innermost level"):
+        Plan(p.dag, ln.replace(children=(ln.children[0], bad)))
+
+
+def test_simple_schedule_is_parallel_and_vectorized():
+    p = three_stage((256, 64))
+    plan = Plan(p.dag, simple_schedule(p, "host"))
+    for f in ("f", "g", "h"):
+        fp = plan.func(f)
+        assert fp.site.is_root and fp.chains[0].levels[0].node.parallel
+        assert fp.chains[0].levels[-1].node.vectorized_loop == 0
+    assert isinstance(plan.func("g").region[0][0], Lin)
