@@ -41,9 +41,14 @@ def random_schedule(pipeline, seed: int, target=None) -> tuple[LoopNest, dict[st
             if chain is not None and len(chain) > 1:
                 level = rng.randrange(len(chain) - 1)
                 store = None
-                if rng.random() < 0.3:
-                    store = rng.choice([-1] + list(range(level + 1)))
                 specs[0].parallel = False
+                moving = sum(s > 1 for s in chain[level].size)
+                if moving == 1 and len(node.stages) == 1 and rng.random() < 0.5:
+                    # a sliding window: storage one level out, along the level's single moving loop
+                    store = level - 1
+                    specs[0].tiles = []
+                elif rng.random() < 0.2:
+                    store = rng.choice([-1] + list(range(level + 1)))
                 return FuncDecision("at", consumer, cs, level, store, specs)
         return FuncDecision("root", specs=specs)
 

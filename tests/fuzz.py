@@ -90,16 +90,21 @@ def minimize(pipeline_seed: int, decisions: dict[str, FuncDecision], status: str
                     best = trial
                     changed = True
                     break
-    sizes = [(w, h) for w in (5, 3, 1) for h in (5, 3, 1)]
-    for size in sizes:
-        try:
-            q = random_test_pipeline(pipeline_seed, size=size)
-            ln = build(q, best)
-        except Exception:  # noqa: BLE001 - a size the schedule does not fit
-            continue
-        if run_pair(q, ln, pipeline_seed).status == status:
-            p = q
-            break
+    size = max(p.output_sizes.values())
+    shrunk = True
+    while shrunk:  # halve the output sizes while the pair keeps failing
+        shrunk = False
+        for cand in ((max(1, size[0] // 2), size[1]), (size[0], max(1, size[1] // 2))):
+            if cand == tuple(size):
+                continue
+            try:
+                q = random_test_pipeline(pipeline_seed, size=cand)
+                ln = build(q, best)
+            except Exception:  # noqa: BLE001 - a size the schedule does not fit
+                continue
+            if run_pair(q, ln, pipeline_seed).status == status:
+                p, size, shrunk = q, cand, True
+                break
     return p, build(p, best), best
 
 

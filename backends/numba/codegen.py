@@ -183,7 +183,8 @@ class _Generator:
                     continue
                 if j == sliding_loop:
                     f = fp.name
-                    self.line(f"for {self._index(lp)} in range({f}_new - {f}_slo, {f}_shi - {f}_slo + 1):")
+                    var = self._index(lp) if lp.count > 1 else "_unused"
+                    self.line(f"for {var} in range({f}_new - {f}_slo, {f}_shi - {f}_slo + 1):")
                     self.indent += 1
                 elif lp.count > 1:
                     self.line(f"for {self._index(lp)} in range({self._count(lp)}):")
