@@ -2,8 +2,8 @@
 schedule representation and the reference interpreter."""
 
 from .errors import PipelineError, ScheduleError, SchedlabError
-from .expr import (Expr, Var, RVar, cast, select, clamp, min, max, exp, log, sqrt, sin, cos, tanh, pow,
-                   floor, ceil, round, abs)
+from .expr import (Expr, Var, RVar, cast, select, clamp, exp, log, sqrt, sin, cos, tanh, floor, ceil)
+from .expr import min as min, max as max, pow as pow, round as round, abs as abs  # noqa: A004 - Halide's names
 from .func import Func, Input, RDom
 from .pipeline import Pipeline
 from .loopnest import LoopNest

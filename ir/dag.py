@@ -101,7 +101,7 @@ class Stage:
     def footprint(self, env: Env) -> list[tuple[Lin | None, Lin | None]]:
         """Interval per Func dimension this stage writes or reads of its own Func."""
         out = []
-        for d, a in enumerate(self.lhs):
+        for a in self.lhs:
             out.append(interval(a, env))
         for acc in self.accesses:
             if acc.kind == "self":

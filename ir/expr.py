@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Union
 from .types import Type, f32, i32
 
 if TYPE_CHECKING:
-    from .func import Func, Input, RDom
+    from .func import RDom
 
 ARITH_OPS = ("add", "sub", "mul", "div", "mod", "min", "max")
 CMP_OPS = ("eq", "ne", "lt", "le", "gt", "ge")

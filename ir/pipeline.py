@@ -36,7 +36,7 @@ class Pipeline:
         self.output_sizes: dict[str, tuple[int, ...]] = self._sizes(output_sizes)
         self.funcs, self.inputs = self._collect()
         self._typecheck()
-        self.dag  # bounds inference now, so an unbounded access fails at definition time
+        _ = self.dag  # bounds inference now, so an unbounded access fails at definition time
 
     # -- construction checks ---------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from .errors import PipelineError
 from .expr import (AsFuncType, BinOp, Call, Cast, Cmp, Const, Expr, FloorDiv, Logical, Math, Not, RVar,
                    Select, Var, _ClampBound, walk)
 from .func import Definition, Func
-from .types import Type, bool_, f32, i32, literal_type, match_types
+from .types import Type, f32, i32, literal_type, match_types
 
 
 def try_typecheck(func: Func, index: int) -> None:

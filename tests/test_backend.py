@@ -43,7 +43,7 @@ def test_fuzz_subset_covers_the_schedule_space():
         p = random_test_pipeline(k)
         ln, decisions = random_schedule(p, 7919 * k + 3)
         plan = Plan(p.dag, ln)
-        for f, d in decisions.items():
+        for d in decisions.values():
             seen[d.kind] += 1
             spec = d.specs.get(0)
             if spec is not None:

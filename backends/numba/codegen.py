@@ -295,7 +295,7 @@ class _Generator:
         frame = Frame(env, ())
         before = len(self.lines)
         coords = []
-        for d, a in enumerate(stage.lhs):
+        for a in stage.lhs:
             coords.append(em.value(a, frame).code)
         val = em.value(stage.value, frame)
         idx = self._index_code(fp.name, coords)
@@ -330,7 +330,6 @@ class _Generator:
         return f"{name}_buf[np.uint64({self._index_code(name, coords)})]"
 
     def _copy_out(self, o: str) -> None:
-        fp = self.plan.func(o)
         sizes = self.dag.pipeline.output_sizes[o]
         idx = []
         for d, e in enumerate(sizes):
