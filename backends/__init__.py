@@ -32,6 +32,8 @@ def compile(pipeline, loopnest, target="host", *, backend: str = "numba", timeou
     if backend != "numba":
         raise CompileError(f"unknown backend {backend!r}; available: {', '.join(BACKENDS)}")
     tgt = get_target(target)
+    if tgt.kind != "cpu":
+        raise CompileError(f"the numba backend compiles for CPU targets; {tgt.name} is a {tgt.kind} target")
     plan = Plan(pipeline.dag, loopnest, tgt)
     from .numba.codegen import generate
     from .numba.compiler import NumbaKernel, compile_here, write_source

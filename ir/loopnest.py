@@ -109,6 +109,15 @@ class LoopNest:
                 return [self] + p
         return None
 
+    def validate(self, pipeline, target=None, complete: bool = True):
+        """The Plan of this tree for `pipeline` (its loops, regions and allocations); raises
+        ScheduleError saying why if the tree is not a valid schedule (complete=False accepts a
+        partial schedule, as during search)."""
+        from .plan import Plan
+        from .target import get_target
+
+        return Plan(pipeline.dag, self, get_target(target) if target is not None else None, complete)
+
     # -- identity --------------------------------------------------------------------------------
 
     def to_json(self) -> dict:

@@ -240,3 +240,9 @@ def test_outputs_larger_than_their_size_are_cropped():
     got = backends.compile(p, naive_schedule(p))(inputs)
     assert got["a"].shape == (10,) and np.array_equal(got["a"], want["a"])
     assert np.array_equal(got["b"], want["b"])
+
+
+def test_numba_backend_refuses_gpu_targets():
+    p = blur_pipeline()
+    with pytest.raises(CompileError, match="v100 is a cuda target"):
+        backends.compile(p, naive_schedule(p), "v100")

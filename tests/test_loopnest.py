@@ -231,3 +231,13 @@ def test_simple_schedule_is_parallel_and_vectorized():
         assert fp.site.is_root and fp.chains[0].levels[0].node.parallel
         assert fp.chains[0].levels[-1].node.vectorized_loop == 0
     assert isinstance(plan.func("g").region[0][0], Lin)
+
+
+def test_validate_returns_the_plan_and_accepts_partial_schedules():
+    p = three_stage()
+    plan = naive(p).validate(p, "host")
+    assert plan.func("g").extents == [64, 34]
+    partial = naive(p).replace(children=naive(p).children[1:], store_at=("f", "g"))
+    with pytest.raises(ScheduleError, match="leaves h unscheduled"):
+        partial.validate(p)
+    assert partial.validate(p, complete=False).func("g").site.is_root
