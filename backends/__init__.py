@@ -38,7 +38,12 @@ def compile(pipeline, loopnest, target="host", *, backend: str = "numba", timeou
     from .numba.codegen import generate
     from .numba.compiler import NumbaKernel, compile_here, write_source
 
-    src = generate(plan)
+    try:
+        src = generate(plan)
+    except ScheduleError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a bug in code generation is this sample's status, not a dead job
+        raise CompileError(f"code generation failed: {type(e).__name__}: {e}") from e
     path = write_source(src)
     t0 = time.perf_counter()
     if isolate:
