@@ -225,20 +225,15 @@ class Func:
                         f"{self.name}: in an update, pure Var {a.name} must stay in its own position "
                         f"(dimension {d} is {pure[d]})")
                 pure_here.add(a.name)
-            else:
-                for n in walk(a):
-                    if isinstance(n, Var):
-                        if n.name not in pure:
-                            raise PipelineError(f"{self.name}: update coordinate {a!r} uses unbound Var {n.name}")
         rvars: dict[str, RVar] = {}
         for part in (*lhs, value):
             for n in walk(part):
                 if isinstance(n, RVar):
                     rvars[n.name] = n
-                elif isinstance(n, Var) and n.name not in pure_here and not _inside_lhs(n, lhs):
+                elif isinstance(n, Var) and n.name not in pure_here:
                     raise PipelineError(
-                        f"{self.name}: Var {n.name} is used in an update but is not a pure coordinate on its "
-                        "left-hand side")
+                        f"{self.name}: Var {n.name} is used in an update but is not stored at its own position "
+                        "on the left-hand side, so nothing iterates it; use an RDom")
         if len({(r.rdom, r.ranges) for r in rvars.values()}) > 1:
             raise PipelineError(f"{self.name}: an update may use RVars of one RDom only")
         for n in walk(value):
@@ -263,10 +258,6 @@ class Func:
 
     def __repr__(self) -> str:
         return f"Func({self.name!r})"
-
-
-def _inside_lhs(v: Var, lhs) -> bool:
-    return any(v.name == n.name for a in lhs for n in walk(a) if isinstance(n, Var))
 
 
 def _as_args(args) -> tuple[Expr, ...]:

@@ -44,11 +44,8 @@ def _node(n: LoopNest, plan, lines: list[str], depth: int, pipeline) -> None:
             lines.append(f"{pad}allocate {f}[{dims}]{note}")
         else:
             lines.append(f"{pad}allocate {f}")
-    for c in n.children:
-        if c.func == n.func and c.stage == n.stage and not n.is_root:
-            _level(c, plan, lines, depth, pipeline)
-        else:
-            _level(c, plan, lines, depth, pipeline)
+    for c in n.children:  # producers computed here, then this stage's next level
+        _level(c, plan, lines, depth, pipeline)
 
 
 def _level(n: LoopNest, plan, lines: list[str], depth: int, pipeline) -> None:

@@ -420,3 +420,12 @@ def test_error_two_funcs_with_same_name():
     b[x] = x * 2
     out[x] = a[x] + b[x]
     assert_error(lambda: Pipeline([out], {out: (4,)}), "dup")
+
+
+def test_error_update_uses_a_var_nothing_iterates():
+    x = Var("x")
+    inp = Input("inp", f32, 1)
+    f = Func("f")
+    f[x] = inp[x]
+    with pytest.raises(PipelineError, match="f: Var x is used in an update but is not stored at its own position"):
+        f[x + 1] = f[x + 1] * 2.0

@@ -164,7 +164,6 @@ class _Generator:
     def _level(self, lvl: Level) -> None:
         n = lvl.node
         depth0 = self.indent
-        loops = [lvl.loops[j] for j in lvl.order]
         fp = self.plan.func(lvl.chain.func)
         sliding_loop = None
         if fp.sliding is not None and lvl.depth == 0:
@@ -189,7 +188,6 @@ class _Generator:
                 elif lp.count > 1:
                     self.line(f"for {self._index(lp)} in range({self._count(lp)}):")
                     self.indent += 1
-        del loops
         self._node_body(n)
         self.indent = depth0
 
