@@ -216,6 +216,7 @@ class ScheduleBuilder:
                 level.append(k)
             sizes.insert(0, level)
             below = [b * k for b, k in zip(below, level)]
+        # the outermost level runs as many tiles as cover the region (the last one shifted or clipped)
         sizes[0] = [-(-full[j] // (below[j] // sizes[0][j])) if pure[j] else sizes[0][j] for j in range(len(names))]
         node = None
         for depth in reversed(range(len(sizes))):
@@ -223,7 +224,7 @@ class ScheduleBuilder:
             node = LoopNest(func=func, stage=stage.index, size=tuple(sizes[depth]),
                             children=() if innermost else (node,), innermost=innermost,
                             parallel=spec.parallel and depth == 0, vector_dim=v,
-                            vectorized_loop=vj if innermost and spec.vectorize is not None else -1,
+                            vectorized_loop=vj if innermost else -1,
                             unrolled=innermost and bool(spec.unroll))
         assert node is not None
         return node
