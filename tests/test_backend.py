@@ -65,7 +65,7 @@ def test_app_naive_and_expert_schedules_match_interpreter(name):
     p = app.build("small")
     inputs = p.random_inputs(seed=1)
     expected = interpret(p, inputs)
-    for ln in (naive_schedule(p), app.schedule(p), simple_schedule(p)):
+    for ln in (naive_schedule(p), app.schedule(p)):
         m = backends.measure(backends.compile(p, ln), inputs, CHECK_ONLY, expected=expected)
         assert m.status == "ok", m.error
 

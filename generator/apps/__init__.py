@@ -1,10 +1,11 @@
 """The application suite: real pipelines written in the DSL (seeds/adams2019 §6.1, anderson2021 §8).
 
-Each app builds its pipeline at the size the papers use ("full") or at a small test size ("small"),
-and most carry an expert hand-written schedule (tiled, fused, parallel, vectorized): the baseline
-schedlab's scheduler is judged against.
+Each app is a module here with `DESCRIPTION`, `SIZES` ({"full": the size the papers use, "small": a
+test size}), `build(size) -> Pipeline` and, for most, `schedule(pipeline, target) -> LoopNest`: an
+expert hand-written schedule (tiled, fused, parallel, vectorized), the baseline schedlab's scheduler
+is judged against.
 
-    from generator.apps import APPS, get_app
+    from generator.apps import get_app
     app = get_app("blur")
     p = app.build("full")
     loopnest = app.schedule(p, target)
@@ -12,12 +13,14 @@ schedlab's scheduler is judged against.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Callable
 
 from ir import LoopNest, Pipeline
 
-from . import blur, matmul, stencil_chain, unsharp
+# modules of the suite, in the order the papers list them
+_MODULES = ("unsharp", "stencil_chain", "matmul", "blur")
 
 
 @dataclass(frozen=True)
@@ -26,17 +29,15 @@ class App:
     description: str
     build: Callable[[str], Pipeline]  # "full" | "small"
     schedule: Callable[..., LoopNest] | None  # (pipeline, target) -> expert hand-written LoopNest
+    sizes: dict
 
 
-APPS: dict[str, App] = {
-    "blur": App("blur", "3x3 separable box blur, f32", blur.build, blur.schedule),
-    "unsharp": App("unsharp", "unsharp mask: luma, 5-tap Gaussian, sharpen, ratio, f32 RGB", unsharp.build,
-                   unsharp.schedule),
-    "stencil_chain": App("stencil_chain", "chain of 3x3 stencils (8 stages), f32", stencil_chain.build,
-                         stencil_chain.schedule),
-    "matmul": App("matmul", "SGEMM C = A B, 512 x 512, f32", matmul.build, matmul.schedule),
-}
+def _load(name: str) -> App:
+    m = importlib.import_module(f"{__name__}.{name}")
+    return App(name, m.DESCRIPTION, m.build, getattr(m, "schedule", None), m.SIZES)
 
+
+APPS: dict[str, App] = {name: _load(name) for name in _MODULES}
 SIZES = ("full", "small")
 
 

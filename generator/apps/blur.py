@@ -5,6 +5,7 @@ from __future__ import annotations
 from ir import Func, Input, Pipeline, Var, f32
 from ir.builder import ScheduleBuilder
 
+DESCRIPTION = "3x3 separable box blur, f32"
 SIZES = {"full": (1536, 2560), "small": (40, 24)}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ir import Func, Input, Pipeline, RDom, Var, f32
 from ir.builder import ScheduleBuilder, StageSpec
 
+DESCRIPTION = "SGEMM C = A B, f32"
 SIZES = {"full": 512, "small": 24}
 
 

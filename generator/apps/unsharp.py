@@ -5,6 +5,7 @@ from __future__ import annotations
 from ir import Func, Input, Pipeline, Var, f32
 from ir.builder import ScheduleBuilder
 
+DESCRIPTION = "unsharp mask: luma, separable 5-tap Gaussian, sharpen, ratio; f32 RGB"
 SIZES = {"full": (1536, 2560, 3), "small": (36, 20, 3)}
 GAUSS = (0.0625, 0.25, 0.375, 0.25, 0.0625)
 
