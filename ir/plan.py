@@ -117,6 +117,7 @@ class Plan:
         self.dag = dag
         self.root = root
         self.target = target
+        self.complete = complete
         self.funcs: dict[str, FuncPlan] = {}
         self.levels: dict[int, Level] = {}
         self.parent: dict[int, LoopNest | None] = {}
@@ -160,6 +161,8 @@ class Plan:
         for c in node.consumers:
             cp = self.funcs.get(c)
             if cp is None:
+                if not self.complete and func not in self.funcs:
+                    continue  # partial schedule: an unscheduled Func's unscheduled readers are not counted yet
                 raise ScheduleError(f"{func} is scheduled but its consumer {c} is not; schedule consumers first")
             if cp.inlined:
                 creg = self.region_at(c, n)

@@ -1,0 +1,68 @@
+"""Featurization: what the cost model sees of a (pipeline, schedule), and the dataset that stores it.
+
+    from featurize import featurize
+    f = featurize(pipeline, loopnest, target="host")
+    f.stages                    # [(func, stage index), ...] in DAG order
+    f.pipeline                  # float32 [n_stages, 40, 7]   (schedule-independent)
+    f.schedule                  # float32 [n_stages, 39]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .schema import DTYPE, SCHEMA, SCHEMA_VERSION, FeatureSchema
+
+__all__ = ["featurize", "Features", "SCHEMA", "SCHEMA_VERSION", "FeatureSchema"]
+
+
+@dataclass
+class Features:
+    stages: list[tuple[str, int]]  # (func, stage index), DAG order: outputs first
+    pipeline: np.ndarray  # [n, 40, 7]
+    schedule: np.ndarray  # [n, 39]
+    inlined: list[bool]
+
+    def by_name(self, func: str, stage: int = 0) -> dict[str, float]:
+        """A stage's schedule features as {name: value}: what to read when debugging a cost model."""
+        from .schema import SCHEDULE_FEATURES
+
+        i = self.stages.index((func, stage))
+        return dict(zip(SCHEDULE_FEATURES, (float(x) for x in self.schedule[i])))
+
+
+def featurize(pipeline, loopnest, target="host", pending_parallel=frozenset(), complete: bool | None = None,
+              plan=None) -> Features:
+    """Features of every scheduled stage of `loopnest` (a complete or, during search, partial schedule)."""
+    from ir.plan import Plan
+    from ir.target import get_target
+
+    from .algorithm import pipeline_features
+    from .schedule import schedule_features
+
+    tgt = get_target(target)
+    dag = pipeline.dag if hasattr(pipeline, "dag") else pipeline
+    if plan is None:
+        if complete is None:
+            complete = loopnest.scheduled_funcs() >= {n.name for n in dag.nodes}
+        plan = Plan(dag, loopnest, tgt, complete=complete)
+    sched = schedule_features(plan, tgt, frozenset(pending_parallel))
+    algo = _pipeline_features_cached(dag)
+    stages = [(n.name, s.index) for n in dag.nodes for s in n.stages if (n.name, s.index) in sched]
+    inlined = plan.inlined
+    return Features(stages,
+                    np.stack([algo[k] for k in stages]).astype(DTYPE) if stages else np.zeros((0, 40, 7), DTYPE),
+                    np.stack([sched[k] for k in stages]).astype(DTYPE) if stages else np.zeros((0, 39), DTYPE),
+                    [k[0] in inlined for k in stages])
+
+
+def _pipeline_features_cached(dag):
+    cached = getattr(dag, "_pipeline_features", None)
+    if cached is None:
+        from .algorithm import pipeline_features
+
+        cached = pipeline_features(dag)
+        dag._pipeline_features = cached
+    return cached

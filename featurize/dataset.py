@@ -1,0 +1,275 @@
+"""The dataset of measured schedules (DESIGN §3.7): Parquet, Hive-partitioned by target.
+
+    <root>/target=<target>/batch-<batch id>.parquet
+
+One file per batch (one pipeline's schedules), written to a temporary name and renamed into place, so a
+reader never sees half a file and a rerun of the same batch finds it done. One row per measured schedule:
+its ids, the pipeline and schedule as JSON (so every sample can be recompiled), status, timings, round
+and the model that sampled it, and its per-stage features as nested lists. The feature schema version
+and fingerprint are in every file's metadata; the reader refuses files that do not match, reports rows
+that cannot be trained on and leaves them out.
+
+The format lives here, next to the feature schema, because both the data-generation job (writer) and
+the trainer (reader) depend on it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from ir.errors import SchedlabError
+
+from .schema import SCHEDULE_FEATURES, SCHEMA, SCHEMA_VERSION
+
+META_VERSION = b"schedlab.feature_schema_version"
+META_SCHEMA = b"schedlab.feature_schema"
+META_TARGET = b"schedlab.target"
+MAX_RUNTIME_S = 100.0  # Halide's loader drops samples slower than this as broken
+MAX_FEATURE = 1e14  # larger schedule features are overflow (Halide's loader)
+
+
+class DatasetError(SchedlabError):
+    """A dataset that cannot be read as asked: wrong schema version, wrong target, nothing there."""
+
+
+@dataclass
+class Sample:
+    """One measured schedule."""
+
+    pipeline_id: str
+    pipeline_json: str
+    schedule_id: str
+    schedule_json: str
+    status: str
+    runtime_s: float  # best time of one run (the protocol's minimum); NaN unless status is ok
+    median_s: float = math.nan
+    spread: float = math.nan
+    compile_s: float = math.nan
+    error: str = ""
+    round: int = 0
+    model_version: str = ""
+    sampler: str = ""
+    backend: str = "numba"
+    stages: list[tuple[str, int]] = field(default_factory=list)
+    inlined: list[bool] = field(default_factory=list)
+    schedule_features: np.ndarray | None = None  # [n_stages, 39]
+    pipeline_features: np.ndarray | None = None  # [n_stages, 40, 7]
+
+    @staticmethod
+    def build(pipeline, loopnest, features, measurement, **kw) -> "Sample":
+        return Sample(pipeline.fingerprint, json.dumps(pipeline.to_json(), sort_keys=True), loopnest.fingerprint,
+                      loopnest.dumps(), measurement.status, measurement.min_s, measurement.median_s,
+                      measurement.spread, measurement.compile_s, measurement.error,
+                      stages=list(features.stages), inlined=list(features.inlined),
+                      schedule_features=features.schedule, pipeline_features=features.pipeline, **kw)
+
+    @property
+    def sample_id(self) -> str:
+        return f"{self.pipeline_id}-{self.schedule_id}"
+
+
+def _arrow_schema():
+    import pyarrow as pa
+
+    return pa.schema([
+        ("sample_id", pa.string()), ("batch_id", pa.string()), ("pipeline_id", pa.string()),
+        ("schedule_id", pa.string()), ("target", pa.string()), ("backend", pa.string()),
+        ("round", pa.int32()), ("model_version", pa.string()), ("sampler", pa.string()),
+        ("status", pa.string()), ("runtime_s", pa.float64()), ("median_s", pa.float64()),
+        ("spread", pa.float64()), ("compile_s", pa.float64()), ("error", pa.string()),
+        ("pipeline_json", pa.string()), ("schedule_json", pa.string()),
+        ("stage_func", pa.list_(pa.string())), ("stage_index", pa.list_(pa.int32())),
+        ("inlined", pa.list_(pa.bool_())),
+        ("schedule_features", pa.list_(pa.list_(pa.float32()))),
+        ("pipeline_features", pa.list_(pa.list_(pa.float32()))),
+    ])
+
+
+def partition_dir(root: Path | str, target: str) -> Path:
+    return Path(root) / f"target={target}"
+
+
+def batch_path(root: Path | str, target: str, batch_id: str) -> Path:
+    if not batch_id or any(c in batch_id for c in "/\\ ") or batch_id.startswith("."):
+        raise DatasetError(f"batch id {batch_id!r} must be a non-empty name without spaces or slashes")
+    return partition_dir(root, target) / f"batch-{batch_id}.parquet"
+
+
+def write_batch(root: Path | str, target: str, batch_id: str, samples: Iterable[Sample],
+                row_group_size: int = 64) -> Path:
+    """Write one batch atomically under its deterministic name; a batch already written is left as is."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = batch_path(root, target, batch_id)
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(path)
+    samples = list(samples)
+    schema = _arrow_schema().with_metadata({
+        META_VERSION: str(SCHEMA_VERSION).encode(), META_SCHEMA: json.dumps(SCHEMA.to_dict()).encode(),
+        META_TARGET: target.encode()})
+    table = _table(samples, batch_id, target, schema)
+    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+    try:
+        with pq.ParquetWriter(tmp, schema, compression="zstd") as w:
+            for start in range(0, max(len(samples), 1), row_group_size):
+                w.write_table(table.slice(start, row_group_size))
+        os.replace(tmp, path)  # atomic on POSIX: readers see no file or the whole file
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Temporary files of this batch left by writers that died (on this host) before renaming."""
+    for tmp in path.parent.glob(f".{path.name}.*.tmp"):
+        try:
+            pid = int(tmp.name.rsplit(".", 2)[1])
+            os.kill(pid, 0)  # still running: leave it alone
+        except ProcessLookupError:
+            tmp.unlink(missing_ok=True)
+        except (ValueError, PermissionError):
+            pass
+
+
+def _table(samples: list[Sample], batch_id: str, target: str, schema):
+    """The batch as an Arrow table; feature matrices go in as flat numpy buffers with list offsets."""
+    import pyarrow as pa
+
+    scalar = {
+        "sample_id": [s.sample_id for s in samples], "batch_id": [batch_id] * len(samples),
+        "pipeline_id": [s.pipeline_id for s in samples], "schedule_id": [s.schedule_id for s in samples],
+        "target": [target] * len(samples), "backend": [s.backend for s in samples],
+        "round": [s.round for s in samples], "model_version": [s.model_version for s in samples],
+        "sampler": [s.sampler for s in samples], "status": [s.status for s in samples],
+        "runtime_s": [_f(s.runtime_s) for s in samples], "median_s": [_f(s.median_s) for s in samples],
+        "spread": [_f(s.spread) for s in samples], "compile_s": [_f(s.compile_s) for s in samples],
+        "error": [s.error for s in samples], "pipeline_json": [s.pipeline_json for s in samples],
+        "schedule_json": [s.schedule_json for s in samples],
+        "stage_func": [[f for f, _ in s.stages] for s in samples],
+        "stage_index": [[i for _, i in s.stages] for s in samples],
+        "inlined": [list(s.inlined) for s in samples],
+    }
+    cols = {k: pa.array(v, type=schema.field(k).type) for k, v in scalar.items()}
+    n_sched, n_pipe = len(SCHEDULE_FEATURES), SCHEMA.num_pipeline_features
+    cols["schedule_features"] = _nested([_matrix(s.schedule_features, n_sched) for s in samples], n_sched)
+    cols["pipeline_features"] = _nested([_matrix(s.pipeline_features, n_pipe) for s in samples], n_pipe)
+    return pa.table([cols[f.name] for f in schema], schema=schema)
+
+
+def _matrix(a, width: int) -> np.ndarray:
+    if a is None:
+        return np.zeros((0, width), np.float32)
+    a = np.asarray(a, dtype=np.float32)
+    return a.reshape(len(a), width)
+
+
+def _nested(mats: list[np.ndarray], width: int):
+    """list<list<float32>> from per-sample [n_stages, width] matrices."""
+    import pyarrow as pa
+
+    values = pa.array(np.concatenate([m.reshape(-1) for m in mats]) if mats else np.zeros(0, np.float32))
+    rows = sum(len(m) for m in mats)
+    inner = pa.ListArray.from_arrays(pa.array(np.arange(rows + 1, dtype=np.int32) * width), values)
+    outer_offsets = np.concatenate([[0], np.cumsum([len(m) for m in mats])]).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(outer_offsets), inner)
+
+
+def _f(v) -> float | None:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+
+
+@dataclass
+class Dataset:
+    samples: object  # polars DataFrame, one row per trainable sample (no feature columns)
+    stages: object  # polars DataFrame, one row per (sample, stage): ids, stage names, s_<feature>, pipeline
+    rejected: object  # polars DataFrame: sample_id, reason
+    files: list[Path]
+
+    def report(self) -> str:
+        import polars as pl
+
+        n, r = self.samples.height, self.rejected.height
+        lines = [f"{n} samples from {len(self.files)} files; {r} rejected"]
+        if r:
+            for row in self.rejected.group_by("reason").agg(pl.len()).sort("reason").iter_rows():
+                lines.append(f"  {row[1]} x {row[0]}")
+        return "\n".join(lines)
+
+
+def read_dataset(root: Path | str, target: str, statuses: tuple[str, ...] | None = None) -> Dataset:
+    """Read every batch of `target` with polars, checking schema versions; rows that cannot be trained on
+    (non-finite or negative features, absurd runtimes) are excluded and listed in `rejected`."""
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    root = Path(root)
+    part = partition_dir(root, target)
+    files = sorted(part.glob("batch-*.parquet")) if part.is_dir() else []
+    if not files:
+        others = sorted(p.name.removeprefix("target=") for p in root.glob("target=*")
+                        if p.is_dir() and any(p.glob("batch-*.parquet")))
+        if others:
+            raise DatasetError(f"{root} has no data for target {target!r}; it has {', '.join(others)}")
+        raise DatasetError(f"{root} holds no dataset (no target=*/batch-*.parquet files)")
+    for f in files:
+        meta = pq.read_schema(f).metadata or {}
+        version = meta.get(META_VERSION, b"?").decode()
+        if version != str(SCHEMA_VERSION):
+            raise DatasetError(f"{f} has feature schema version {version}, this schedlab uses {SCHEMA_VERSION}; "
+                               "regenerate the data or use a matching schedlab")
+        if meta.get(META_TARGET, b"").decode() != target:
+            raise DatasetError(f"{f} was written for target {meta.get(META_TARGET, b'?').decode()!r}, "
+                               f"not {target!r}")
+    df = pl.scan_parquet([str(f) for f in files], hive_partitioning=False).collect()
+    if statuses is not None:
+        df = df.filter(pl.col("status").is_in(list(statuses)))
+    df, rejected = _screen(df)
+    stages = _explode_stages(df)
+    samples = df.drop(["schedule_features", "pipeline_features", "stage_func", "stage_index", "inlined"])
+    return Dataset(samples, stages, rejected, files)
+
+
+def _screen(df):
+    """Split off rows a model must not be trained on, with the reason."""
+    import polars as pl
+
+    ok = pl.col("status") == "ok"
+    feats = pl.col("schedule_features").list.eval(pl.element().list.eval(
+        pl.element().is_finite() & (pl.element() >= 0) & (pl.element() <= MAX_FEATURE)).list.all()).list.all()
+    pfeats = pl.col("pipeline_features").list.eval(pl.element().list.eval(
+        pl.element().is_finite() & (pl.element() >= 0)).list.all()).list.all()
+    bad_runtime = ok & (pl.col("runtime_s").is_null() | ~pl.col("runtime_s").is_finite()
+                        | (pl.col("runtime_s") <= 0) | (pl.col("runtime_s") > MAX_RUNTIME_S))
+    reason = (pl.when(bad_runtime).then(pl.lit("runtime missing, non-positive or above 100 s"))
+              .when(~feats.fill_null(False)).then(pl.lit("schedule feature negative, non-finite or overflowing"))
+              .when(~pfeats.fill_null(False)).then(pl.lit("pipeline feature negative or non-finite"))
+              .otherwise(pl.lit(None, dtype=pl.String)))
+    df = df.with_columns(reason.alias("_reason"))
+    rejected = df.filter(pl.col("_reason").is_not_null()).select(["sample_id", pl.col("_reason").alias("reason")])
+    return df.filter(pl.col("_reason").is_null()).drop("_reason"), rejected
+
+
+def _explode_stages(df):
+    import polars as pl
+
+    base = df.select(["sample_id", "pipeline_id", "schedule_id", "stage_func", "stage_index", "inlined",
+                      "schedule_features", "pipeline_features"])
+    base = base.with_columns(pl.int_ranges(pl.col("stage_func").list.len()).alias("stage_pos"))
+    long = base.explode(["stage_pos", "stage_func", "stage_index", "inlined", "schedule_features",
+                         "pipeline_features"])
+    feat_cols = [pl.col("schedule_features").list.get(i).alias(f"s_{name}")
+                 for i, name in enumerate(SCHEDULE_FEATURES)]
+    return long.select(["sample_id", "pipeline_id", "schedule_id", "stage_pos",
+                        pl.col("stage_func").alias("func"), "stage_index", "inlined", *feat_cols,
+                        "pipeline_features"])

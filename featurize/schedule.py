@@ -1,0 +1,537 @@
+"""Schedule-specific features: the 39 per-stage numbers of seeds/adams2019 Appendix A.
+
+Computed from the Plan of a LoopNest — the bounds inference the backends compile from — so a feature
+says what the generated code does: loop counts are the plan's trip counts, regions and footprints are
+the plan's static region extents, strides come from the FunctionDAG's Jacobians. Definitions follow
+Halide's `LoopNest::compute_features` (described in shared/reference §3), adapted where schedlab's
+LoopNest differs: the innermost level holds the SIMD loop, the unrolled loops and the RVar loops, so
+"a tile" is one execution of the innermost level and "a vector" one run of its SIMD loop.
+
+Partial schedules (during search) follow the optimistic rules of adams2019 §3.2: only scheduled stages
+get features; a load from an unscheduled producer is assumed dense along whichever dimension is best;
+unscheduled readers of a producer are ignored; a root Func whose parallel tiling is still to be chosen
+is assumed split into at most 8 x cores tasks.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from ir.dag import FunctionDAG, Stage
+from ir.loopnest import LoopNest
+from ir.plan import Chain, FuncPlan, Plan, Region
+from ir.symbolic import Lin
+from ir.target import CpuTarget
+
+from .schema import DTYPE, SCHEDULE_FEATURES
+
+_F = {name: i for i, name in enumerate(SCHEDULE_FEATURES)}
+
+
+def schedule_features(plan: Plan, target: CpuTarget, pending_parallel: frozenset = frozenset()
+                      ) -> dict[tuple[str, int], np.ndarray]:
+    """39 features for every scheduled stage, keyed by (func, stage index)."""
+    return _Featurizer(plan, target, pending_parallel).run()
+
+
+class _Featurizer:
+    def __init__(self, plan: Plan, target: CpuTarget, pending: frozenset):
+        self.plan = plan
+        self.dag: FunctionDAG = plan.dag
+        self.target = target
+        self.pending = pending
+        self.parent: dict[int, LoopNest | None] = plan.parent
+        self.feats: dict[tuple[str, int], np.ndarray] = {}
+        self._runs: dict[int, int] = {}
+        self._alloc_in: dict[int, int] = {}
+        self.minimum = points_computed_minimum(self.dag)
+
+    # -- tree arithmetic -------------------------------------------------------------------------
+
+    def iters(self, n: LoopNest) -> int:
+        """Iterations of node n's own loops (1 at the root)."""
+        if n.is_root:
+            return 1
+        return math.prod(lp.count for lp in self.plan.level(n).loops)
+
+    def runs(self, n: LoopNest) -> int:
+        """How many times the body of node n executes in one run of the pipeline."""
+        k = self._runs.get(id(n))
+        if k is None:
+            p = self.parent[id(n)]
+            k = self.iters(n) * (1 if p is None else self.runs(p))
+            self._runs[id(n)] = k
+        return k
+
+    def tasks(self, n: LoopNest) -> int:
+        """Parallel tasks of a parallel level."""
+        lvl = self.plan.level(n)
+        return math.prod(lp.count for lp in lvl.loops if lp.pure)
+
+    def outer_parallelism(self, n: LoopNest) -> int:
+        """Parallel tasks of the parallel levels enclosing (or being) node n."""
+        k = 1
+        m: LoopNest | None = n
+        while m is not None:
+            if not m.is_root and m.parallel:
+                k *= self.tasks(m)
+            m = self.parent[id(m)]
+        return k
+
+    def root_head(self, n: LoopNest) -> LoopNest:
+        """The child of the root whose subtree holds n (the task site of Halide's featurization)."""
+        m = n
+        while not self.parent[id(m)].is_root:  # type: ignore[union-attr]
+            m = self.parent[id(m)]  # type: ignore[assignment]
+        return m
+
+    def alloc_in(self, n: LoopNest) -> int:
+        """Bytes of all allocations made at node n or inside it."""
+        k = self._alloc_in.get(id(n))
+        if k is None:
+            k = sum(self.alloc_bytes(self.plan.func(f)) for f in n.store_at)
+            k += sum(self.alloc_in(c) for c in n.children)
+            self._alloc_in[id(n)] = k
+        return k
+
+    @staticmethod
+    def alloc_bytes(fp: FuncPlan) -> int:
+        return fp.node.bytes_per_point * math.prod(fp.storage_extents)
+
+    def extents(self, region: Region | None, cap) -> list[int]:
+        if region is None:
+            return []
+        return [Plan._extent(lo, hi, c) for (lo, hi), c in zip(region, cap)]
+
+    # -- the walk --------------------------------------------------------------------------------
+
+    def run(self) -> dict[tuple[str, int], np.ndarray]:
+        for name, fp in self.plan.funcs.items():
+            if not fp.inlined:
+                for ch in fp.chains:
+                    self.feats[(name, ch.stage.index)] = self.stage(fp, ch)
+        for name, fp in self.plan.funcs.items():
+            if fp.inlined:
+                self.feats[(name, 0)] = self.inlined(fp)
+        return {k: v.astype(DTYPE) for k, v in self.feats.items()}
+
+    def stage(self, fp: FuncPlan, ch: Chain) -> np.ndarray:
+        v = np.zeros(len(SCHEDULE_FEATURES))
+        node = fp.node
+        stage = ch.stage
+        bpp = node.bytes_per_point
+        site, store, head, inner = ch.site, fp.store, ch.head, ch.levels[-1]
+        assert site is not None and store is not None
+
+        realizations = self.runs(store)
+        productions = self.runs(site)
+        per_production = math.prod(lp.count for lvl in ch.levels for lp in lvl.loops)
+        if fp.sliding is not None:
+            per_realization = math.prod(
+                fp.storage_extents[l.func_dim] if l.pure else l.rvar.extent for l in stage.loop)
+            per_production = per_realization * realizations / productions
+        else:
+            per_realization = per_production * productions / realizations
+        total = realizations * per_realization
+        v[_F["num_realizations"]] = realizations
+        v[_F["num_productions"]] = productions
+        v[_F["points_computed_per_realization"]] = per_realization
+        v[_F["points_computed_per_production"]] = per_production
+        v[_F["points_computed_total"]] = total
+        v[_F["points_computed_minimum"]] = self.minimum[(fp.name, stage.index)]
+
+        sizes = inner.node.size
+        v[_F["innermost_loop_extent"]] = math.prod(sizes)
+        pure_extent = math.prod(s for s, l in zip(sizes, stage.loop) if l.pure)
+        v[_F["innermost_pure_loop_extent"]] = pure_extent
+        vec = inner.node.vectorized_loop
+        unrolled = [j for j, l in enumerate(stage.loop) if inner.node.unrolled and l.pure and j != vec]
+        v[_F["unrolled_loop_extent"]] = math.prod(sizes[j] for j in unrolled) if unrolled else 1
+
+        if head.parallel:
+            inner_par = self.tasks(head)
+        elif site.is_root and fp.name in self.pending:
+            inner_par = min(math.prod(lp.count for lp in ch.levels[0].loops if lp.pure), 8 * self.target.cores)
+        else:
+            inner_par = 1
+        v[_F["inner_parallelism"]] = inner_par
+        v[_F["outer_parallelism"]] = self.outer_parallelism(site)
+
+        inner_dim = fp.layout[0] if fp.layout else 0
+        v[_F["bytes_at_realization"]] = bpp * math.prod(fp.storage_extents)
+        v[_F["innermost_bytes_at_realization"]] = bpp * fp.storage_extents[inner_dim]
+        v[_F["bytes_at_production"]] = bpp * math.prod(fp.extents)
+        v[_F["innermost_bytes_at_production"]] = bpp * fp.extents[inner_dim]
+        root_ext = [node.region_extent(d) for d in range(node.dimensions)]
+        v[_F["bytes_at_root"]] = bpp * math.prod(root_ext)
+        v[_F["innermost_bytes_at_root"]] = bpp * root_ext[inner_dim]
+
+        vsize = sizes[vec] if vec >= 0 else 1
+        v[_F["vector_size"]] = vsize
+        v[_F["native_vector_size"]] = self.native_vector_size(stage)
+        if vsize > 1:
+            v[_F["num_vectors"]] = total / vsize
+        else:
+            v[_F["num_scalars"]] = total
+
+        self.task_features(v, fp, ch)
+        self.load_features(v, fp, ch, realizations)
+
+        v[_F["working_set"]] = self.alloc_in(head)
+        v[_F["working_set_at_production"]] = self.alloc_in(site)
+        v[_F["working_set_at_realization"]] = self.alloc_in(store)
+        v[_F["working_set_at_task"]] = self.alloc_in(self.root_head(head))
+        v[_F["working_set_at_root"]] = self.alloc_in(self.plan.root)
+        return v
+
+    def native_vector_size(self, stage: Stage) -> int:
+        bits = [t.bits for t in _types_used(stage) if not t.is_bool]
+        return self.target.vector_bytes // (min(bits) // 8) if bits else self.target.vector_bytes
+
+    def task_features(self, v: np.ndarray, fp: FuncPlan, ch: Chain) -> None:
+        bpp = fp.node.bytes_per_point
+        inner_dim = fp.layout[0] if fp.layout else 0
+        if not ch.site.is_root:
+            v[_F["bytes_at_task"]] = v[_F["bytes_at_realization"]]
+            v[_F["innermost_bytes_at_task"]] = v[_F["innermost_bytes_at_realization"]]
+            return
+        head = ch.head
+        if head.parallel:
+            lvl = self.plan.level(head)
+            per_task = list(fp.extents)
+            for lp, l in zip(lvl.loops, ch.stage.loop):
+                if l.pure:
+                    per_task[l.func_dim] = max(1, -(-per_task[l.func_dim] // lp.count))
+            v[_F["bytes_at_task"]] = bpp * math.prod(per_task)
+            v[_F["innermost_bytes_at_task"]] = bpp * per_task[inner_dim]
+        elif fp.name in self.pending:
+            v[_F["bytes_at_task"]] = -(-v[_F["bytes_at_realization"]] // self.target.cores)
+            v[_F["innermost_bytes_at_task"]] = min(v[_F["bytes_at_task"]], v[_F["innermost_bytes_at_realization"]])
+        else:
+            v[_F["bytes_at_task"]] = v[_F["bytes_at_realization"]]
+            v[_F["innermost_bytes_at_task"]] = v[_F["innermost_bytes_at_realization"]]
+        # data streamed into one task: producers stored at root (or inputs), looking through Funcs
+        # computed inside the task
+        bytes_, lines = 0, 0
+        seen: set[str] = set()
+        pending = list(_producers(self.dag, ch.stage))
+        while pending:
+            p = pending.pop()
+            if p in seen:
+                continue
+            seen.add(p)
+            pp = self.plan.funcs.get(p)
+            if pp is not None and (pp.inlined or not pp.store.is_root):
+                for s in pp.node.stages:
+                    pending.extend(_producers(self.dag, s))
+                continue
+            region = self.region_at(p, head)
+            b, l = self.footprint(p, region)
+            bytes_ += b
+            lines += l
+        v[_F["unique_bytes_read_per_task"]] = bytes_
+        v[_F["unique_lines_read_per_task"]] = lines
+
+    # -- loads -----------------------------------------------------------------------------------
+
+    def region_at(self, producer: str, n: LoopNest) -> list[int]:
+        """Static extents of the region of `producer` read during one iteration of node n."""
+        if producer in self.dag.inputs:
+            region = self._input_region_at(producer, n)
+            return region
+        reg = self.plan.region_at(producer, n)
+        node = self.dag.node(producer)
+        if reg is None:
+            return [1] * node.dimensions
+        return [Plan._extent(lo, hi, node.region_extent(d)) for d, (lo, hi) in enumerate(reg)]
+
+    def _input_region_at(self, name: str, n: LoopNest) -> list[int]:
+        inp = self.dag.inputs[name]
+        cap = [hi - lo + 1 for lo, hi in inp.region]
+        box: Region | None = None
+        for s, _ in _readers_of(self.dag, name):
+            fp = self.plan.funcs.get(s.func)
+            if fp is None:
+                continue
+            if fp.inlined:
+                creg = self.plan.region_at(s.func, n)
+                env = None if creg is None else s.loop_env(tuple(creg))
+            else:
+                ch = fp.chains[s.index]
+                env = self.plan._stage_env_within(ch, n)
+            if env is None:
+                continue
+            r = self.dag.stage_requires(s, name, env)
+            if r is None:
+                continue
+            box = r if box is None else [(_lmin(a[0], b[0]), _lmax(a[1], b[1])) for a, b in zip(box, r)]
+        if box is None:
+            return [1] * inp.dimensions
+        return [Plan._extent(lo, hi, c) for (lo, hi), c in zip(box, cap)]
+
+    def dense_dim(self, producer: str) -> int | None:
+        """The producer's innermost storage dimension, or None if it is not scheduled yet."""
+        if producer in self.dag.inputs:
+            return 0
+        fp = self.plan.funcs.get(producer)
+        if fp is None or fp.inlined:
+            return None
+        return fp.layout[0]
+
+    def footprint(self, producer: str, extents: list[int]) -> tuple[int, int]:
+        """(bytes, contiguous lines) of a region of a producer."""
+        bpp = (self.dag.inputs[producer].type.bytes if producer in self.dag.inputs
+               else self.dag.node(producer).bytes_per_point)
+        dense = self.dense_dim(producer)
+        b = bpp * math.prod(extents)
+        lines = math.prod(e for d, e in enumerate(extents) if d != dense)
+        if dense is None:  # not scheduled: assume its best layout
+            lines //= max(extents) if extents else 1
+        return b, max(lines, 1)
+
+    def load_features(self, v: np.ndarray, fp: FuncPlan, ch: Chain, realizations: int) -> None:
+        stage = ch.stage
+        inner = ch.levels[-1]
+        vec = inner.node.vectorized_loop
+        vsize = v[_F["vector_size"]]
+        unrolled = {j for j, l in enumerate(stage.loop)
+                    if inner.node.unrolled and l.pure and j != vec and inner.node.size[j] > 1}
+        counts = dict(broadcast=0.0, dense=0.0, s2=0.0, s3=0.0, s4=0.0, gather=0.0, loads=0.0)
+        for producer, jac, n in _loads(self.dag, self.plan, stage):
+            amort = 1
+            for j in unrolled:
+                if all(jac[i][j] == 0 for i in range(len(jac))):
+                    amort *= inner.node.size[j]
+            n /= amort
+            counts["loads"] += n
+            counts[self.classify(producer, jac, vec)] += n
+        update = 1 if stage.index > 0 else 0
+        v[_F["vector_loads_per_vector"]] = (counts["dense"] + 2 * counts["s2"] + 3 * counts["s3"] + 4 * counts["s4"]
+                                            + update)
+        v[_F["scalar_loads_per_vector"]] = counts["broadcast"] + vsize * counts["gather"]
+        v[_F["scalar_loads_per_scalar"]] = counts["loads"] + update
+
+        # footprints of one vector, one realization, and the allocations they touch
+        vec_env = self.vector_env(ch)
+        vec_regions = _regions_read(self.dag, self.plan, stage, vec_env)
+        b_vec = l_vec = 0
+        for p, reg in vec_regions.items():
+            b, l = self.footprint(p, self.extents(reg, _cap(self.dag, p)))
+            b_vec += b
+            l_vec += l
+        v[_F["unique_bytes_read_per_vector"]] = b_vec
+        v[_F["unique_lines_read_per_vector"]] = l_vec
+
+        b_real = l_real = alloc = 0
+        for p in vec_regions:
+            at_store = self.region_at(p, fp.store)
+            pp = self.plan.funcs.get(p)
+            nested = (pp is not None and not pp.inlined
+                      and self.runs(pp.store) > realizations)
+            if nested:
+                b, l = self.footprint(p, pp.storage_extents)
+            else:
+                b, l = self.footprint(p, at_store)
+            b_real += b
+            l_real += l
+            if p in self.dag.inputs:  # the whole input is one allocation
+                alloc += self.footprint(p, _cap(self.dag, p))[0]
+            elif pp is None:  # not scheduled yet: as if computed where this stage reads it
+                alloc += self.footprint(p, at_store)[0]
+            else:
+                alloc += pp.node.bytes_per_point * math.prod(pp.extents)
+        if stage.index > 0:
+            bap = v[_F["bytes_at_production"]]
+            b_real += bap
+            l_real += bap / max(v[_F["innermost_bytes_at_production"]], 1)
+            alloc += bap
+        v[_F["unique_bytes_read_per_realization"]] = b_real
+        v[_F["unique_lines_read_per_realization"]] = l_real
+        v[_F["allocation_bytes_read_per_realization"]] = alloc
+
+    def vector_env(self, ch: Chain) -> dict[str, tuple[Lin, Lin]]:
+        """Loop boxes of one SIMD vector: the whole SIMD loop, one point of every other loop."""
+        inner = ch.levels[-1]
+        vec = inner.node.vectorized_loop
+        outer_box = ch.levels[-2].box() if len(ch.levels) > 1 else {
+            l.name: b for l, b in zip(ch.stage.loop, ch.bounds)}
+        env = {}
+        for j, (lp, l) in enumerate(zip(inner.loops, ch.stage.loop)):
+            env[l.name] = outer_box[l.name] if j == vec else (lp.base, lp.base)
+        return env
+
+    def classify(self, producer: str, jac, vec: int) -> str:
+        if vec < 0:
+            return "broadcast"
+        strides = [row[vec] for row in jac]
+        if all(s == 0 for s in strides):
+            return "broadcast"
+        dense = self.dense_dim(producer)
+        for k, name in ((1, "dense"), (2, "s2"), (3, "s3"), (4, "s4")):
+            if dense is None:  # any dimension may end up innermost: the best case
+                if sum(s == k for s in strides) == 1 and sum(s == 0 for s in strides) == len(strides) - 1:
+                    return name
+            elif strides[dense] == k and all(s == 0 for i, s in enumerate(strides) if i != dense):
+                return name
+        return "gather"
+
+    # -- inlined Funcs ---------------------------------------------------------------------------
+
+    def inlined(self, fp: FuncPlan) -> np.ndarray:
+        v = np.zeros(len(SCHEDULE_FEATURES))
+        node = fp.node
+        calls = 0.0
+        vectors = scalars = 0.0
+        vsize = None
+        pure_extent = None
+        outer = 1
+        native = self.native_vector_size(node.stages[0])
+        for n, _ in self.plan.root.nodes():
+            if n.is_root or not n.innermost:
+                continue
+            k = dict(n.inlined).get(fp.name, 0)
+            if not k:
+                continue
+            cf = self.feats[(n.func, n.stage)]
+            calls += k * cf[_F["points_computed_total"]]
+            vectors += k * cf[_F["num_vectors"]]
+            scalars += k * cf[_F["num_scalars"]]
+            vsize = cf[_F["vector_size"]] if vsize is None else min(vsize, cf[_F["vector_size"]])
+            pe = cf[_F["innermost_pure_loop_extent"]]
+            pure_extent = pe if pure_extent is None else min(pure_extent, pe)
+            native = cf[_F["native_vector_size"]]
+            outer = max(outer, int(cf[_F["outer_parallelism"]] * cf[_F["inner_parallelism"]]))
+        v[_F["inlined_calls"]] = calls
+        v[_F["num_vectors"]] = vectors
+        v[_F["num_scalars"]] = scalars
+        v[_F["vector_size"]] = vsize or 1
+        v[_F["native_vector_size"]] = native
+        v[_F["innermost_pure_loop_extent"]] = pure_extent or 0
+        v[_F["inner_parallelism"]] = 1
+        v[_F["outer_parallelism"]] = outer
+        root_ext = [node.region_extent(d) for d in range(node.dimensions)]
+        v[_F["bytes_at_root"]] = node.bytes_per_point * math.prod(root_ext)
+        v[_F["points_computed_minimum"]] = self.minimum[(fp.name, 0)]
+        v[_F["working_set_at_root"]] = self.alloc_in(self.plan.root)
+        return v
+
+
+# -- helpers over the DAG --------------------------------------------------------------------------
+
+
+def points_computed_minimum(dag: FunctionDAG) -> dict[tuple[str, int], float]:
+    """Points every stage must compute for a correct output (schedule-independent); a single pure
+    definition can do with what its callers' points times calls would need if it were inlined."""
+    out: dict[tuple[str, int], float] = {}
+    for n in dag.nodes:  # consumers first
+        for s in n.stages:
+            m = 1
+            for l in s.loop:
+                if l.pure:
+                    m *= n.region_extent(l.func_dim)
+                else:
+                    m *= l.rvar.extent
+            out[(n.name, s.index)] = float(m)
+        if len(n.stages) == 1 and not n.is_output:
+            inl = 0.0
+            for s, a in dag.accesses_to(n.name):
+                inl += out[(s.func, s.index)] * a.count
+            out[(n.name, 0)] = min(out[(n.name, 0)], inl)
+    return out
+
+
+def _types_used(stage: Stage):
+    from ir.expr import walk
+
+    for part in (stage.value, *stage.lhs):
+        for e in walk(part):
+            if e.type is not None:
+                yield e.type
+
+
+def _producers(dag: FunctionDAG, stage: Stage):
+    for a in stage.accesses:
+        if a.kind != "self":
+            yield a.producer
+
+
+def _readers_of(dag: FunctionDAG, name: str):
+    for n in dag.nodes:
+        for s in n.stages:
+            for a in s.accesses:
+                if a.producer == name and a.kind == "input":
+                    yield s, a
+                    break
+
+
+def _cap(dag: FunctionDAG, p: str) -> list[int]:
+    if p in dag.inputs:
+        return [hi - lo + 1 for lo, hi in dag.inputs[p].region]
+    n = dag.node(p)
+    return [n.region_extent(d) for d in range(n.dimensions)]
+
+
+def _lmin(a, b):
+    from ir.symbolic import lmin
+
+    return lmin(a, b)
+
+
+def _lmax(a, b):
+    from ir.symbolic import lmax
+
+    return lmax(a, b)
+
+
+def _matmul(outer, inner):
+    """Jacobian of a composition: d(producer) / d(loops) = d(producer)/d(inlined) x d(inlined)/d(loops)."""
+    rows, mid, cols = len(outer), len(inner), len(inner[0]) if inner else 0
+    out = []
+    for i in range(rows):
+        row = []
+        for j in range(cols):
+            acc: Fraction | None = Fraction(0)
+            for k in range(mid):
+                a, b = outer[i][k], inner[k][j]
+                if a == 0 or b == 0:
+                    continue
+                if a is None or b is None or acc is None:
+                    acc = None
+                    continue
+                acc += a * b
+            row.append(acc)
+        out.append(tuple(row))
+    return tuple(out)
+
+
+def _loads(dag: FunctionDAG, plan: Plan, stage: Stage):
+    """(producer, Jacobian w.r.t. the stage's loops, count) of every load, looking through inlined Funcs."""
+    inlined = plan.inlined
+    for a in stage.accesses:
+        if a.kind == "self":
+            continue
+        if a.producer in inlined:
+            for p, jac, n in _loads(dag, plan, dag.node(a.producer).stages[0]):
+                yield p, _matmul(jac, a.jacobian), n * a.count
+        else:
+            yield a.producer, a.jacobian, a.count
+
+
+def _regions_read(dag: FunctionDAG, plan: Plan, stage: Stage, env) -> dict[str, Region]:
+    """Regions of every (non-inlined) producer read by `stage` over the loop boxes `env`."""
+    out: dict[str, Region] = {}
+    for p in {a.producer for a in stage.accesses if a.kind != "self"}:
+        reg = dag.stage_requires(stage, p, env)
+        if reg is None:
+            continue
+        if p in plan.inlined:
+            inner_stage = dag.node(p).stages[0]
+            for q, r in _regions_read(dag, plan, inner_stage, inner_stage.loop_env(tuple(reg))).items():
+                out[q] = r if q not in out else [(_lmin(a[0], b[0]), _lmax(a[1], b[1])) for a, b in zip(out[q], r)]
+        else:
+            out[p] = reg if p not in out else [(_lmin(a[0], b[0]), _lmax(a[1], b[1])) for a, b in zip(out[p], reg)]
+    return out
+

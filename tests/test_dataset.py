@@ -1,0 +1,148 @@
+"""The Parquet dataset: exact round trip through polars, atomic batches under a killed writer, refusal of
+mismatched schema versions and targets, and rows that must not be trained on."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from backends import Measurement
+from featurize import featurize
+from featurize.dataset import (META_VERSION, DatasetError, Sample, batch_path, partition_dir, read_dataset,
+                               write_batch)
+from featurize.schema import SCHEDULE_FEATURES
+from ir import LoopNest, Pipeline
+from ir.sampling import random_schedule
+
+from .fuzz_pipelines import random_test_pipeline
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def make_samples(seed: int, n: int = 4) -> list[Sample]:
+    p = random_test_pipeline(seed)
+    out = []
+    for k in range(n):
+        ln, _ = random_schedule(p, 100 * seed + k)
+        m = Measurement("ok", 1e-3 * (k + 1), 1.2e-3 * (k + 1), 0.02, 5, 40, 0.7) if k % 3 != 2 else \
+            Measurement("timeout", error="no answer within 60 s", compile_s=0.5)
+        out.append(Sample.build(p, ln, featurize(p, ln), m, round=1, model_version="v3", sampler="dropout"))
+    return out
+
+
+def test_round_trip_is_exact(tmp_path):
+    batches = {f"{b:04d}": make_samples(b) for b in range(3)}
+    for bid, samples in batches.items():
+        path = write_batch(tmp_path, "host", bid, samples)
+        assert path == partition_dir(tmp_path, "host") / f"batch-{bid}.parquet"
+    ds = read_dataset(tmp_path, "host")
+    assert ds.rejected.height == 0 and len(ds.files) == 3
+    expected = [s for samples in batches.values() for s in samples]
+    assert ds.samples.height == len(expected)
+    rows = {r["sample_id"]: r for r in ds.samples.iter_rows(named=True)}
+    for s in expected:
+        r = rows[s.sample_id]
+        assert r["status"] == s.status and r["round"] == 1 and r["model_version"] == "v3"
+        assert r["pipeline_json"] == s.pipeline_json and r["schedule_json"] == s.schedule_json
+        if s.status == "ok":
+            assert r["runtime_s"] == s.runtime_s and r["median_s"] == s.median_s
+        else:
+            assert r["runtime_s"] is None and r["error"] == s.error
+        # every sample can be rebuilt and recompiled from the row
+        p = Pipeline.from_json(__import__("json").loads(r["pipeline_json"]))
+        assert p.fingerprint == s.pipeline_id and LoopNest.loads(r["schedule_json"]).fingerprint == s.schedule_id
+        st = ds.stages.filter(ds.stages["sample_id"] == s.sample_id).sort("stage_pos")
+        assert list(zip(st["func"], st["stage_index"])) == s.stages
+        got = np.stack([st[f"s_{n}"].to_numpy() for n in SCHEDULE_FEATURES], axis=1).astype(np.float32)
+        assert np.array_equal(got, s.schedule_features)
+        pf = np.stack(st["pipeline_features"].to_list()).astype(np.float32).reshape(s.pipeline_features.shape)
+        assert np.array_equal(pf, s.pipeline_features)
+
+
+def test_a_batch_is_written_once(tmp_path):
+    samples = make_samples(5, 2)
+    p1 = write_batch(tmp_path, "host", "0007", samples)
+    mtime = p1.stat().st_mtime_ns
+    assert write_batch(tmp_path, "host", "0007", make_samples(6, 3)) == p1
+    assert p1.stat().st_mtime_ns == mtime and read_dataset(tmp_path, "host").samples.height == 2
+
+
+WRITER = textwrap.dedent("""
+    import sys, numpy as np
+    sys.path.insert(0, {root!r})
+    from featurize.dataset import Sample, write_batch
+    n, rng = 40, np.random.default_rng(0)
+    samples = [Sample("p", "{{}}", f"s{{i}}", "{{}}", "ok", 1e-3, stages=[("f", 0)] * n, inlined=[False] * n,
+                      schedule_features=rng.random((n, 39), np.float32),
+                      pipeline_features=rng.random((n, 40, 7), np.float32)) for i in range(3000)]
+    write_batch(sys.argv[1], "host", "0001", samples, row_group_size=16)
+""")
+
+
+def test_an_interrupted_writer_leaves_no_partial_batch(tmp_path):
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER.format(root=str(ROOT)))
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "data")])
+    part = partition_dir(tmp_path / "data", "host")
+    deadline = time.time() + 300
+    while time.time() < deadline and not list(part.glob(".*.tmp")):
+        if proc.poll() is not None:
+            pytest.fail("the writer finished before it could be interrupted; make the batch larger")
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    final = batch_path(tmp_path / "data", "host", "0001")
+    assert not final.exists()
+    assert list(part.glob(".*.tmp")), "the killed writer's temporary file is left behind"
+    with pytest.raises(DatasetError, match="holds no dataset"):
+        read_dataset(tmp_path / "data", "host")  # readers never see the temporary
+    write_batch(tmp_path / "data", "host", "0001", make_samples(2, 2))  # the rerun completes the batch
+    assert final.exists() and not list(part.glob(".*.tmp"))  # and cleans up after the dead writer
+    assert read_dataset(tmp_path / "data", "host").samples.height == 2
+
+
+def test_mismatches_are_refused_with_one_line(tmp_path):
+    with pytest.raises(DatasetError, match="holds no dataset"):
+        read_dataset(tmp_path, "host")
+    path = write_batch(tmp_path, "host", "0001", make_samples(1, 2))
+    with pytest.raises(DatasetError, match="no data for target 'v100'; it has host"):
+        read_dataset(tmp_path, "v100")
+    table = pq.read_table(path)
+    meta = dict(table.schema.metadata)
+    meta[META_VERSION] = b"0"
+    pq.write_table(table.replace_schema_metadata(meta), path)
+    with pytest.raises(DatasetError, match="feature schema version 0, this schedlab uses 1") as e:
+        read_dataset(tmp_path, "host")
+    assert "\n" not in str(e.value)
+    with pytest.raises(DatasetError, match="batch id"):
+        write_batch(tmp_path, "host", "a/b", [])
+
+
+def test_rows_that_cannot_be_trained_on_are_reported_and_excluded(tmp_path):
+    samples = make_samples(3, 5)
+    ok = [s for s in samples if s.status == "ok"]
+    ok[0].schedule_features = ok[0].schedule_features.copy()
+    ok[0].schedule_features[0, 3] = np.nan
+    ok[1].runtime_s = 250.0
+    ok[2].pipeline_features = ok[2].pipeline_features.copy()
+    ok[2].pipeline_features[0, 0, 0] = -1
+    write_batch(tmp_path, "host", "0001", samples)
+    ds = read_dataset(tmp_path, "host")
+    reasons = dict(ds.rejected.iter_rows())
+    assert reasons[ok[0].sample_id].startswith("schedule feature")
+    assert reasons[ok[1].sample_id].startswith("runtime")
+    assert reasons[ok[2].sample_id].startswith("pipeline feature")
+    assert ds.samples.height == len(samples) - 3
+    assert set(ds.stages["sample_id"].unique()) == set(ds.samples["sample_id"])
+    assert "3 rejected" in ds.report()
+    assert math.isnan(float("nan"))
