@@ -64,6 +64,7 @@ class Stage:
     loop: tuple[LoopDim, ...]
     accesses: tuple[Access, ...]
     op_histogram: Counter = field(repr=False)
+    relations: dict = field(default_factory=dict, repr=False)  # producer -> ir.relation.Relation
 
     @property
     def is_update(self) -> bool:
@@ -204,13 +205,8 @@ class FunctionDAG:
     def stage_requires(self, stage: Stage, producer: str, env: Env) -> list[tuple[Lin | None, Lin | None]] | None:
         """Per producer dimension, the interval `stage` reads of `producer` when its loop variables
         range over `env`; None if the stage does not read it."""
-        box = None
-        for a in stage.accesses:
-            if a.producer != producer or a.kind == "self":
-                continue
-            ivs = [interval(arg, env) for arg in a.args]
-            box = ivs if box is None else [(_hmin(b[0], i[0]), _hmax(b[1], i[1])) for b, i in zip(box, ivs)]
-        return box
+        rel = stage.relations.get(producer)
+        return None if rel is None else rel.apply(env)
 
     def required_region(self, producer: str, consumer: str, consumer_region: Box) -> Box:
         """The region of `producer` that computing `consumer` over `consumer_region` reads."""
@@ -357,7 +353,14 @@ def _make_stage(f: Func, index: int) -> Stage:
     acc = tuple(
         Access(name, kind, args, tuple(tuple(derivative(a, v) for v in loop_names) for a in args), cnt, t)
         for name, kind, args, cnt, t in accesses.values())
-    return Stage(f.name, index, d.lhs, d.value, tuple(loop), acc, op_histogram(f, d))
+    from .relation import build_relation
+
+    relations = {}
+    for a in acc:
+        if a.kind != "self" and a.producer not in relations:
+            args = [b.args for b in acc if b.producer == a.producer and b.kind != "self"]
+            relations[a.producer] = build_relation(args, loop_names)
+    return Stage(f.name, index, d.lhs, d.value, tuple(loop), acc, op_histogram(f, d), relations)
 
 
 def derivative(e: Expr, var: str) -> Fraction | None:
