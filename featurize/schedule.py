@@ -31,10 +31,17 @@ from .schema import DTYPE, SCHEDULE_FEATURES
 _F = {name: i for i, name in enumerate(SCHEDULE_FEATURES)}
 
 
-def schedule_features(plan: Plan, target: CpuTarget, pending_parallel: frozenset = frozenset()
-                      ) -> dict[tuple[str, int], np.ndarray]:
-    """39 features for every scheduled stage, keyed by (func, stage index)."""
-    return _Featurizer(plan, target, pending_parallel).run()
+def schedule_features(plan: Plan, target: CpuTarget, pending_parallel: frozenset = frozenset(),
+                      parent: dict[tuple[str, int], np.ndarray] | None = None) -> dict[tuple[str, int], np.ndarray]:
+    """39 features for every scheduled stage, keyed by (func, stage index).
+
+    With `parent` (the features of the plan `plan` was extended from, see Plan.extend), only the stages
+    a changed decision can affect are recomputed, as Halide memoizes featurization during search: those of
+    the changed Funcs, and of the stages that read them or their producers (directly, through inlined Funcs,
+    or through Funcs computed inside their parallel task); every other stage keeps its features but for the
+    working sets, which any new allocation moves.
+    """
+    return _Featurizer(plan, target, pending_parallel).run(parent)
 
 
 class _Featurizer:
@@ -47,7 +54,8 @@ class _Featurizer:
         self.feats: dict[tuple[str, int], np.ndarray] = {}
         self._runs: dict[int, int] = {}
         self._alloc_in: dict[int, int] = {}
-        self.minimum = points_computed_minimum(self.dag)
+        self.static = _static_facts(self.dag)
+        self.minimum = self.static.minimum
 
     # -- tree arithmetic -------------------------------------------------------------------------
 
@@ -108,15 +116,55 @@ class _Featurizer:
 
     # -- the walk --------------------------------------------------------------------------------
 
-    def run(self) -> dict[tuple[str, int], np.ndarray]:
+    def run(self, parent=None) -> dict[tuple[str, int], np.ndarray]:
+        redo = self.affected() if parent is not None and self.plan.changed is not None else None
         for name, fp in self.plan.funcs.items():
             if not fp.inlined:
                 for ch in fp.chains:
-                    self.feats[(name, ch.stage.index)] = self.stage(fp, ch)
+                    key = (name, ch.stage.index)
+                    if redo is None or name in redo or key not in parent:
+                        self.feats[key] = self.stage(fp, ch)
+                    else:
+                        self.feats[key] = self.patch_working_sets(parent[key].astype(np.float64), fp, ch)
         for name, fp in self.plan.funcs.items():
             if fp.inlined:
                 self.feats[(name, 0)] = self.inlined(fp)
         return {k: v.astype(DTYPE) for k, v in self.feats.items()}
+
+    def affected(self) -> set[str]:
+        """Funcs whose features may differ from the parent plan's."""
+        plan, dag = self.plan, self.dag
+        out = set(plan.changed)
+        # a stage's footprint of a producer includes what the producer's other readers need there, so a
+        # changed Func also moves its producers' regions, and with them their other readers' features
+        roots = set(plan.changed)
+        for f in plan.changed:
+            if f in dag:
+                roots.update(p for p in dag.node(f).producers if p in dag)
+        for f in roots:
+            pending = [f]
+            seen: set[str] = set()
+            while pending:  # readers, looking through inlined Funcs and Funcs computed inside a task
+                g = pending.pop()
+                if g in seen or g not in dag:
+                    continue
+                seen.add(g)
+                for c in dag.node(g).consumers:
+                    cp = plan.funcs.get(c)
+                    if cp is None:
+                        continue
+                    out.add(c)
+                    if cp.inlined or not cp.store.is_root:
+                        pending.append(c)
+        return out
+
+    def patch_working_sets(self, v: np.ndarray, fp: FuncPlan, ch: Chain) -> np.ndarray:
+        v[_F["working_set"]] = self.alloc_in(ch.head)
+        v[_F["working_set_at_production"]] = self.alloc_in(ch.site)
+        v[_F["working_set_at_realization"]] = self.alloc_in(fp.store)
+        v[_F["working_set_at_task"]] = self.alloc_in(self.root_head(ch.head))
+        v[_F["working_set_at_root"]] = self.alloc_in(self.plan.root)
+        return v
 
     def stage(self, fp: FuncPlan, ch: Chain) -> np.ndarray:
         v = np.zeros(len(SCHEDULE_FEATURES))
@@ -188,8 +236,9 @@ class _Featurizer:
         return v
 
     def native_vector_size(self, stage: Stage) -> int:
-        bits = [t.bits for t in _types_used(stage) if not t.is_bool]
-        return self.target.vector_bytes // (min(bits) // 8) if bits else self.target.vector_bytes
+        """SIMD lanes for the narrowest type the stage computes with."""
+        bits = self.static.narrowest_bits[(stage.func, stage.index)]
+        return self.target.vector_bytes // (bits // 8) if bits else self.target.vector_bytes
 
     def task_features(self, v: np.ndarray, fp: FuncPlan, ch: Chain) -> None:
         bpp = fp.node.bytes_per_point
@@ -420,6 +469,26 @@ class _Featurizer:
 
 
 # -- helpers over the DAG --------------------------------------------------------------------------
+
+
+class _StaticFacts:
+    """What featurization needs of a FunctionDAG that no schedule changes; computed once per DAG."""
+
+    def __init__(self, dag: FunctionDAG):
+        self.minimum = points_computed_minimum(dag)
+        self.narrowest_bits: dict[tuple[str, int], int] = {}
+        for n in dag.nodes:
+            for s in n.stages:
+                bits = [t.bits for t in _types_used(s) if not t.is_bool]
+                self.narrowest_bits[(n.name, s.index)] = min(bits) if bits else 0
+
+
+def _static_facts(dag: FunctionDAG) -> _StaticFacts:
+    facts = getattr(dag, "_featurize_static", None)
+    if facts is None:
+        facts = _StaticFacts(dag)
+        dag._featurize_static = facts
+    return facts
 
 
 def points_computed_minimum(dag: FunctionDAG) -> dict[tuple[str, int], float]:

@@ -121,8 +121,12 @@ class Plan:
         self.funcs: dict[str, FuncPlan] = {}
         self.levels: dict[int, Level] = {}
         self.parent: dict[int, LoopNest | None] = {}
+        self.keys: dict[int, tuple] = {}  # node id -> (func, stage, depth in its chain): stable across trees
+        self.by_key: dict[tuple, LoopNest] = {}
         self._above: dict[int, set[int]] = {}  # node id -> ids of its strict ancestors
-        self._memo: dict[tuple[str, int], Region | None] = {}
+        self._memo: dict[tuple[str, tuple], Region | None] = {}
+        self.replanned: set[str] = set()  # Funcs whose loops and regions this plan derived (not reused)
+        self.changed: set[str] | None = None  # after extend(): Funcs scheduled differently from the parent
         self._index()
         self._group_chains(complete)
         self._check_inlined()
@@ -131,7 +135,86 @@ class Plan:
             if fp is not None and not fp.inlined:
                 self._check_placement(fp)
                 self._plan_func(fp)
+                self.replanned.add(n.name)
         self._check_annotations()
+
+    @classmethod
+    def extend(cls, parent: "Plan", root: LoopNest) -> "Plan":
+        """The plan of `root`, a (partial) schedule that differs from `parent`'s by a few decisions —
+        a successor during search. Funcs whose own levels and whose readers are unchanged keep their
+        loops and regions; the others are planned afresh. Same result as Plan(dag, root, complete=False),
+        much faster."""
+        self = cls.__new__(cls)
+        self.dag, self.root, self.target, self.complete = parent.dag, root, parent.target, False
+        self.funcs, self.levels, self.parent, self.keys, self.by_key, self._above = {}, {}, {}, {}, {}, {}
+        self.replanned = set()
+        self._memo = {}
+        self._index()
+        self._group_chains(False)
+        self._check_inlined()
+        changed = set()
+        for n in self.dag.nodes:  # consumers before producers
+            fp, old = self.funcs.get(n.name), parent.funcs.get(n.name)
+            if fp is None:
+                continue
+            if old is None or old.inlined != fp.inlined or self._readers_changed(n.name, changed, parent):
+                changed.add(n.name)
+            if fp.inlined:
+                continue
+            if n.name in changed or not self._same_geometry(fp, old, parent):
+                changed.add(n.name)
+                self._check_placement(fp)
+                self._plan_func(fp)
+                self.replanned.add(n.name)
+            else:
+                self._reuse(fp, old)
+        stale = changed | {f.name for f in self.dag.nodes if self._readers_changed(f.name, changed, parent)}
+        for k, v in parent._memo.items():  # regions still valid: nothing they depend on changed
+            if k not in self._memo and k[0] not in stale and k[1][0] not in stale:
+                self._memo[k] = v
+        self.changed = changed
+        for name in self.replanned:
+            fp = self.funcs[name]
+            for ch in fp.chains:
+                for lvl in ch.levels:
+                    self._check_level_flags(fp, ch, lvl)
+        return self
+
+    def _readers_changed(self, func: str, changed: set[str], parent: "Plan") -> bool:
+        for c in self.dag.node(func).consumers if func in self.dag else ():
+            if c in changed:
+                return True
+            cp = self.funcs.get(c)
+            if (cp is None) != (parent.funcs.get(c) is None):
+                return True
+            if cp is not None and cp.inlined and self._readers_changed(c, changed, parent):
+                return True
+        return False
+
+    def _same_geometry(self, fp: FuncPlan, old: FuncPlan, parent: "Plan") -> bool:
+        if self.keys[id(fp.site)] != parent.keys[id(old.site)] or \
+                self.keys[id(fp.store)] != parent.keys[id(old.store)] or len(fp.chains) != len(old.chains):
+            return False
+        for ch, och in zip(fp.chains, old.chains):
+            a, b = ch.head.chain(), och.head.chain()
+            if len(a) != len(b) or any(_geometry(x) != _geometry(y) for x, y in zip(a, b)):
+                return False
+        return True
+
+    def _reuse(self, fp: FuncPlan, old: FuncPlan) -> None:
+        fp.region, fp.extents = old.region, old.extents
+        fp.storage, fp.storage_extents = old.storage, old.storage_extents
+        fp.layout, fp.strides = old.layout, old.strides
+        for ch, och in zip(fp.chains, old.chains):
+            ch.bounds, ch.extents, ch.exact = och.bounds, och.extents, och.exact
+            for n, olvl in zip(ch.head.chain(), och.levels):
+                lvl = Level(n, ch, olvl.depth, olvl.loops, olvl.order)
+                ch.levels.append(lvl)
+                self.levels[id(n)] = lvl
+        if old.sliding is not None:  # the sliding loop belongs to a level planned before this Func
+            old_lvl = old.sliding.level
+            key = (old_lvl.chain.func, old_lvl.chain.stage.index, old_lvl.depth)
+            fp.sliding = Sliding(old.sliding.dim, old.sliding.loop, self.levels[id(self.by_key[key])])
 
     # -- public queries --------------------------------------------------------------------------
 
@@ -151,7 +234,7 @@ class Plan:
         Forms are over the indices of `n` and its ancestors' loops: what a Func computed at `n` must
         produce each time round (Halide's `LoopNest::get_bounds`).
         """
-        key = (func, id(n))
+        key = (func, self.keys[id(n)])
         if key in self._memo:
             return self._memo[key]
         node = self.dag.node(func)
@@ -196,6 +279,13 @@ class Plan:
             n, p, above = stack.pop()
             self.parent[id(n)] = p
             self._above[id(n)] = above
+            if p is None:
+                self.keys[id(n)] = ("", -1, -1)
+            else:
+                pk = self.keys[id(p)]
+                depth = pk[2] + 1 if (p.func, p.stage) == (n.func, n.stage) and not p.is_root else 0
+                self.keys[id(n)] = (n.func, n.stage, depth)
+            self.by_key[self.keys[id(n)]] = n
             self._check_node(n, p)
             inner = above | {id(n)}
             for c in n.children:
@@ -295,7 +385,7 @@ class Plan:
 
     def _check_inlined(self) -> None:
         """Innermost levels must list exactly the inlined Funcs their stage calls, with call counts."""
-        calls = inlined_calls(self.dag, self.inlined)
+        calls = _inlined_calls_cached(self.dag, frozenset(self.inlined))
         for n, _ in self.root.nodes():
             if n.is_root or not n.innermost:
                 continue
@@ -590,6 +680,19 @@ def inlined_calls(dag: FunctionDAG, inlined: set[str]) -> dict[tuple[str, int], 
             if calls:
                 result[(n.name, s.index)] = calls
     return result
+
+
+def _geometry(n: LoopNest) -> tuple:
+    """What of a node shapes its own loops (not its children)."""
+    return (n.func, n.stage, n.size, n.innermost, n.parallel, n.vector_dim, n.vectorized_loop, n.unrolled)
+
+
+def _inlined_calls_cached(dag: FunctionDAG, inlined: frozenset) -> dict:
+    cache = dag.__dict__.setdefault("_inlined_calls_cache", {})
+    r = cache.get(inlined)
+    if r is None:
+        r = cache[inlined] = inlined_calls(dag, set(inlined))
+    return r
 
 
 def describe(n: LoopNest) -> str:

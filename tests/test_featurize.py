@@ -232,3 +232,47 @@ def test_partial_schedules_featurize_only_scheduled_stages():
     h_only = naive_schedule(p)
     F = featurize(p, h_only, TARGET, pending_parallel={"f"})
     check(F.by_name("f"), inner_parallelism=128, bytes_at_task=512)
+
+
+# -- incremental planning and featurization (search successors) -----------------------------------
+
+
+def replay(p, decisions):
+    """The partial schedules a search passes through: one more Func decided at each step, outputs first."""
+    from ir import LoopNest
+
+    b = ScheduleBuilder(p)
+    tree, inlined = LoopNest(), set()
+    for node in p.dag.nodes:
+        tree = b._apply(tree, node, decisions[node.name], inlined)
+        yield tree
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_extended_plans_and_incremental_features_equal_fresh_ones(seed):
+    from ir.plan import Plan
+    from ir.sampling import random_schedule
+    from ir.target import get_target
+
+    from featurize.schedule import schedule_features
+
+    tgt = get_target(TARGET)
+    p = random_test_pipeline(seed)
+    _, decisions = random_schedule(p, seed)
+    plan, feats = Plan(p.dag, __import__("ir").LoopNest(), complete=False), {}
+    for tree in replay(p, decisions):
+        fresh = Plan(p.dag, tree, complete=False)
+        plan = Plan.extend(plan, tree)
+        for name, fp in fresh.funcs.items():
+            ep = plan.funcs[name]
+            assert ep.inlined == fp.inlined
+            if not fp.inlined:
+                assert (repr(ep.region), ep.extents, ep.storage_extents, ep.strides) == \
+                       (repr(fp.region), fp.extents, fp.storage_extents, fp.strides)
+                for n, _ in tree.nodes():
+                    assert repr(plan.region_at(name, n)) == repr(fresh.region_at(name, n))
+        full = schedule_features(fresh, tgt)
+        feats = schedule_features(plan, tgt, parent=feats)
+        assert full.keys() == feats.keys()
+        for k in full:
+            assert np.array_equal(full[k], feats[k]), k
