@@ -55,6 +55,7 @@ class _Featurizer:
         self._runs: dict[int, int] = {}
         self._alloc_in: dict[int, int] = {}
         self.static = _static_facts(self.dag)
+        self.inlined_set = frozenset(plan.inlined)
         self.minimum = self.static.minimum
 
     # -- tree arithmetic -------------------------------------------------------------------------
@@ -349,7 +350,7 @@ class _Featurizer:
         unrolled = {j for j, l in enumerate(stage.loop)
                     if inner.node.unrolled and l.pure and j != vec and inner.node.size[j] > 1}
         counts = dict(broadcast=0.0, dense=0.0, s2=0.0, s3=0.0, s4=0.0, gather=0.0, loads=0.0)
-        for producer, jac, n in _loads(self.dag, self.plan, stage):
+        for producer, jac, n in _loads(self.dag, self.inlined_set, stage):
             amort = 1
             for j in unrolled:
                 if all(jac[i][j] == 0 for i in range(len(jac))):
@@ -576,17 +577,29 @@ def _matmul(outer, inner):
     return tuple(out)
 
 
-def _loads(dag: FunctionDAG, plan: Plan, stage: Stage):
-    """(producer, Jacobian w.r.t. the stage's loops, count) of every load, looking through inlined Funcs."""
-    inlined = plan.inlined
+def _loads(dag: FunctionDAG, inlined: frozenset, stage: Stage) -> list[tuple[str, tuple, int]]:
+    """(producer, Jacobian w.r.t. the stage's loops, count) of the stage's loads, looking through inlined
+    Funcs; loads of one producer with the same Jacobian are one entry (a stencil's taps), so chains of
+    inlined stencils cost one composition per distinct Jacobian, not one per path."""
+    cache = dag.__dict__.setdefault("_loads_cache", {})
+    key = (stage.func, stage.index, inlined)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    agg: dict[tuple[str, tuple], int] = {}
     for a in stage.accesses:
         if a.kind == "self":
             continue
         if a.producer in inlined:
-            for p, jac, n in _loads(dag, plan, dag.node(a.producer).stages[0]):
-                yield p, _matmul(jac, a.jacobian), n * a.count
+            for p, jac, n in _loads(dag, inlined, dag.node(a.producer).stages[0]):
+                k = (p, _matmul(jac, a.jacobian))
+                agg[k] = agg.get(k, 0) + n * a.count
         else:
-            yield a.producer, a.jacobian, a.count
+            k = (a.producer, a.jacobian)
+            agg[k] = agg.get(k, 0) + a.count
+    out = [(p, jac, n) for (p, jac), n in agg.items()]
+    cache[key] = out
+    return out
 
 
 def _regions_read(dag: FunctionDAG, plan: Plan, stage: Stage, env) -> dict[str, Region]:
