@@ -210,10 +210,7 @@ class ScheduleBuilder:
                 if not pure[j]:
                     level.append(1)
                     continue
-                k = max(1, -(-req[j] // below[j]))
-                if stage.index == 0 and k * below[j] > full[j]:
-                    k = max(1, full[j] // below[j])  # shift-inwards tiles must fit inside the region
-                level.append(k)
+                level.append(max(1, -(-req[j] // below[j])))  # the plan clamps a tile wider than its region
             sizes.insert(0, level)
             below = [b * k for b, k in zip(below, level)]
         # the outermost level runs as many tiles as cover the region (the last one shifted or clipped)

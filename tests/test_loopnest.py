@@ -149,7 +149,7 @@ def invalid_trees(p):
     g_head = ln.children[1]
     yield "order", ln.replace(children=(ln.children[0], f_head, g_head)), "g must be computed before f"
     yield "size", ln.replace(children=(ln.children[0], g_head.replace(size=(3, 3)), f_head)), \
-        "outermost level must run"
+        "level 0 must run"
     yield "stored nowhere", ln.replace(store_at=("f", "h")), "g is computed but stored nowhere"
     yield "unscheduled", ln.replace(children=(g_head, f_head), store_at=("f", "g")), "leaves h unscheduled"
     yield "parallel innermost", ln.replace(children=(ln.children[0], g_head, f_head.replace(parallel=True))), \
