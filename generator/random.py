@@ -1,0 +1,323 @@
+"""The random pipeline generator from the command line: statistics, one pipeline, or a correctness check.
+
+    python -m generator.random --stats 1000 [--max-stages 20] [--markov] [--size 2000,2000,3]
+    python -m generator.random --show SEED [--max-stages 20] [--markov] [--size W,H,C]
+    python -m generator.random --check 1000 [--seed 0] [--max-stages 8] [--size 16,12,3] [--jobs 2]
+
+--stats generates N pipelines (seeds 0..N-1, or from --seed) and prints the distribution of stage kinds,
+pipeline lengths (Funcs per pipeline), value types and output / intermediate sizes, with a summary.
+--show prints one pipeline as DSL text with its stages. --check builds each pipeline at a small size,
+runs `ir.interpret`, compiles it with numba under `simple_schedule` and compares the outputs, N seeds
+in parallel worker processes; it exits 1 if any seed fails. Bad arguments exit 2 with one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import math
+import os
+import statistics
+import sys
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+from .random_pipeline import AUX_ROLES, DEFAULT_OUTPUT_SIZE, KINDS, MARKOV, generate
+
+CHECK_SIZE = (16, 12, 3)
+CHECK_MAX_STAGES = 8
+PROG = "python -m generator.random"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit status 2
+        sys.stderr.write(f"{PROG}: error: {message.splitlines()[0]}\n")
+        sys.exit(2)
+
+
+def _size(text: str) -> tuple[int, int, int]:
+    try:
+        parts = tuple(int(v) for v in text.replace("x", ",").split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size must be W,H,C (three positive ints), got {text!r}") from None
+    if len(parts) != 3 or min(parts) <= 0:
+        raise argparse.ArgumentTypeError(f"size must be W,H,C (three positive ints), got {text!r}")
+    return parts
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive int, got {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive int, got {text!r}")
+    return v
+
+
+def _stages(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int >= 2, got {text!r}") from None
+    if v < 2:
+        raise argparse.ArgumentTypeError(f"max stages counts the input and output stages; expected >= 2, got {v}")
+    return v
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = _Parser(prog=PROG, description=__doc__.splitlines()[0])
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--stats", type=_positive, metavar="N", help="statistics over N pipelines")
+    mode.add_argument("--show", type=int, metavar="SEED", help="print the pipeline of one seed")
+    mode.add_argument("--check", type=_positive, metavar="N",
+                      help="interpret and compile N pipelines (small size) and compare the outputs")
+    ap.add_argument("--seed", type=int, default=0, help="first seed of --stats / --check (default 0)")
+    ap.add_argument("--max-stages", type=_stages, default=None,
+                    help=f"stages per pipeline, input and output included (default 20; {CHECK_MAX_STAGES} for --check)")
+    ap.add_argument("--size", type=_size, default=None,
+                    help="output size W,H,C (default 2000,2000,3; 16,12,3 for --check)")
+    ap.add_argument("--markov", action="store_true", help="draw stage kinds from the GPU variant's Markov matrix")
+    ap.add_argument("--jobs", type=_positive, default=None, help="--check: pipelines compiled at once")
+    a = ap.parse_args(argv)
+    if a.jobs is not None and a.check is None:
+        ap.error("--jobs applies to --check only")
+    if a.max_stages is None:
+        a.max_stages = CHECK_MAX_STAGES if a.check is not None else 20
+    if a.size is None:
+        a.size = CHECK_SIZE if a.check is not None else DEFAULT_OUTPUT_SIZE
+    return a
+
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    if a.show is not None:
+        return show(a.show, a.max_stages, a.size, a.markov)
+    if a.stats is not None:
+        return stats(a.stats, a.seed, a.max_stages, a.size, a.markov)
+    return check(a.check, a.seed, a.max_stages, a.size, a.markov, a.jobs or min(4, os.cpu_count() or 1))
+
+
+# -- --show -----------------------------------------------------------------------------------------
+
+
+def show(seed: int, max_stages: int, size, markov: bool) -> int:
+    g = generate(seed, max_stages, size, markov)
+    p = g.pipeline
+    print(f"# seed {seed}, max_stages {max_stages}, output {size[0]}x{size[1]}x{size[2]}"
+          f"{', markov' if markov else ''}: {len(p.funcs)} Funcs, fingerprint {p.fingerprint}")
+    print(p)
+    print()
+    print("# stages (nominal shape at 2000x2000; '-' = not reached from the output)")
+    live = {s.name for s in g.live}
+    for s in g.stages:
+        shape = "x".join(str(v) for v in s.shape)
+        print(f"{'' if s.name in live else '- '}{s.name:<20} {s.kind:<12} {s.type!s:<4} {shape:<16} "
+              f"{s.variant:<36} <- {', '.join(s.operands)}")
+    print("# kinds: " + ", ".join(s.kind for s in g.live))
+    return 0
+
+
+# -- --stats ----------------------------------------------------------------------------------------
+
+
+def _decade(n: float) -> str:
+    return f"1e{math.floor(math.log10(max(1.0, n)))}"
+
+
+def _table(title: str, counts: collections.Counter, total: int, order=None, extra=None) -> None:
+    print(title)
+    keys = order if order is not None else [k for k, _ in counts.most_common()]
+    for k in keys:
+        n = counts.get(k, 0)
+        line = f"  {k!s:<14} {n:>7}  {100.0 * n / max(1, total):5.1f}%"
+        if extra is not None:
+            line += "  " + extra(k)
+        print(line)
+
+
+def stats(n: int, first: int, max_stages: int, size, markov: bool) -> int:
+    kinds = collections.Counter()  # live main stages by kind
+    pipelines_with = collections.Counter()  # pipelines containing a kind
+    aux = collections.Counter()
+    variants: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    types = collections.Counter()
+    lengths = []
+    region_decades = collections.Counter()
+    nominal_decades = collections.Counter()
+    biggest = smallest = None
+    transitions: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    t0 = time.time()
+    step = max(1, n // 10)
+    for i in range(n):
+        seed = first + i
+        g = generate(seed, max_stages, size, markov)
+        p = g.pipeline
+        lengths.append(len(p.funcs))
+        live = g.live
+        seen = set()
+        for s in live:
+            if s.kind in KINDS:
+                kinds[s.kind] += 1
+                seen.add(s.kind)
+                variants[s.kind][s.variant.split(" ")[0] if s.variant else "-"] += 1
+            else:
+                aux[s.kind] += 1
+            types[str(s.type)] += 1
+            nominal_decades[_decade(math.prod(s.shape))] += 1
+        pipelines_with.update(seen)
+        for a, b in zip(g.sequence, g.sequence[1:]):
+            transitions[a][b] += 1
+        for node in p.dag.nodes:
+            if node.is_output:
+                continue
+            pts = math.prod(hi - lo + 1 for lo, hi in node.region)
+            region_decades[_decade(pts)] += 1
+            smallest = pts if smallest is None else min(smallest, pts)
+            biggest = pts if biggest is None else max(biggest, pts)
+        if (i + 1) % step == 0 or i + 1 == n:
+            print(f"[{i + 1}/{n}] {time.time() - t0:.1f}s", file=sys.stderr, flush=True)
+    total_main = sum(kinds.values())
+    n_funcs = sum(lengths)
+    print(f"# {n} random pipelines, seeds {first}..{first + n - 1}, max_stages {max_stages}, "
+          f"output {size[0]}x{size[1]}x{size[2]}, {'Markov' if markov else 'uniform'} stage draws")
+    _table(f"stage kinds (Funcs reached from the output; {total_main} stages; % of stages, % of pipelines "
+           "containing it, variants):", kinds, total_main, order=list(KINDS),
+           extra=lambda k: f"{100.0 * pipelines_with[k] / n:5.1f}%  " + ", ".join(
+               f"{v} {c}" for v, c in variants[k].most_common(4)))
+    _table("auxiliary Funcs (input/output stages, resampling steps, hidden sum() Funcs):", aux, n_funcs,
+           order=list(AUX_ROLES))
+    mean = statistics.mean(lengths)
+    print(f"pipeline lengths (Funcs per pipeline): min {min(lengths)}, median {statistics.median(lengths):g}, "
+          f"mean {mean:.1f}, max {max(lengths)}")
+    hist = collections.Counter(min(v // 5 * 5, 40) for v in lengths)
+    for b in sorted(hist):
+        label = f"{b}-{b + 4}" if b < 40 else "40+"
+        print(f"  {label:<8} {hist[b]:>6}  {'#' * max(1, round(60 * hist[b] / n)) if hist[b] else ''}")
+    _table(f"value types (all {n_funcs} Funcs):", types, n_funcs,
+           order=[t for t in ("u8", "u16", "u32", "i8", "i16", "i32", "f32") if types[t]] +
+           [t for t in types if t not in ("u8", "u16", "u32", "i8", "i16", "i32", "f32")])
+    print(f"sizes: every output is {size[0]}x{size[1]}x{size[2]} = {math.prod(size)} points")
+    _table("  nominal stage sizes at the default size (elements, by decade):", nominal_decades,
+           sum(nominal_decades.values()), order=sorted(nominal_decades, key=lambda d: int(d[2:])))
+    _table(f"  computed regions of intermediate Funcs at {size[0]}x{size[1]}x{size[2]} (points, by decade; "
+           f"min {smallest}, max {biggest}):", region_decades, sum(region_decades.values()),
+           order=sorted(region_decades, key=lambda d: int(d[2:])))
+    if markov:
+        print("Markov rows (empirical successor frequencies of the drawn stages vs the matrix):")
+        for row, want in MARKOV.items():
+            succ = transitions[row]
+            tot = sum(succ.values())
+            got = ", ".join(f"{k} {100.0 * succ[k] / max(1, tot):.0f}% (matrix {100 * p:.0f}%)"
+                            for k, p in want.items())
+            print(f"  {row:<11} -> {got}  [{tot} transitions]")
+    missing = [k for k in KINDS if kinds[k] == 0]
+    common = ", ".join(f"{k} {100.0 * v / total_main:.0f}%" for k, v in kinds.most_common(3))
+    rare = ", ".join(f"{k} {100.0 * kinds[k] / total_main:.1f}%" for k in sorted(KINDS, key=lambda k: kinds[k])[:3])
+    top_types = ", ".join(f"{t} {100.0 * v / n_funcs:.0f}%" for t, v in types.most_common(3))
+    print()
+    print(f"Summary: {n} pipelines ({'Markov' if markov else 'uniform'} draws, max_stages {max_stages}) hold "
+          f"{n_funcs} Funcs, {mean:.1f} per pipeline ({min(lengths)}-{max(lengths)}), of which {total_main} are "
+          f"random stages reached from the output and the rest input/output, resampling and hidden-sum Funcs. "
+          + (f"All {len(KINDS)} stage kinds occur" if not missing else
+             f"{len(KINDS) - len(missing)} of {len(KINDS)} stage kinds occur (missing: {', '.join(missing)})")
+          + f"; the most common are {common} and the rarest {rare}. Value types: {top_types}. Intermediate "
+          f"regions at {size[0]}x{size[1]}x{size[2]} span {smallest} to {biggest} points "
+          f"({time.time() - t0:.0f}s).")
+    return 0 if not missing else 1
+
+
+# -- --check ----------------------------------------------------------------------------------------
+
+
+def prepare(seed: int, max_stages: int, size, markov: bool):
+    """(pipeline, inputs, expected outputs) of one seed, or raises."""
+    import numpy as np
+
+    import ir
+
+    p = generate(seed, max_stages, size, markov).pipeline
+    inputs = p.random_inputs(seed)
+    with np.errstate(all="ignore"):  # NaN and inf are legitimate values of random programs
+        return p, inputs, ir.interpret(p, inputs)
+
+
+def compile_and_check(p, inputs, expected, worker=None):
+    """The property check: numba under simple_schedule equals the interpreter. Returns (status, error)."""
+    import backends
+    from backends import CompileError, Protocol
+    from ir.builder import simple_schedule
+    from ir.errors import ScheduleError
+
+    check_only = Protocol(warmup=0, min_samples=1, max_samples=1, min_seconds=0, max_seconds=0, sample_seconds=0,
+                          timeout=120)
+    try:
+        k = backends.compile(p, simple_schedule(p), worker=worker)
+    except ScheduleError as e:
+        return "invalid_schedule", str(e)
+    except CompileError as e:
+        return e.status, str(e)
+    m = backends.measure(k, inputs, check_only, expected=expected, worker=worker)
+    return m.status, m.error
+
+
+def check(n: int, first: int, max_stages: int, size, markov: bool, jobs: int) -> int:
+    from backends.worker import Worker
+
+    local = threading.local()
+    workers: list[Worker] = []
+
+    def run(p, inputs, expected):
+        w = getattr(local, "worker", None)
+        if w is None:
+            w = local.worker = Worker()
+            workers.append(w)
+        try:
+            return compile_and_check(p, inputs, expected, w)
+        except Exception as e:  # noqa: BLE001 - a status, not a dead run
+            return "check_error", f"{type(e).__name__}: {e}"
+
+    counts = collections.Counter()
+    failures = []
+    t0 = time.time()
+    done = 0
+    flags = f"--max-stages {max_stages} --size {','.join(map(str, size))}{' --markov' if markov else ''}"
+    print(f"checking {n} pipelines (seeds {first}..{first + n - 1}, {flags.replace('--', '')}) with {jobs} "
+          "compile workers", flush=True)
+
+    def finish(seed, status, error):
+        nonlocal done
+        done += 1
+        counts[status] += 1
+        if status != "ok":
+            failures.append((seed, status, error))
+            print(f"FAIL seed {seed}: {status}: {error}\n  reproduce: {PROG} --show {seed} {flags}", flush=True)
+        if done % 10 == 0 or done == n:
+            print(f"[{done}/{n}] {time.time() - t0:.0f}s  " + ", ".join(f"{s}: {c}" for s, c in sorted(counts.items())),
+                  flush=True)
+
+    pending = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for seed in range(first, first + n):
+            try:
+                p, inputs, expected = prepare(seed, max_stages, size, markov)
+            except Exception as e:  # noqa: BLE001 - a generator or interpreter failure is this seed's status
+                finish(seed, "generator_error", f"{type(e).__name__}: {e}")
+                continue
+            pending[pool.submit(run, p, inputs, expected)] = seed
+            while len(pending) >= 2 * jobs:
+                ready, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in ready:
+                    finish(pending.pop(fut), *fut.result())
+        for fut in list(pending):
+            finish(pending.pop(fut), *fut.result())
+    for w in workers:
+        w.close()
+    print(f"check: {n} pipelines, {len(failures)} failing ({time.time() - t0:.0f}s): "
+          + ", ".join(f"{s} {c}" for s, c in sorted(counts.items())))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
