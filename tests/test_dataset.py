@@ -18,8 +18,7 @@ import pytest
 
 from backends import Measurement
 from featurize import featurize
-from featurize.dataset import (META_VERSION, DatasetError, Sample, batch_path, partition_dir, read_dataset,
-                               write_batch)
+from featurize.dataset import META_VERSION, DatasetError, Sample, batch_path, partition_dir, read_dataset, write_batch
 from featurize.schema import SCHEDULE_FEATURES
 from ir import LoopNest, Pipeline
 from ir.sampling import random_schedule

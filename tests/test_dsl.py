@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ir
-from ir import (Func, Input, Pipeline, PipelineError, RDom, Var, cast, clamp, f32, i32, select, u8)
+from ir import Func, Input, Pipeline, PipelineError, RDom, Var, cast, clamp, f32, i32, select, u8
 
 x, y = Var("x"), Var("y")
 

@@ -15,7 +15,7 @@ import pytest
 from featurize import SCHEMA, featurize
 from featurize.algorithm import access_classes
 from featurize.schema import PIPELINE_ROWS, SCHEDULE_FEATURES
-from ir import Func, Input, Pipeline, RDom, Var, f32, u8
+from ir import Func, Input, Pipeline, RDom, Var, f32
 from ir.builder import ScheduleBuilder, naive_schedule
 from ir.dag import TYPE_BUCKETS
 from ir.sampling import random_loopnest
@@ -250,11 +250,10 @@ def replay(p, decisions):
 
 @pytest.mark.parametrize("seed", range(60))
 def test_extended_plans_and_incremental_features_equal_fresh_ones(seed):
+    from featurize.schedule import schedule_features
     from ir.plan import Plan
     from ir.sampling import random_schedule
     from ir.target import get_target
-
-    from featurize.schedule import schedule_features
 
     tgt = get_target(TARGET)
     p = random_test_pipeline(seed)

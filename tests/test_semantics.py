@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 
 import ir
-from ir import (Func, Input, Pipeline, Var, abs as habs, bool_, cast, f32, i8, i16, i32, max as hmax,
-                min as hmin, select, u8, u16, u32)
+from ir import Func, Input, Pipeline, Var, bool_, cast, f32, i8, i16, i32, select, u8, u16, u32
+from ir import abs as habs
+from ir import max as hmax
+from ir import min as hmin
 from ir import semantics as sem
 from ir.types import match_types, type_of_dtype
 
