@@ -341,7 +341,8 @@ def test_cli_show_prints_the_pipeline():
 @pytest.mark.parametrize("args", [[], ["--stats", "0"], ["--stats", "ten"], ["--show"], ["--frobnicate"],
                                   ["--show", "1", "--max-stages", "1"], ["--show", "1", "--size", "16,12"],
                                   ["--stats", "5", "--show", "1"], ["--stats", "5", "--jobs", "2"],
-                                  ["--check", "-3"]])
+                                  ["--check", "-3"], ["--show", "1", "--schedule", "naive"],
+                                  ["--check", "2", "--schedule", "fast"]])
 def test_cli_bad_arguments_exit_2_with_one_line(args, capsys):
     from generator.random import main
 
@@ -376,4 +377,7 @@ def test_cli_check(capsys):
 
     assert main(["--check", "1", "--seed", "4", "--max-stages", "2", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
-    assert "[1/1]" in out and "check: 1 pipelines, 0 failing" in out
+    assert "under simple_schedule" in out and "[1/1]" in out and "check: 1 pipelines, 0 failing" in out
+    assert main(["--check", "2", "--seed", "5", "--max-stages", "3", "--jobs", "1", "--schedule", "naive"]) == 0
+    out = capsys.readouterr().out
+    assert "under naive_schedule" in out and "[2/2]" in out and "check: 2 pipelines, 0 failing" in out
