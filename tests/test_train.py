@@ -1,0 +1,201 @@
+"""Training end to end: a dataset generated for real (random pipelines x sampled schedules, compiled and
+benchmarked with numba), Lightning training, MLflow logging and registration, the registry round trip in
+a fresh process, resume, the mlp/ranking variant, and the command line's one-line errors.
+
+The dataset (20 pipelines x 12 schedules of up to 3 stages at 32 x 24 x 3) takes a few minutes to
+generate; TRAIN_TEST_DATA=<dir> reuses one generated earlier while iterating on the training code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from generator.datagen import BatchSpec, generate_batch
+from ir.config import load_config
+from train.config import TrainConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+PIPELINES = 20  # two batches of 10, generated on two workers at once
+SCHEDULES = 12
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    if os.environ.get("TRAIN_TEST_DATA"):
+        return Path(os.environ["TRAIN_TEST_DATA"])
+    root = tmp_path_factory.mktemp("data")
+    specs = [BatchSpec(seeds=tuple(range(k, PIPELINES, 2)), schedules_per_pipeline=SCHEDULES, max_stages=3,
+                       output_size=(32, 24, 3))
+             for k in (0, 1)]
+    with ThreadPoolExecutor(2) as pool:
+        summaries = list(pool.map(lambda s: generate_batch(s, root), specs))
+    assert sum(s.ok for s in summaries) >= 0.8 * PIPELINES * SCHEDULES, [str(s) for s in summaries]
+    return root
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("mlflow")
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    return {"tracking_uri": f"sqlite:///{tmp}/mlflow.db", "checkpoint_dir": str(tmp / "ckpt")}
+
+
+def config(dataset, env, *overrides) -> TrainConfig:
+    return load_config(TrainConfig, ROOT / "conf" / "train.yaml",
+                       [f"data={dataset}", "target=host", "epochs=25", "val_fraction=0.25", "progress=false",
+                        f"tracking_uri={env['tracking_uri']}", f"checkpoint_dir={env['checkpoint_dir']}",
+                        *overrides])
+
+
+@pytest.fixture(scope="module")
+def hybrid(dataset, env):
+    from train.run import train
+
+    return train(config(dataset, env, "promote=true"))
+
+
+def test_training_beats_the_untrained_model(hybrid):
+    v, i = hybrid.val, hybrid.init_val
+    print(hybrid.summary())
+    assert hybrid.val_pipelines >= 2 and hybrid.train_pipelines >= 6
+    assert v["val_pairwise_accuracy"] > max(0.65, i["val_pairwise_accuracy"] + 0.1), (v, i)
+    assert v["val_top1_score"] > i["val_top1_score"] or v["val_top1_score"] > 0.9, (v, i)
+    assert v["val_top5_score"] >= v["val_top1_score"]
+
+
+def test_the_run_is_in_mlflow(hybrid, env):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=env["tracking_uri"])
+    run = client.get_run(hybrid.run_id)
+    assert run.data.params["model"] == "hybrid" and run.data.params["loss"] == "relative_throughput"
+    assert run.data.params["data_fingerprint"]
+    history = client.get_metric_history(hybrid.run_id, "val_pairwise_accuracy")
+    assert len(history) == 25
+    for key in ("train_loss", "val_loss", "train_top1_score", "val_kendall_tau", "val_ordering_rate_1_3",
+                "val_r2_log_runtime", "init_val_pairwise_accuracy", "final_val_top1_score"):
+        assert key in run.data.metrics, key
+    plots = {a.path for a in client.list_artifacts(hybrid.run_id, "plots")}
+    assert {"plots/predicted_vs_measured.png", "plots/topk_score.png"} <= plots
+
+
+def test_registered_champion_loads_identically_in_a_fresh_process(hybrid, dataset, env, tmp_path):
+    from train.data import DataConfig, TrainingData
+    from train.registry import load_cost_model
+
+    r = hybrid.registered
+    assert r.name == "schedlab-host" and r.promoted
+    data = TrainingData.load(DataConfig(path=str(dataset), target="host", val_fraction=0.25))
+    b = data.val[0]
+    np.save(tmp_path / "pf.npy", b.pipeline_features.numpy())
+    np.save(tmp_path / "sf.npy", b.schedule_features.numpy())
+    here = load_cost_model(f"models:/{r.name}/{r.version}", tracking=env["tracking_uri"])
+    want = here.predict(b.pipeline_features.numpy(), b.schedule_features.numpy())
+    code = ("import sys, json, numpy as np; from train.registry import load_cost_model; "
+            f"m = load_cost_model('models:/schedlab-host@champion', tracking={env['tracking_uri']!r}); "
+            f"p = m.predict(np.load({str(tmp_path / 'pf.npy')!r}), np.load({str(tmp_path / 'sf.npy')!r})); "
+            "print(json.dumps(p.tolist()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         check=True, env=dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true"))
+    got = np.array(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert np.array_equal(got, want)
+    assert np.all(want > 0)
+
+
+def test_resume_continues_from_the_checkpoint(hybrid, dataset, env):
+    from mlflow.tracking import MlflowClient
+
+    from train.run import train
+
+    assert Path(hybrid.checkpoint).is_file()
+    more = train(config(dataset, env, "epochs=27", f"resume={hybrid.checkpoint}", "register=false"))
+    history = MlflowClient(tracking_uri=env["tracking_uri"]).get_metric_history(more.run_id, "val_loss")
+    assert [h.step for h in history] and len(history) == 2  # epochs 26 and 27 only
+    assert more.registered is None
+
+
+def test_mlp_with_ranking_loss_is_a_comparable_variant(hybrid, dataset, env):
+    from train.run import train
+
+    mlp = train(config(dataset, env, "model=mlp", "loss=pairwise_rank", "promote=true"))
+    assert mlp.registered.name == "schedlab-host" and int(mlp.registered.version) > int(hybrid.registered.version)
+    assert mlp.registered.previous_champion == hybrid.registered.version
+    assert mlp.registered.promoted == (mlp.val["val_top1_score"] > hybrid.val["val_top1_score"])
+    assert mlp.val["val_pairwise_accuracy"] > 0.6
+
+
+# -- the command line -------------------------------------------------------------------------------
+
+
+def _cli(*args, cwd=ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "train", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=600, check=False, env=dict(os.environ, PYTHONPATH=str(ROOT),
+                                                             MLFLOW_DISABLE_TELEMETRY="true"))
+
+
+def _one_line_error(r: subprocess.CompletedProcess, *parts: str) -> None:
+    assert r.returncode == 2, r.stderr
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("python -m train: error: "), r.stderr
+    for p in parts:
+        assert p in lines[0], (p, lines[0])
+
+
+def test_cli_trains_and_prints_a_summary(dataset, env, tmp_path):
+    r = _cli("--config", "conf/train.yaml", f"data={dataset}", "epochs=2", "val_fraction=0.25", "progress=false",
+             f"tracking_uri={env['tracking_uri']}", f"checkpoint_dir={tmp_path}", "experiment=cli")
+    assert r.returncode == 0, r.stderr
+    for part in ("trained on", "validation: pairwise accuracy", "registered: models:/schedlab-host/",
+                 "open: mlflow ui --backend-store-uri sqlite:///"):
+        assert part in r.stdout, (part, r.stdout)
+
+
+def _main_error(capsys, *args: str) -> str:
+    """python -m train's main() in this process (the subprocess path is tested above): exit 2, one line."""
+    from train.__main__ import main
+
+    assert main(list(args)) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith("python -m train: error: "), err
+    return err[0]
+
+
+def test_cli_bad_inputs_are_one_line(dataset, env, tmp_path, capsys):
+    common = ["progress=false", "val_fraction=0.25", f"tracking_uri={env['tracking_uri']}",
+              f"checkpoint_dir={tmp_path}"]
+    assert "holds no dataset" in _main_error(capsys, f"data={tmp_path / 'nothing'}", *common)
+    msg = _main_error(capsys, f"data={dataset}", "target=h200", *common)
+    assert "no data for target 'h200'" in msg and "host" in msg
+    assert "too small to train on" in _main_error(capsys, f"data={dataset}", "min_schedules=1000", *common)
+    assert "unknown config key 'epoch'" in _main_error(capsys, f"data={dataset}", "epoch=3", *common)
+    assert "hybrid, mlp" in _main_error(capsys, f"data={dataset}", "model=cnn", *common)
+    assert "does not exist" in _main_error(capsys, "--config", str(tmp_path / "missing.yaml"))
+    assert "no such checkpoint" in _main_error(capsys, f"data={dataset}", f"resume={tmp_path / 'no.ckpt'}", *common)
+
+
+def test_cli_refuses_another_schema_version(dataset, env, tmp_path):
+    import pyarrow.parquet as pq
+
+    from featurize.dataset import META_VERSION
+
+    target_dir = tmp_path / "old" / "target=host"
+    target_dir.mkdir(parents=True)
+    src = next((Path(dataset) / "target=host").glob("batch-*.parquet"))
+    table = pq.read_table(src)
+    meta = dict(table.schema.metadata or {})
+    meta[META_VERSION] = b"0"
+    pq.write_table(table.replace_schema_metadata(meta), target_dir / src.name)
+    _one_line_error(_cli(f"data={tmp_path / 'old'}", "progress=false", f"tracking_uri={env['tracking_uri']}"),
+                    "feature schema version 0")
+
+
+def test_the_example_config_states_the_defaults():
+    assert load_config(TrainConfig, ROOT / "conf" / "train.yaml") == TrainConfig()

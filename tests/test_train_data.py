@@ -1,0 +1,233 @@
+"""Reading the dataset for training: only ok rows, duplicates merged to their fastest time, small pipelines
+skipped, batches of one pipeline, a deterministic split by pipeline, and one-line errors. One small dataset
+is generated for real (numba) once for the module; the extra rows each test needs are built from real
+pipelines, schedules and features with chosen measurements."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from backends import Measurement
+from featurize import featurize
+from featurize.dataset import DatasetError, Sample, read_dataset, write_batch
+from generator.datagen import BatchSpec, generate_batch, sample_schedules
+from generator.random_pipeline import random_pipeline
+from ir import LoopNest, Pipeline
+from train.data import CostModelDataModule, DataConfig, PipelineBatch, TrainingData, is_validation
+
+SIZE, STAGES = (32, 24, 3), 3
+
+
+def find_seeds(n_train: int, n_val: int, skip=()) -> list[int]:
+    """Seeds of small pipelines, n_val of them on the validation side of the default split."""
+    train, val = [], []
+    for seed in range(1000):
+        if seed in skip:
+            continue
+        p = random_pipeline(seed, STAGES, SIZE)
+        if len(p.funcs) > 4:
+            continue  # keep compiles cheap
+        side = val if is_validation(p.fingerprint, DataConfig("x").val_fraction) else train
+        if len(side) < (n_val if side is val else n_train):
+            side.append(seed)
+        if len(train) == n_train and len(val) == n_val:
+            return train + val
+    raise AssertionError("no seeds found")
+
+
+SEEDS = find_seeds(2, 1)  # 2 training pipelines and 1 validation pipeline
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    spec = BatchSpec(seeds=tuple(SEEDS), schedules_per_pipeline=4, max_stages=STAGES, output_size=SIZE)
+    summary = generate_batch(spec, root)
+    assert summary.ok >= 10, summary
+    return root
+
+
+@pytest.fixture
+def root(dataset, tmp_path):
+    """A private copy of the module's dataset that a test may add batches to."""
+    shutil.copytree(dataset, tmp_path / "data")
+    return tmp_path / "data"
+
+
+def config(root, **kw) -> DataConfig:
+    return DataConfig(str(root), **{"min_schedules": 3, **kw})
+
+
+def synthetic(seed: int, runtimes, status: str = "ok", schedule_seed: int = 0) -> list[Sample]:
+    """Real samples of pipeline `seed` (its first schedules as the generator samples them) with chosen times."""
+    spec = BatchSpec(seeds=(seed,), schedules_per_pipeline=len(runtimes), max_stages=STAGES, output_size=SIZE,
+                     schedule_seed=schedule_seed)
+    p = random_pipeline(seed, STAGES, SIZE)
+    out = []
+    for (name, ln), t in zip(sample_schedules(p, spec, seed), runtimes):
+        m = Measurement("ok", t, t, 0.0, 3, 3, 0.1) if status == "ok" else Measurement(status, error="failed")
+        out.append(Sample.build(p, ln, featurize(p, ln), m, sampler=name))
+    return out
+
+
+def by_schedule(data: TrainingData) -> dict[tuple[str, str], float]:
+    return {(b.pipeline_id, s): float(t) for b in data.train + data.val for s, t in zip(b.schedule_ids, b.runtimes)}
+
+
+def test_batches_are_one_pipeline_s_schedules_with_their_features(root):
+    data = TrainingData.load(config(root))
+    ds = read_dataset(root, "host")
+    ok = {r["sample_id"]: r for r in ds.samples.iter_rows(named=True) if r["status"] == "ok"}
+    assert data.stats.train_samples + data.stats.val_samples == len(ok)
+    for b in data.train + data.val:
+        assert isinstance(b, PipelineBatch) and len(b) == len(set(b.schedule_ids)) >= 3
+        s = b.pipeline_features.shape[0]
+        assert b.pipeline_features.shape == (s, 40, 7) and b.pipeline_features.dtype == torch.float32
+        assert b.schedule_features.shape == (len(b), s, 39) and b.schedule_features.dtype == torch.float32
+        assert b.runtimes.shape == (len(b),) and b.runtimes.dtype == torch.float64
+        for i, sid in enumerate(b.schedule_ids):
+            row = ok[f"{b.pipeline_id}-{sid}"]
+            assert b.runtimes[i].item() == row["runtime_s"]
+            p = Pipeline.from_json(json.loads(row["pipeline_json"]))
+            f = featurize(p, LoopNest.loads(row["schedule_json"]))
+            assert np.array_equal(b.schedule_features[i].numpy(), f.schedule)
+            assert np.array_equal(b.pipeline_features.numpy(), f.pipeline)
+
+
+def test_the_split_is_by_pipeline_deterministic_and_independent_of_the_seed(root):
+    data = TrainingData.load(config(root))
+    train, val = {b.pipeline_id for b in data.train}, {b.pipeline_id for b in data.val}
+    assert train and val and not train & val
+    assert all(is_validation(p, 0.125) for p in val) and not any(is_validation(p, 0.125) for p in train)
+    assert (data.stats.train_pipelines, data.stats.val_pipelines) == (2, 1)
+    for again in (TrainingData.load(config(root)), TrainingData.load(config(root, seed=7))):
+        assert [(b.pipeline_id, b.schedule_ids) for b in again.train] == [(b.pipeline_id, b.schedule_ids)
+                                                                          for b in data.train]
+        assert [b.pipeline_id for b in again.val] == [b.pipeline_id for b in data.val]
+        assert all(torch.equal(a.schedule_features, b.schedule_features) for a, b in zip(again.train, data.train))
+        assert again.stats.fingerprint == data.stats.fingerprint
+
+
+def test_failed_rows_are_dropped_and_do_not_change_the_fingerprint(root):
+    before = TrainingData.load(config(root))
+    seed = SEEDS[0]
+    write_batch(root, "host", "failed", synthetic(seed, [0.0] * 6, status="compile_error", schedule_seed=9))
+    after = TrainingData.load(config(root))
+    assert after.stats.failed_dropped == before.stats.failed_dropped + 6
+    assert by_schedule(after) == by_schedule(before) and after.stats.fingerprint == before.stats.fingerprint
+
+
+def test_duplicate_schedules_are_merged_to_the_minimum_runtime(root):
+    first = TrainingData.load(config(root))
+    before = by_schedule(first)
+    (pid, sid), t = next(iter(before.items()))
+    row = read_dataset(root, "host").samples.filter(sample_id=f"{pid}-{sid}").row(0, named=True)
+    p, ln = Pipeline.from_json(json.loads(row["pipeline_json"])), LoopNest.loads(row["schedule_json"])
+    f = featurize(p, ln)
+    again = [Sample.build(p, ln, f, Measurement("ok", v, v, 0.0, 3, 3)) for v in (2 * t, t / 4, 3 * t)]
+    write_batch(root, "host", "remeasured", again)
+    data = TrainingData.load(config(root))
+    after = by_schedule(data)
+    assert after[(pid, sid)] == t / 4 and len(after) == len(before)
+    assert {k: v for k, v in after.items() if k != (pid, sid)} == {k: v for k, v in before.items() if k != (pid, sid)}
+    assert data.stats.duplicates_merged == 3 and data.stats.fingerprint != first.stats.fingerprint
+
+
+def test_pipelines_with_too_few_schedules_are_skipped(root):
+    small = find_seeds(1, 0, skip=SEEDS)[0]
+    write_batch(root, "host", "small", synthetic(small, [1e-3, 2e-3]))
+    pid = random_pipeline(small, STAGES, SIZE).fingerprint
+    data = TrainingData.load(config(root))
+    assert pid not in {b.pipeline_id for b in data.train + data.val}
+    assert (data.stats.pipelines_skipped, data.stats.schedules_skipped) == (1, 2)
+    data = TrainingData.load(config(root, min_schedules=2))
+    assert pid in {b.pipeline_id for b in data.train} and data.stats.pipelines_skipped == 0
+
+
+def test_large_pipelines_are_chunked_deterministically(root):
+    whole = TrainingData.load(config(root))
+    data = TrainingData.load(config(root, batch_size=3))
+    for pid in {b.pipeline_id for b in whole.train}:
+        parts = [b for b in data.train if b.pipeline_id == pid]
+        full = next(b for b in whole.train if b.pipeline_id == pid)
+        assert len(parts) == -(-len(full) // 3) and all(len(b) <= 3 for b in parts)
+        assert max(len(b) for b in parts) - min(len(b) for b in parts) <= 1, "near-equal chunks"
+        assert [s for b in parts for s in b.schedule_ids] == full.schedule_ids
+        assert torch.equal(torch.cat([b.runtimes for b in parts]), full.runtimes)
+    assert data.stats.train_batches == len(data.train) > whole.stats.train_batches
+
+
+def test_a_dataset_too_small_to_split_is_a_one_line_error(root, tmp_path):
+    with pytest.raises(DatasetError) as e:
+        TrainingData.load(config(root, min_schedules=50))
+    assert "0 pipelines with >= 50 ok schedules" in str(e.value) and "\n" not in str(e.value)
+    only_train = tmp_path / "only-train"
+    write_batch(only_train, "host", "one", synthetic(SEEDS[0], [1e-3, 2e-3, 3e-3]))
+    with pytest.raises(DatasetError) as e:
+        TrainingData.load(config(only_train))
+    assert "1 pipelines with >= 3 ok schedules (1 for training, 0 for validation" in str(e.value)
+    assert "\n" not in str(e.value)
+    assert TrainingData.load(config(only_train, val_fraction=0.0)).stats.train_pipelines == 1
+
+
+def test_reader_errors_pass_through_as_one_line(root, tmp_path):
+    for cfg, message in [(config(tmp_path), "holds no dataset"), (config(root, target="avx2-8core"), "has no data")]:
+        with pytest.raises(DatasetError, match=message) as e:
+            TrainingData.load(cfg)
+        assert "\n" not in str(e.value)
+    with pytest.raises(DatasetError, match="val_fraction"):
+        DataConfig("x", val_fraction=1.0)
+
+
+def test_the_datamodule_shuffles_training_batches_per_epoch_and_trains(root):
+    import lightning as L
+
+    data = TrainingData.load(config(root, batch_size=1))
+    dm = CostModelDataModule(data)
+    loader = dm.train_dataloader()
+    key = [b.schedule_ids[0] for b in data.train]
+    epochs = []
+    for epoch in (0, 1, 0):
+        loader.sampler.set_epoch(epoch)
+        items = list(loader)
+        assert all(isinstance(b, PipelineBatch) for b in items)
+        epochs.append([b.schedule_ids[0] for b in items])
+        assert sorted(epochs[-1]) == sorted(key)
+    assert epochs[0] == epochs[2] != epochs[1]
+    assert [b.schedule_ids for b in dm.val_dataloader()] == [b.schedule_ids for b in data.val]
+    assert CostModelDataModule(config(root, batch_size=1)).train_dataloader().sampler.n == len(data.train)
+
+    class Mean(L.LightningModule):  # the smallest model that consumes PipelineBatches
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Linear(39, 1)
+            self.seen = []
+
+        def training_step(self, batch, _):
+            self.seen.append(batch.schedule_ids[0])
+            pred = self.w(batch.schedule_features).sum(dim=(1, 2))
+            return ((pred - torch.log(batch.runtimes).float()) ** 2).mean()
+
+        def validation_step(self, batch, _):
+            self.log("val", self.w(batch.schedule_features).mean(), batch_size=len(batch))
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=1e-3)
+
+    model = Mean()
+    L.Trainer(max_epochs=2, accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,
+              enable_model_summary=False, num_sanity_val_steps=0).fit(model, datamodule=CostModelDataModule(data))
+    assert model.seen == epochs[0] + epochs[1], "Lightning's epochs are the sampler's epochs 0 and 1"
+
+
+def test_the_validation_hash_holds_out_the_asked_fraction():
+    ids = [f"{i:016x}" for i in range(4000)]
+    for fraction in (0.0, 0.125, 0.5):
+        held = sum(is_validation(i, fraction) for i in ids) / len(ids)
+        assert abs(held - fraction) < 0.03
+    assert [is_validation(i, 0.125) for i in ids[:50]] == [is_validation(i, 0.125) for i in ids[:50]]

@@ -1,0 +1,327 @@
+"""Cost models (train.model) and losses (train.loss): real torch, features of real schedules of real apps."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import featurize
+from featurize import featurize as featurize_schedule
+from featurize.schema import SCHEDULE_INDEX
+from generator.apps import get_app
+from ir.builder import naive_schedule
+from ir.sampling import random_loopnest
+from train.loss import LOSSES, get_loss, pairwise_ranking_loss, relative_throughput_loss
+from train.metrics import ranking_metrics
+from train.model import (
+    MODEL_KINDS,
+    NUM_TERMS,
+    TERMS,
+    CostModel,
+    HybridCostModel,
+    MLPCostModel,
+    ModelConfig,
+    SchemaMismatch,
+    build_model,
+    cost_terms,
+    model_from_state,
+    save_checkpoint_dict,
+)
+
+TARGET = "avx2-8core"
+SCHEDULES = 48  # per app; the first TRAIN are fitted, the rest held out
+TRAIN = 36
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny matrices: on a shared 2-core machine, intra-op threads only contend (8x slower measured)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def apps() -> list[tuple[np.ndarray, np.ndarray]]:
+    """(pipeline features [S,40,7], schedule features [B,S,39]) of a naive + random schedules, two small apps."""
+    out = []
+    for name in ("blur", "unsharp"):
+        p = get_app(name).build("small")
+        feats = [featurize_schedule(p, naive_schedule(p), TARGET)]
+        feats += [featurize_schedule(p, random_loopnest(p, seed, TARGET), TARGET) for seed in range(SCHEDULES - 1)]
+        assert all(f.stages == feats[0].stages for f in feats)
+        out.append((feats[0].pipeline, np.stack([f.schedule for f in feats])))
+    return out
+
+
+@pytest.fixture(scope="module")
+def unsharp(apps):
+    return torch.from_numpy(apps[1][0]), torch.from_numpy(apps[1][1])
+
+
+def synthetic_runtime(pipeline: np.ndarray, schedules: np.ndarray) -> np.ndarray:
+    """A known positive function of the features: work scaled by op count, allocation traffic, parallel speedup."""
+    def f(name):
+        return schedules[..., SCHEDULE_INDEX[name]].astype(np.float64)
+
+    ops = pipeline.sum(axis=(1, 2))[None, :]
+    work = (f("num_vectors") + 4 * f("num_scalars")) * (1 + 0.05 * ops)
+    memory = 0.2 * f("num_realizations") * f("bytes_at_realization") + 2000 * f("num_realizations")
+    speedup = np.clip(np.minimum(f("inner_parallelism") * f("outer_parallelism"), 8), 1, None)
+    return 1e-9 * ((work + memory) / speedup).sum(-1) + 1e-6
+
+
+# -- shapes and invariants ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", MODEL_KINDS)
+def test_shapes_and_positive_predictions(kind, unsharp):
+    pipeline, schedules = unsharp
+    model = build_model(ModelConfig(kind=kind, num_cores=8), seed=0)
+    assert isinstance(model, HybridCostModel if kind == "hybrid" else MLPCostModel)
+    out = model(pipeline, schedules)
+    assert out.shape == (schedules.shape[0],) and out.dtype == torch.float32
+    assert torch.isfinite(out).all() and (out > 0).all()
+    assert model.stage_costs(pipeline, schedules).shape == schedules.shape[:2]
+    pred = model.predict(pipeline.numpy(), schedules.numpy())
+    assert pred.dtype == np.float64 and pred.shape == (schedules.shape[0],)
+    np.testing.assert_allclose(pred, out.detach().double().numpy(), rtol=1e-6)
+    assert model.predict(pipeline.numpy(), schedules[0].numpy()).shape == (1,)
+    with pytest.raises(ValueError, match="stages"):
+        model(pipeline, schedules[:, :-1])
+
+
+def test_algorithm_head_weights_stay_positive(unsharp):
+    """Even when gradient steps push the raw head1 filter hard negative, the effective weights stay > 0."""
+    pipeline, _ = unsharp
+    model = build_model(ModelConfig(), seed=1)
+    opt = torch.optim.SGD([model.head1_filter], lr=1.0)
+    for _ in range(20):
+        opt.zero_grad()
+        model.embed_pipeline(pipeline).sum().backward()  # descending: shrink the embedding, i.e. the weights
+        opt.step()
+    assert model.head1_filter.min() < -5  # the raw parameters did go negative...
+    weights = model.algorithm_weights()
+    assert (weights > 0).all() and (weights < 1).all()  # ...the weights the head uses did not
+    more_ops = model.embed_pipeline(pipeline + 1) - model.embed_pipeline(pipeline)
+    assert (more_ops > 0).all()  # more operations never shrink the algorithm embedding
+
+
+@pytest.mark.parametrize("kind", MODEL_KINDS)
+def test_pipeline_embedding_computed_once_is_the_same(kind, unsharp):
+    pipeline, schedules = unsharp
+    model = build_model(ModelConfig(kind=kind), seed=2)
+    emb = model.embed_pipeline(pipeline)
+    assert emb.shape[0] == pipeline.shape[0]
+    torch.testing.assert_close(model(pipeline, schedules, emb), model(pipeline, schedules), rtol=1e-6, atol=0)
+    assert not torch.allclose(model(pipeline, schedules, emb * 2), model(pipeline, schedules))  # it is used
+
+
+@pytest.mark.parametrize("kind", MODEL_KINDS)
+def test_batch_equals_one_at_a_time_and_permutes(kind, unsharp):
+    pipeline, schedules = unsharp
+    model = build_model(ModelConfig(kind=kind), seed=3)
+    batch = model(pipeline, schedules)
+    single = torch.cat([model(pipeline, schedules[i:i + 1]) for i in range(schedules.shape[0])])
+    torch.testing.assert_close(batch, single, rtol=1e-5, atol=0)
+    perm = torch.randperm(schedules.shape[0], generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(model(pipeline, schedules[perm]), batch[perm], rtol=1e-5, atol=0)
+
+
+@pytest.mark.parametrize("kind", MODEL_KINDS)
+def test_same_seed_same_model(kind, unsharp):
+    pipeline, schedules = unsharp
+    rng_before = torch.random.get_rng_state()
+    a, b, c = (build_model(ModelConfig(kind=kind), seed=s) for s in (7, 7, 8))
+    assert torch.equal(torch.random.get_rng_state(), rng_before)  # seeded init leaves the global RNG alone
+    for k, v in a.state_dict().items():
+        assert torch.equal(v, b.state_dict()[k]), k
+    assert torch.equal(a(pipeline, schedules), b(pipeline, schedules))
+    assert not torch.equal(a(pipeline, schedules), c(pipeline, schedules))
+
+
+# -- the hand-designed terms ---------------------------------------------------------------------------
+
+
+def _row(**values) -> torch.Tensor:
+    x = torch.zeros(len(SCHEDULE_INDEX))
+    for name, v in values.items():
+        x[SCHEDULE_INDEX[name]] = v
+    return x
+
+
+def test_cost_terms_follow_appendix_b():
+    T = {name: i for i, name in enumerate(TERMS)}
+    parallel = _row(inner_parallelism=3, outer_parallelism=1, vector_size=8, num_vectors=100, num_scalars=5,
+                    num_realizations=1, num_productions=1, bytes_at_task=4000, innermost_bytes_at_task=64,
+                    bytes_at_realization=12000, bytes_at_production=12000, unique_bytes_read_per_task=500,
+                    working_set=777)
+    serial = _row(inner_parallelism=1, outer_parallelism=2, vector_size=4, num_vectors=10, num_realizations=6,
+                  bytes_at_task=256, innermost_bytes_at_task=32, bytes_at_realization=256, bytes_at_production=256)
+    terms = cost_terms(torch.stack([serial, parallel])[None], num_cores=2.0)[0]  # row 0: the output stage
+    assert terms.shape == (2, NUM_TERMS) and (terms >= 0).all()
+    out, par = terms[0], terms[1]
+    wastage = 2 / 1.5  # 3 tasks on 2 cores: ceil(1.5) / 1.5
+    assert par[T["compute_vectors"]] == pytest.approx(8 * 100 * wastage)
+    assert par[T["compute_scalars"]] == pytest.approx(5 * wastage)
+    assert par[T["compute_vectors_inlined"]] == 0
+    assert par[T["unique_bytes_per_task"]] == pytest.approx(3 * 500)
+    assert par[T["store_lines_parallel"]] == pytest.approx(3 * 4000 / 64)  # inner_par * bytes_at_task / innermost
+    assert par[T["store_bytes_parallel"]] == pytest.approx(12000)
+    assert par[T["store_lines_other"]] == 0 and par[T["store_lines_output"]] == 0
+    assert par[T["false_sharing"]] == pytest.approx(105 / 64)
+    assert par[T["page_faults"]] == pytest.approx(12000 * min(3, 4096 / 64) * 3 * 1)
+    assert par[T["parallel_launch"]] == 1 and par[T["parallel_tasks"]] == 2
+    assert par[T["working_set"]] == 777
+    assert out[T["compute_vectors"]] == pytest.approx(4 * 10)  # 2 tasks on 2 cores: no wastage
+    assert out[T["store_lines_output"]] == pytest.approx(6 * 1 * 256 / 32)
+    assert out[T["store_bytes_output"]] == pytest.approx(6 * 256)
+    assert out[T["store_lines_parallel"]] == 0 and out[T["false_sharing"]] == 0 and out[T["parallel_launch"]] == 0
+    assert out[T["malloc"]] == 6
+
+
+def test_zero_and_inlined_stages(apps):
+    """An all-zero stage costs exactly nothing; an inlined stage costs only its compute (c0, c1), as in Halide."""
+    pipeline, schedules = apps[1]
+    model = build_model(ModelConfig(), seed=4)
+    p, s = torch.from_numpy(pipeline), torch.from_numpy(schedules)
+    padded_p = torch.cat([p, p[:1] + 3])
+    padded_s = torch.cat([s, torch.zeros(s.shape[0], 1, s.shape[2])], dim=1)
+    assert (model.stage_costs(padded_p, padded_s)[:, -1] == 0).all()
+    torch.testing.assert_close(model(padded_p, padded_s), model(p, s), rtol=1e-6, atol=0)
+
+    rows = s[(s[..., SCHEDULE_INDEX["inlined_calls"]] > 0)]
+    assert len(rows) > 0, "no inlined stage among the sampled schedules"
+    terms = cost_terms(rows[None], 8.0)[0]
+    compute_inlined = [TERMS.index("compute_vectors_inlined"), TERMS.index("compute_scalars_inlined")]
+    assert (terms[:, compute_inlined].sum(-1) > 0).all()
+    others = [i for i in range(NUM_TERMS) if i not in compute_inlined]
+    assert (terms[:, others] == 0).all()
+
+
+# -- learning -------------------------------------------------------------------------------------------
+
+
+def _accuracy(model: CostModel, data, part: slice) -> float:
+    groups = [(model.predict(p, s[part]), synthetic_runtime(p, s[part])) for p, s in data]
+    return ranking_metrics(groups).pairwise_accuracy
+
+
+@pytest.mark.parametrize("kind,loss", [("hybrid", "relative_throughput"), ("mlp", "pairwise_rank")])
+def test_fits_a_synthetic_problem_on_real_features(kind, loss, apps):
+    model = build_model(ModelConfig(kind=kind, num_cores=8), seed=0)
+    train, held_out = slice(0, TRAIN), slice(TRAIN, None)
+    before = _accuracy(model, apps, train)
+    assert abs(before - 0.5) < 0.2  # an untrained model ranks about at random
+    batches = [(torch.from_numpy(p), torch.from_numpy(s[train]),
+                torch.from_numpy(synthetic_runtime(p, s[train])).float()) for p, s in apps]
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    loss_fn = get_loss(loss)
+    for step in range(300):
+        p, s, t = batches[step % len(batches)]  # one pipeline per batch, as in Halide
+        opt.zero_grad()
+        loss_fn(model(p, s), t).backward()
+        opt.step()
+    assert _accuracy(model, apps, train) > 0.85
+    assert _accuracy(model, apps, held_out) > 0.75
+
+
+# -- saving, loading, versions ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", MODEL_KINDS)
+def test_save_load_round_trip_is_exact(kind, unsharp):
+    pipeline, schedules = unsharp
+    model = build_model(ModelConfig(kind=kind, embedding=16, hidden=32, num_cores=4), seed=5)
+    ckpt = save_checkpoint_dict(model)
+    config = json.loads(json.dumps(ckpt["config"]))  # the config is JSON-able
+    buf = io.BytesIO()
+    torch.save(ckpt["state_dict"], buf)
+    buf.seek(0)
+    loaded = model_from_state(config, torch.load(buf, weights_only=True))
+    assert loaded.config == model.config and type(loaded) is type(model)
+    np.testing.assert_array_equal(loaded.predict(pipeline.numpy(), schedules.numpy()),
+                                  model.predict(pipeline.numpy(), schedules.numpy()))
+
+
+def test_other_schema_version_is_refused(unsharp):
+    ckpt = save_checkpoint_dict(build_model(ModelConfig(), seed=0))
+    config = dict(ckpt["config"], schema_version=featurize.SCHEMA_VERSION + 1)
+    with pytest.raises(SchemaMismatch) as e:
+        model_from_state(config, ckpt["state_dict"])
+    message = str(e.value)
+    assert "\n" not in message and f"v{featurize.SCHEMA_VERSION + 1}" in message
+    assert f"v{featurize.SCHEMA_VERSION}" in message
+    with pytest.raises(SchemaMismatch, match="schema_version"):
+        model_from_state({k: v for k, v in ckpt["config"].items() if k != "schema_version"}, ckpt["state_dict"])
+
+
+def test_config_is_validated():
+    cfg = ModelConfig(kind="mlp", hidden=8)
+    assert ModelConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(ValueError, match="hybrid, mlp"):
+        ModelConfig(kind="transformer")
+    with pytest.raises(ValueError, match="depth"):
+        ModelConfig.from_dict({"kind": "mlp", "depth": 3})
+    with pytest.raises(ValueError, match="embedding"):
+        ModelConfig(embedding=0)
+
+
+def test_importing_the_model_stays_light():
+    code = ("import sys, train, train.model, train.loss, train.metrics; "
+            "heavy = [m for m in ('lightning', 'pytorch_lightning', 'mlflow') if m in sys.modules]; "
+            "sys.exit(f'imported {heavy}' if heavy else 0)")
+    run = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr or run.stdout
+
+
+# -- losses -----------------------------------------------------------------------------------------------
+
+
+def test_relative_throughput_is_halides_definition():
+    true = torch.tensor([1.0, 2.0, 4.0])
+    assert relative_throughput_loss(true.clone(), true) == 0
+    # Halide: divide by the fastest measured runtime, L2 on the inverses, summed:
+    # p_rel = 2, 2, 2 and t_rel = 1, 2, 4 -> (1/2 - 1)^2 + 0 + (1/2 - 1/4)^2
+    assert relative_throughput_loss(torch.tensor([2.0, 2.0, 2.0]), true).item() == pytest.approx(0.3125)
+    # the unit of time does not matter (both scaled); the predictions' own scale does (absolute runtime)
+    pred = torch.tensor([1.5, 1.0, 5.0])
+    assert relative_throughput_loss(pred * 1e-3, true * 1e-3).item() == pytest.approx(
+        relative_throughput_loss(pred, true).item(), rel=1e-5)
+    assert relative_throughput_loss(true * 2, true) > 0
+    # slow schedules weigh little: the same 2x error costs far more on the fastest schedule
+    assert relative_throughput_loss(torch.tensor([2.0, 2.0, 4.0]), true) > \
+        relative_throughput_loss(torch.tensor([1.0, 2.0, 8.0]), true)
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_loss_gradients_are_finite(name):
+    raw = torch.tensor([1e-3, 2.0, 1e-30, 5.0, 0.5], requires_grad=True)
+    get_loss(name)(raw * 1.0, torch.tensor([1.0, 2.0, 3.0, 4.0, 0.5])).backward()
+    assert torch.isfinite(raw.grad).all()
+
+
+def test_ranking_loss_decreases_as_the_order_improves():
+    true = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    reversed_ = pairwise_ranking_loss(torch.tensor([4.0, 3.0, 2.0, 1.0]), true)
+    one_swap = pairwise_ranking_loss(torch.tensor([2.0, 1.0, 3.0, 4.0]), true)
+    right = pairwise_ranking_loss(torch.tensor([1.0, 2.0, 3.0, 4.0]), true)
+    assert reversed_ > one_swap > right
+    assert pairwise_ranking_loss(torch.tensor([1.0, 2.0, 3.0, 4.0]) * 1e-4, true) == pytest.approx(right.item())
+    tied = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    loss = pairwise_ranking_loss(tied, torch.ones(3))  # no measured order: nothing to learn
+    loss.backward()
+    assert loss == 0 and (tied.grad == 0).all()
+
+
+def test_unknown_loss_names_the_choices():
+    with pytest.raises(ValueError, match="relative_throughput, pairwise_rank") as e:
+        get_loss("mse")
+    assert "\n" not in str(e.value)

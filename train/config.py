@@ -1,0 +1,41 @@
+"""The training config: one flat dataclass, read from `conf/train.yaml` with key=value overrides."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    data: str = "data"  # dataset root (holds target=<name>/batch-*.parquet)
+    target: str = "host"  # dataset partition, and the registered model's name: schedlab-<target>
+    model: Literal["hybrid", "mlp"] = "hybrid"
+    loss: Literal["relative_throughput", "pairwise_rank"] = "relative_throughput"
+    epochs: int = 30
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    embedding: int = 24  # width of the hybrid model's embeddings
+    hidden: int = 64  # width of the MLP model
+    batch_size: int = 64  # most schedules in one batch (each batch holds one pipeline's schedules)
+    min_schedules: int = 8  # pipelines with fewer measured schedules are skipped
+    val_fraction: float = 0.125  # share of pipelines (by hash) held out for validation
+    seed: int = 0
+    tracking_uri: str | None = None  # None: the embedded SQLite store (.cache/mlflow/mlflow.db)
+    experiment: str = "schedlab-train"
+    run_name: str | None = None
+    register: bool = True  # log the model and register it as schedlab-<target>
+    promote: bool = False  # set the champion alias if this version beats the current champion
+    checkpoint_dir: str = ".cache/checkpoints"
+    resume: str | None = None  # a Lightning checkpoint (.ckpt) to continue from
+    progress: bool = True
+    threads: int = 1  # torch intra-op threads; the models are small, more threads mostly add overhead (0: torch's default)
+
+    def __post_init__(self):
+        for name in ("epochs", "batch_size", "min_schedules", "embedding", "hidden"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 < self.val_fraction < 1:
+            raise ValueError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
+        if self.lr <= 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")

@@ -1,0 +1,69 @@
+"""Losses over one batch = B schedules of ONE pipeline: predicted and measured runtimes, both [B], > 0.
+
+relative_throughput — seeds/adams2019 §4.2 and Halide's retraining (reference §5): L2 on throughput
+    relative to the batch's fastest measured schedule, so that the model spends its capacity telling fast
+    schedules apart rather than predicting how slow the very bad ones are.
+pairwise_rank — RankNet: a logistic loss on every pair of schedules with different measured runtimes;
+    it sees only the order of the predictions, never their scale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+from torch.nn import functional as F
+
+MIN_PREDICTION = 1e-10  # Halide's floor on the scaled prediction before inverting it
+
+
+def _check(pred_runtime: Tensor, true_runtime: Tensor) -> None:
+    if pred_runtime.ndim != 1 or pred_runtime.shape != true_runtime.shape or pred_runtime.numel() == 0:
+        raise ValueError(f"losses take two non-empty [B] tensors, got {list(pred_runtime.shape)} and "
+                         f"{list(true_runtime.shape)}")
+
+
+def relative_throughput_loss(pred_runtime: Tensor, true_runtime: Tensor) -> Tensor:
+    """Sum over the batch of (1/p_rel - 1/t_rel)^2, with p_rel = p / t_ref, t_rel = t / t_ref.
+
+    As Halide's retrain_cost_model: t_ref is the batch's fastest MEASURED runtime and both predictions and
+    measurements are divided by it (bringing pipelines of very different runtimes into one range), the
+    scaled prediction is floored at 1e-10 before inversion, and the errors are summed, not averaged. So the
+    loss is 0 only when predictions equal measurements: it is invariant to the unit of time (scaling both
+    by one factor) but not to scaling the predictions alone: the model predicts absolute runtime, as
+    Halide's does, so predictions stay comparable with measured times (train.metrics' R^2 on log runtime).
+    Halide's 1e-5 dead-ReLU regulariser is not here: train.model's coefficients use softplus instead.
+    """
+    _check(pred_runtime, true_runtime)
+    t_ref = true_runtime.min().detach()
+    p_rel = (pred_runtime / t_ref).clamp_min(MIN_PREDICTION)
+    t_rel = true_runtime / t_ref
+    return ((1 / p_rel - 1 / t_rel) ** 2).sum()
+
+
+def pairwise_ranking_loss(pred_runtime: Tensor, true_runtime: Tensor) -> Tensor:
+    """Mean over ordered pairs (i slower than j, measured) of log(1 + exp(-(log p_i - log p_j))).
+
+    Scores are log predicted runtimes, so the loss is invariant to the predictions' scale; pairs whose
+    measured runtimes are equal carry no order and are skipped. With no such pair the loss is 0 (still
+    attached to the graph, so backward works).
+    """
+    _check(pred_runtime, true_runtime)
+    score = torch.log(pred_runtime.clamp_min(torch.finfo(pred_runtime.dtype).tiny))
+    slower = true_runtime[:, None] > true_runtime[None, :]  # [i, j]: i measured slower than j
+    if not bool(slower.any()):
+        return pred_runtime.sum() * 0
+    margin = (score[:, None] - score[None, :])[slower]
+    return F.softplus(-margin).mean()
+
+
+LossFn = Callable[[Tensor, Tensor], Tensor]
+LOSSES: dict[str, LossFn] = {"relative_throughput": relative_throughput_loss, "pairwise_rank": pairwise_ranking_loss}
+
+
+def get_loss(name: str) -> LossFn:
+    try:
+        return LOSSES[name]
+    except KeyError:
+        raise ValueError(f"unknown loss {name!r}; losses: {', '.join(LOSSES)}") from None

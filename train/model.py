@@ -1,0 +1,355 @@
+"""The cost models: plain torch modules that map one pipeline's features and B candidate schedules to B runtimes.
+
+Two kinds (MODEL_KINDS):
+
+* ``hybrid`` — seeds/adams2019 §4.2 + Appendix B, as Halide's Adams2019 cost model (reference §4):
+    - head1 (algorithm embedding): the per-stage 40x7 pipeline features (raw counts, as Halide) contracted
+      with a filter passed through a sigmoid — weights positive and bounded, so the embedding grows
+      monotonically with operation counts — plus a bias; linear, no ReLU. Width ``algorithm_embedding``
+      = 8 (Halide's head1_channels). Schedule-independent: computed once per pipeline (embed_pipeline).
+    - head2 (schedule embedding): log1p(39 schedule features) -> linear -> ReLU, width ``embedding`` = 24
+      (Halide's head2_channels). The two concatenate to Halide's 32-wide stage vector.
+    - trunk: one linear layer to NUM_TERMS = 27 coefficients c0..c26 (the paper's 27; Halide's trunk is 32
+      wide and leaves some outputs unused), made non-negative, which multiply the hand-designed terms.
+    - the 27 terms of Appendix B, computed from the RAW schedule features (cost_terms, looked up by name
+      in featurize.schema.SCHEDULE_INDEX): compute cost (vector/scalar work, inlined or not) scaled by
+      idle-core wastage ceil(tasks/cores)/max(1, tasks/cores); 11 load terms (lines/bytes read per
+      realization, vector/scalar load counts, unique bytes/lines per vector and per task); store cost
+      (lines written and bytes per realization, with separate coefficients for parallel stages, the
+      output stage and the rest); false sharing; page faults; malloc; parallel launch; per-task overhead;
+      working set. Per-stage cost = 1e-9 * sum_i c_i * term_i (Halide's scale: seconds-like units);
+      the schedule's runtime is the sum over stages.
+  Every term is a product of raw features, so a stage whose schedule features are all zero contributes
+  exactly 0; an inlined stage (featurize gives it inlined_calls, its vector/scalar counts, vector size,
+  parallelism and schedule-independent references, nothing about memory) contributes only its compute
+  cost (coefficients c0/c1), as in Halide, where its memory traffic is charged to the stage it is inlined into.
+  Deviations from Halide, each deliberate:
+    - coefficients are softplus(trunk), not ReLU(trunk): strictly positive and never dead. Halide keeps
+      ReLU and adds a 1e-5 penalty on negative pre-activations to unstick dead units; our loss functions
+      see only predictions, so the activation carries that job.
+    - the store cost is not doubled (Halide's legacy quirk; the learned coefficients absorb it).
+    - the per-task overhead uses max(inner_parallelism - 1, 0) so that an all-zero stage stays at 0.
+    - "is output" (Halide: stage index w == 0) is the first stage row: featurize orders stages outputs
+      first, as Halide does.
+    - num_cores is part of ModelConfig (Halide passes it at inference); set it to the target's cores.
+
+* ``mlp`` — a plain per-stage MLP on [log1p(schedule features), log1p(pipeline features)] with two hidden
+  ReLU layers of width ``hidden`` and a softplus output, summed over stages; no hand-designed terms. The
+  pipeline half of the first layer is embed_pipeline (computed once per pipeline). Its per-stage output
+  is scaled by MLP_SCALE = 1e-3 so that an untrained model predicts milliseconds, the range of measured
+  runtimes, instead of seconds (the relative-throughput loss is not scale-free).
+
+Models are versioned with the feature schema: model_from_state refuses a config whose schema_version is not
+featurize.SCHEMA_VERSION (check_schema).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+import featurize
+from featurize.schema import SCHEDULE_FEATURES, SCHEDULE_INDEX
+
+MODEL_KINDS = ("hybrid", "mlp")
+PIPELINE_SHAPE: tuple[int, int] = featurize.SCHEMA.pipeline_shape  # (40, 7)
+NUM_SCHEDULE_FEATURES = len(SCHEDULE_FEATURES)  # 39
+COST_SCALE = 1e-9  # Halide: per-stage cost * 1e-9
+MLP_SCALE = 1e-3
+MIN_RUNTIME = 1e-15  # floor on a prediction, so it is positive even for an all-zero schedule
+
+# the 27 hand-designed terms of seeds/adams2019 Appendix B, in coefficient order c0..c26
+TERMS = (
+    "compute_vectors_inlined", "compute_scalars_inlined", "compute_vectors", "compute_scalars",  # c0-c3
+    "load_lines_per_realization", "load_bytes_per_realization", "vector_loads_per_vector",  # c4-c6
+    "scalar_loads_per_scalar", "scalar_loads_per_vector", "unique_bytes_per_vector_scalars",  # c7-c9
+    "unique_bytes_per_vector_vectors", "unique_lines_per_vector_scalars", "unique_lines_per_vector_vectors",
+    "unique_bytes_per_task", "unique_lines_per_task",  # c13-c14
+    "store_lines_parallel", "store_lines_output", "store_lines_other",  # alpha: c15-c17
+    "store_bytes_parallel", "store_bytes_output", "store_bytes_other",  # beta: c18-c20
+    "false_sharing", "page_faults", "malloc", "parallel_launch", "parallel_tasks", "working_set",  # c21-c26
+)
+NUM_TERMS = len(TERMS)
+PAGE_BYTES = 4096
+
+
+class SchemaMismatch(ValueError):
+    """A model trained on another feature schema than the one this schedlab computes."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    kind: str = "hybrid"  # "hybrid" (Adams 2019) | "mlp"
+    embedding: int = 24  # hybrid: schedule-embedding width (Halide head2: 24)
+    hidden: int = 64  # mlp: hidden width
+    schema_version: int = featurize.SCHEMA_VERSION
+    algorithm_embedding: int = 8  # hybrid: algorithm-embedding width (Halide head1: 8; 8 + 24 = Halide's 32)
+    num_cores: int = 16  # hybrid: cores of the target (idle-core wastage); seeds/adams2019 used 16
+
+    def __post_init__(self):
+        if self.kind not in MODEL_KINDS:
+            raise ValueError(f"unknown model kind {self.kind!r}; kinds: {', '.join(MODEL_KINDS)}")
+        for name in ("embedding", "hidden", "schema_version", "algorithm_embedding", "num_cores"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"model config {name} must be a positive integer, got {value!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(d) -> ModelConfig:
+        known = {f.name for f in fields(ModelConfig)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"unknown model config key(s) {', '.join(unknown)}; keys: {', '.join(sorted(known))}")
+        return ModelConfig(**dict(d))
+
+
+def check_schema(config: ModelConfig) -> None:
+    """Refuse a model whose features would be read with another schema's names, order or definitions."""
+    if config.schema_version != featurize.SCHEMA_VERSION:
+        raise SchemaMismatch(f"cost model uses feature schema v{config.schema_version} but this schedlab computes "
+                             f"v{featurize.SCHEMA_VERSION}: retrain the model on current features")
+
+
+# -- the hand-designed terms -------------------------------------------------------------------------
+
+
+def cost_terms(schedule_features: Tensor, num_cores: float) -> Tensor:
+    """The 27 Appendix-B terms per stage, [..., S, 39] raw features -> [..., S, 27], all >= 0.
+
+    Halide's selects between coefficients (inlined or not; parallel / output / other stage) become terms
+    that are zero where their branch is not taken, so the cost is one dot product with the coefficients.
+    """
+    x = schedule_features.clamp_min(0)
+
+    def f(name: str) -> Tensor:
+        return x[..., SCHEDULE_INDEX[name]]
+
+    def m(t: Tensor) -> Tensor:
+        return t.clamp_min(1)
+
+    zero = torch.zeros_like(x[..., 0])
+    inner, outer = f("inner_parallelism"), f("outer_parallelism")
+    num_vectors, num_scalars = f("num_vectors"), f("num_scalars")
+    realizations, productions = f("num_realizations"), f("num_productions")
+
+    num_tasks = m(inner * outer)
+    tasks_per_core = num_tasks / num_cores
+    idle_core_wastage = torch.ceil(tasks_per_core) / m(tasks_per_core)
+    vector_work = f("vector_size") * num_vectors * idle_core_wastage
+    scalar_work = num_scalars * idle_core_wastage
+    inlined = f("inlined_calls") > 0
+    compute = [torch.where(inlined, vector_work, zero), torch.where(inlined, scalar_work, zero),
+               torch.where(inlined, zero, vector_work), torch.where(inlined, zero, scalar_work)]
+
+    load = [realizations * f("unique_lines_read_per_realization"),
+            realizations * f("unique_bytes_read_per_realization"),
+            num_vectors * f("vector_loads_per_vector"),
+            num_scalars * f("scalar_loads_per_scalar"),
+            num_vectors * f("scalar_loads_per_vector"),
+            num_scalars * f("unique_bytes_read_per_vector"),
+            num_vectors * f("unique_bytes_read_per_vector"),
+            num_scalars * f("unique_lines_read_per_vector"),
+            num_vectors * f("unique_lines_read_per_vector"),
+            num_tasks * f("unique_bytes_read_per_task"),
+            num_tasks * f("unique_lines_read_per_task")]
+
+    innermost_bytes_at_task = m(f("innermost_bytes_at_task"))
+    lines_written = realizations * inner * f("bytes_at_task") / innermost_bytes_at_task
+    bytes_written = realizations * f("bytes_at_realization")
+    parallel = inner > 1
+    is_output = torch.zeros(x.shape[-2], dtype=torch.bool, device=x.device)
+    is_output[:1] = True
+    output, other = ~parallel & is_output, ~parallel & ~is_output
+    store = [torch.where(parallel, lines_written, zero), torch.where(output, lines_written, zero),
+             torch.where(other, lines_written, zero), torch.where(parallel, bytes_written, zero),
+             torch.where(output, bytes_written, zero), torch.where(other, bytes_written, zero)]
+
+    max_threads_hitting_same_page = torch.minimum(inner, PAGE_BYTES / innermost_bytes_at_task)
+    overheads = [torch.where(parallel, (num_vectors + num_scalars) / innermost_bytes_at_task, zero),  # false sharing
+                 f("bytes_at_production") * max_threads_hitting_same_page * inner * outer,  # page faults
+                 realizations,  # malloc
+                 torch.where(parallel, productions, zero),  # parallel launch
+                 productions * (inner - 1).clamp_min(0),  # per-task overhead
+                 f("working_set")]
+    return torch.stack(compute + load + store + overheads, dim=-1)
+
+
+# -- the models --------------------------------------------------------------------------------------
+
+
+class CostModel(nn.Module):
+    """Predicted runtime of B schedules of one pipeline; larger = slower. Subclasses define the stage costs."""
+
+    config: ModelConfig
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+
+    def embed_pipeline(self, pipeline_features: Tensor) -> Tensor:
+        """[S, 40, 7] -> per-stage algorithm embedding [S, k]; schedule-independent, so compute it once."""
+        raise NotImplementedError
+
+    def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
+                    pipeline_embedding: Tensor | None = None) -> Tensor:
+        """[B, S] per-stage predicted costs (what Anderson 2021's freezing ranks stages by)."""
+        raise NotImplementedError
+
+    def reset_parameters(self, generator: torch.Generator) -> None:
+        raise NotImplementedError
+
+    def forward(self, pipeline_features: Tensor, schedule_features: Tensor,
+                pipeline_embedding: Tensor | None = None) -> Tensor:
+        """[S,40,7] and [B,S,39] float32 -> [B] predicted runtimes (> 0)."""
+        return self.stage_costs(pipeline_features, schedule_features, pipeline_embedding).sum(-1).clamp_min(MIN_RUNTIME)
+
+    @torch.no_grad()
+    def predict(self, pipeline_features: np.ndarray, schedule_features: np.ndarray) -> np.ndarray:
+        """Numpy in, float64 [B] out, in eval mode without gradients; a single [S, 39] schedule gives [1]."""
+        p = next(self.parameters())
+        pf = torch.as_tensor(np.asarray(pipeline_features, dtype=np.float32), device=p.device)
+        sf = torch.as_tensor(np.asarray(schedule_features, dtype=np.float32), device=p.device)
+        if sf.ndim == 2:
+            sf = sf[None]
+        was_training = self.training
+        self.eval()
+        try:
+            return self(pf, sf).double().cpu().numpy()
+        finally:
+            self.train(was_training)
+
+
+def _check_inputs(pipeline_features: Tensor, schedule_features: Tensor) -> None:
+    if pipeline_features.ndim != 3 or tuple(pipeline_features.shape[1:]) != PIPELINE_SHAPE:
+        raise ValueError(f"pipeline features must be [S, {PIPELINE_SHAPE[0]}, {PIPELINE_SHAPE[1]}], "
+                         f"got {list(pipeline_features.shape)}")
+    if schedule_features.ndim != 3 or schedule_features.shape[-1] != NUM_SCHEDULE_FEATURES:
+        raise ValueError(f"schedule features must be [B, S, {NUM_SCHEDULE_FEATURES}], "
+                         f"got {list(schedule_features.shape)}")
+    if schedule_features.shape[1] != pipeline_features.shape[0]:
+        raise ValueError(f"schedule features have {schedule_features.shape[1]} stages, pipeline features "
+                         f"{pipeline_features.shape[0]}")
+
+
+def _uniform(t: Tensor, bound: float, generator: torch.Generator) -> None:
+    nn.init.uniform_(t, -bound, bound, generator=generator)
+
+
+def _reset_linear(layer: nn.Linear, generator: torch.Generator) -> None:
+    bound = 1 / math.sqrt(layer.in_features)  # torch's default fan-in bound, but from our generator
+    _uniform(layer.weight, bound, generator)
+    if layer.bias is not None:
+        _uniform(layer.bias, bound, generator)
+
+
+class HybridCostModel(CostModel):
+    """Adams 2019: a small network predicts 27 non-negative coefficients for hand-designed cost terms."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        k = config.algorithm_embedding
+        self.head1_filter = nn.Parameter(torch.zeros(k, *PIPELINE_SHAPE))
+        self.head1_bias = nn.Parameter(torch.zeros(k))
+        self.head2 = nn.Linear(NUM_SCHEDULE_FEATURES, config.embedding)
+        self.trunk = nn.Linear(k + config.embedding, NUM_TERMS)
+
+    def reset_parameters(self, generator: torch.Generator) -> None:
+        _uniform(self.head1_filter, 0.5, generator)  # Halide's random weights: U[-0.5, 0.5) before the sigmoid
+        _uniform(self.head1_bias, 0.5, generator)
+        _reset_linear(self.head2, generator)
+        _reset_linear(self.trunk, generator)
+
+    def algorithm_weights(self) -> Tensor:
+        """The effective head1 filter: sigmoid keeps it in (0, 1) whatever the raw parameters do."""
+        return torch.sigmoid(self.head1_filter)
+
+    def embed_pipeline(self, pipeline_features: Tensor) -> Tensor:
+        return torch.einsum("srt,krt->sk", pipeline_features, self.algorithm_weights()) + self.head1_bias
+
+    def coefficients(self, pipeline_features: Tensor, schedule_features: Tensor,
+                     pipeline_embedding: Tensor | None = None) -> Tensor:
+        """[B, S, 27] non-negative coefficients c0..c26."""
+        _check_inputs(pipeline_features, schedule_features)
+        emb = self.embed_pipeline(pipeline_features) if pipeline_embedding is None else pipeline_embedding
+        sched = F.relu(self.head2(torch.log1p(schedule_features.clamp_min(0))))
+        stage = torch.cat([emb.expand(sched.shape[0], -1, -1), sched], dim=-1)
+        return F.softplus(self.trunk(stage))
+
+    def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
+                    pipeline_embedding: Tensor | None = None) -> Tensor:
+        coeff = self.coefficients(pipeline_features, schedule_features, pipeline_embedding)
+        terms = cost_terms(schedule_features, float(self.config.num_cores))
+        return (coeff * terms).sum(-1) * COST_SCALE
+
+
+class MLPCostModel(CostModel):
+    """Baseline without hand-designed terms: per-stage MLP, softplus, summed over stages."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        h = config.hidden
+        self.pipeline_in = nn.Linear(PIPELINE_SHAPE[0] * PIPELINE_SHAPE[1], h)  # holds the first layer's bias
+        self.schedule_in = nn.Linear(NUM_SCHEDULE_FEATURES, h, bias=False)
+        self.hidden = nn.Linear(h, h)
+        self.out = nn.Linear(h, 1)
+
+    def reset_parameters(self, generator: torch.Generator) -> None:
+        fan_in = self.pipeline_in.in_features + self.schedule_in.in_features  # one layer on the concatenation
+        for t in (self.pipeline_in.weight, self.pipeline_in.bias, self.schedule_in.weight):
+            _uniform(t, 1 / math.sqrt(fan_in), generator)
+        _reset_linear(self.hidden, generator)
+        _reset_linear(self.out, generator)
+
+    def embed_pipeline(self, pipeline_features: Tensor) -> Tensor:
+        """The pipeline half of the first layer: W_p log1p(pipeline) + b, [S, hidden]."""
+        flat = pipeline_features.reshape(pipeline_features.shape[0], -1)
+        return self.pipeline_in(torch.log1p(flat.clamp_min(0)))
+
+    def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
+                    pipeline_embedding: Tensor | None = None) -> Tensor:
+        _check_inputs(pipeline_features, schedule_features)
+        emb = self.embed_pipeline(pipeline_features) if pipeline_embedding is None else pipeline_embedding
+        h = F.relu(self.schedule_in(torch.log1p(schedule_features.clamp_min(0))) + emb)
+        h = F.relu(self.hidden(h))
+        return F.softplus(self.out(h)).squeeze(-1) * MLP_SCALE
+
+
+_CLASSES: dict[str, type[CostModel]] = {"hybrid": HybridCostModel, "mlp": MLPCostModel}
+
+
+def build_model(config: ModelConfig, seed: int | None = None) -> CostModel:
+    """A freshly initialized model; the same seed gives the same weights (the global RNG is untouched)."""
+    if seed is None:
+        seed = int(torch.randint(0, 2**62, (1,)).item())
+    with torch.random.fork_rng(devices=[]):  # nn.Linear's own init draws from the global RNG: undo that
+        model = _CLASSES[config.kind](config)
+    model.reset_parameters(torch.Generator().manual_seed(seed))
+    return model
+
+
+def save_checkpoint_dict(model: CostModel) -> dict:
+    """{"config": JSON-able dict, "state_dict": CPU tensors}: everything model_from_state needs."""
+    return {"config": model.config.to_dict(),
+            "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}}
+
+
+def model_from_state(config: dict, state: dict) -> CostModel:
+    """Rebuild a saved model exactly; refuses another feature schema (SchemaMismatch, one line)."""
+    if "schema_version" not in config:
+        raise SchemaMismatch("cost model config has no schema_version: it cannot be checked against the features")
+    cfg = ModelConfig.from_dict(config)
+    check_schema(cfg)
+    model = _CLASSES[cfg.kind](cfg)
+    model.load_state_dict(state, strict=True)
+    return model.eval()
+
+
+load_state = model_from_state

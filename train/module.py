@@ -1,0 +1,71 @@
+"""The LightningModule around a cost model: the loss per pipeline batch, Adam, and the ranking metrics.
+
+A batch is the schedules of one pipeline (train.data.PipelineBatch), so the loss compares schedules
+only with their siblings, as in Adams 2019 §4.2. Metrics are computed per epoch over whole pipelines
+(chunks of one pipeline are joined again), on the predictions made during the epoch for train and on
+the fixed model for validation.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import lightning as L
+import numpy as np
+import torch
+
+from .loss import get_loss
+from .metrics import ranking_metrics
+from .model import ModelConfig, build_model
+
+
+class CostModelModule(L.LightningModule):
+    def __init__(self, model_config: dict, loss: str = "relative_throughput", lr: float = 1e-3,
+                 weight_decay: float = 0.0, seed: int = 0):
+        super().__init__()
+        self.save_hyperparameters()
+        self.model = build_model(ModelConfig.from_dict(model_config), seed=seed)
+        self.loss_fn = get_loss(loss)
+        self._groups: dict[str, dict[str, list]] = {"train": defaultdict(list), "val": defaultdict(list)}
+
+    def forward(self, batch):
+        return self.model(batch.pipeline_features, batch.schedule_features)
+
+    def _step(self, batch, stage: str):
+        pred = self(batch)
+        loss = self.loss_fn(pred, batch.runtimes.to(pred.dtype))
+        self.log(f"{stage}_loss", loss, batch_size=len(batch.runtimes), on_step=False, on_epoch=True,
+                 prog_bar=True)
+        groups = self._groups[stage]
+        groups[batch.pipeline_id].append((pred.detach().double().cpu().numpy(), batch.runtimes.double().cpu().numpy()))
+        return loss
+
+    def training_step(self, batch, batch_idx):
+        return self._step(batch, "train")
+
+    def validation_step(self, batch, batch_idx):
+        self._step(batch, "val")
+
+    def on_train_epoch_end(self):
+        self._log_metrics("train")
+
+    def on_validation_epoch_end(self):
+        if self.trainer.sanity_checking:
+            self._groups["val"].clear()
+            return
+        self._log_metrics("val")
+
+    def _log_metrics(self, stage: str) -> None:
+        groups = self._groups[stage]
+        if groups:
+            joined = [(np.concatenate([p for p, _ in parts]), np.concatenate([t for _, t in parts]))
+                      for parts in groups.values()]
+            m = ranking_metrics(joined)
+            values = {k: v for k, v in m.as_dict(f"{stage}_").items() if np.isfinite(v)}
+            self.log_dict(values, prog_bar=False)
+            if stage == "val":
+                self.log("val_top1", m.top1_score, prog_bar=True)
+        groups.clear()
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)

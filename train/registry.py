@@ -1,0 +1,453 @@
+"""Cost models in MLflow: log, register as `schedlab-<target>`, promote to `champion`, load back.
+
+    from train.registry import log_and_register, load_cost_model
+    v = log_and_register(model, "host", tags={"dataset_fingerprint": fp, ...}, val_metrics={"val_top1_score": 0.91},
+                         example=(pipeline_feats, schedule_feats), promote=True, run_id=logger.run_id)
+    model = load_cost_model("models:/schedlab-host@champion")   # the exact CostModel, identical predictions
+
+Tracking defaults to an embedded SQLite store, `sqlite:///<abs>/.cache/mlflow/mlflow.db` under the current
+directory (or under $SCHEDLAB_MLFLOW_DIR); artifacts go to `artifacts/` next to the database, never to ./mlruns.
+Look at it with `mlflow ui --backend-store-uri sqlite:///<abs>/.cache/mlflow/mlflow.db`.
+
+Model format: an MLflow pyfunc model in the *loader-module* form: the artifact holds the checkpoint as plain data
+(`data/checkpoint/config.json` + `state_dict.pt`, written by torch.save of tensors only), and this module's
+`_load_pyfunc` rebuilds it with `train.model.model_from_state`. Why not mlflow.pytorch: its 3.x default (pt2,
+torch.export) loads back a GraphModule, not a CostModel, and its pickle format unpickles arbitrary code; a
+PythonModel subclass is cloudpickled too. Here nothing is unpickled but tensors (`weights_only=True`), the class
+is the one in the installed schedlab, and `mlflow.pyfunc.load_model(uri).predict({"pipeline", "schedule"})`
+still works for generic MLflow tools. `load_cost_model` reads the checkpoint directly, without pyfunc.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ir.errors import SchedlabError
+
+DEFAULT_TRACKING_DIR = ".cache/mlflow"  # relative to the current directory unless $SCHEDLAB_MLFLOW_DIR is set
+DEFAULT_EXPERIMENT = "schedlab-train"
+CHAMPION = "champion"
+SCORE_KEY = "val_top1_score"  # the version tag that decides promotion (higher is better)
+MODEL_NAME = "model"  # the logged model's name inside its run
+_CHECKPOINT = "checkpoint"  # the pyfunc data directory: config.json + state_dict.pt
+_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # models:, runs:, s3:, ... (not a drive letter)
+_EXAMPLE_SCHEDULES = 4  # schedules kept in the stored input example (keeps the artifact small)
+
+
+class RegistryError(SchedlabError):
+    """A model URI that does not resolve, or a model this schedlab cannot use; the message names what exists."""
+
+
+@dataclass(frozen=True)
+class RegisteredVersion:
+    name: str
+    version: str
+    run_id: str
+    model_uri: str  # models:/<name>/<version>
+    promoted: bool  # whether this version now holds the champion alias
+    previous_champion: str | None  # the version that held the alias before this call (None: there was none)
+
+
+# --- tracking URIs -------------------------------------------------------------------------------------------
+
+
+def default_tracking_dir() -> Path:
+    """Where the embedded store lives: $SCHEDLAB_MLFLOW_DIR, else .cache/mlflow under the current directory."""
+    return Path(os.environ.get("SCHEDLAB_MLFLOW_DIR") or DEFAULT_TRACKING_DIR).expanduser().resolve()
+
+
+def tracking_uri(uri: str | None = None) -> str:
+    """The MLflow URI to use. None: the embedded SQLite default (absolute, so every process and `mlflow ui`
+    from any directory hits the same file). A bare path becomes SQLite too: `x.db` is the file, anything else
+    a directory holding mlflow.db. A relative sqlite:/// path is made absolute; any other MLflow URI passes
+    through. SQLite parent directories are created because SQLite will not."""
+    if uri is None:
+        uri = str(default_tracking_dir() / "mlflow.db")
+    if uri != "databricks" and not _URI_SCHEME.match(uri):
+        p = Path(uri).expanduser().resolve()
+        uri = "sqlite:///" + str(p if p.suffix == ".db" else p / "mlflow.db")
+    db = _sqlite_path(uri)
+    if db is not None:
+        db.parent.mkdir(parents=True, exist_ok=True)
+        query = uri.partition("?")[2]
+        uri = f"sqlite:///{db}" + (f"?{query}" if query else "")  # relative -> absolute
+    return uri
+
+
+def artifact_location(uri: str, experiment: str | None = None) -> str | None:
+    """Artifact root for a new experiment: `artifacts/<experiment>` next to a SQLite database, so nothing lands
+    in ./mlruns of whatever directory a job runs in. None (the server's choice) for other stores. Pass it to
+    Lightning's MLFlowLogger(artifact_location=...) too."""
+    db = _sqlite_path(uri)
+    if db is None:
+        return None
+    root = db.parent / "artifacts"
+    if experiment:
+        root = root / "".join(c if c.isalnum() or c in "-_." else "_" for c in experiment)
+    return str(root)
+
+
+def _sqlite_path(uri: str) -> Path | None:
+    """The database file of a sqlite:/// URI (absolute), None for other URIs and in-memory databases."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    path = uri[len("sqlite:///"):].split("?", 1)[0]
+    return None if path in ("", ":memory:") else Path(path).expanduser().resolve()
+
+
+def model_name(target: str) -> str:
+    return f"schedlab-{target}"
+
+
+@contextlib.contextmanager
+def _using(uri: str):
+    """Point MLflow's fluent API (start_run, log_model, register_model) at `uri` for the block, then restore."""
+    import mlflow
+
+    old_tracking, old_registry = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+    try:
+        yield
+    finally:
+        mlflow.set_tracking_uri(old_tracking)
+        mlflow.set_registry_uri(old_registry)
+
+
+def _client(uri: str):
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=uri, registry_uri=uri)
+
+
+def ensure_experiment(name: str, tracking: str | None = None) -> str:
+    """The id of experiment `name`, created with our artifact location if missing (a concurrent creator wins)."""
+    from mlflow.exceptions import MlflowException
+
+    uri = tracking_uri(tracking)
+    client = _client(uri)
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    try:
+        return client.create_experiment(name, artifact_location=artifact_location(uri, name))
+    except MlflowException:
+        exp = client.get_experiment_by_name(name)
+        if exp is None:
+            raise
+        return exp.experiment_id
+
+
+# --- logging and registering ---------------------------------------------------------------------------------
+
+
+def log_and_register(model, target: str, tags: dict[str, str], val_metrics: dict[str, float],
+                     example: tuple[np.ndarray, np.ndarray], promote: bool, *, run_id: str | None = None,
+                     tracking: str | None = None, experiment: str = DEFAULT_EXPERIMENT) -> RegisteredVersion:
+    """Log `model` into a run, register it as a new version of schedlab-<target>, and maybe promote it.
+
+    The run: `run_id` (e.g. Lightning's `MLFlowLogger.run_id`, resumed and ended again here), else the active
+    run, else a new run in `experiment` (ended here). Version tags: feature_schema_version, target, model_kind,
+    the caller's `tags` (dataset_fingerprint, dataset_samples, dataset_pipelines, loss, ...) and the val
+    metrics (keys get a `val_` prefix, `/` becomes `_`). promote=True moves `champion` here when there is no
+    champion or this version's val_top1_score is strictly higher (a champion without the tag always loses; a
+    version without it only wins an empty slot). Not atomic against a concurrent promoter."""
+    import mlflow
+
+    from train.model import save_checkpoint_dict
+
+    uri = tracking_uri(tracking)
+    ckpt = save_checkpoint_dict(model)
+    config = _config_dict(ckpt)
+    metrics = {_metric_key(k): float(v) for k, v in val_metrics.items()}
+    version_tags = {"feature_schema_version": str(_schema_version(config)), "target": target,
+                    "model_kind": str(config.get("kind", type(model).__name__)),
+                    **{k: str(v) for k, v in tags.items()}, **{k: repr(v) for k, v in metrics.items()}}
+    name = model_name(target)
+    with _using(uri), _run(uri, run_id, experiment) as run, tempfile.TemporaryDirectory() as tmp:
+        data = _write_checkpoint(ckpt, Path(tmp) / _CHECKPOINT)
+        info = mlflow.pyfunc.log_model(
+            name=MODEL_NAME, loader_module=__name__, data_path=str(data), pip_requirements=_pip_requirements(),
+            signature=_signature(example), input_example=_input_example(example),
+            tags={"target": target, "feature_schema_version": version_tags["feature_schema_version"]})
+        mv = mlflow.register_model(info.model_uri, name, tags=version_tags)
+        active_run_id = run.info.run_id
+    client = _client(uri)
+    client.set_registered_model_tag(name, "target", target)
+    previous = _champion(client, name)
+    promoted = promote and _beats(version_tags.get(SCORE_KEY), previous.tags.get(SCORE_KEY) if previous else None,
+                                  previous is None)
+    if promoted:
+        client.set_registered_model_alias(name, CHAMPION, mv.version)
+    return RegisteredVersion(name, str(mv.version), active_run_id, f"models:/{name}/{mv.version}", promoted,
+                             str(previous.version) if previous else None)
+
+
+@contextlib.contextmanager
+def _run(uri: str, run_id: str | None, experiment: str):
+    """The run to log into (see log_and_register); ends only a run it started or resumed."""
+    import mlflow
+
+    active = mlflow.active_run()
+    if active is not None and (run_id is None or active.info.run_id == run_id):
+        yield active
+        return
+    if active is not None:
+        raise RegistryError(f"run {active.info.run_id} is active; cannot log into run {run_id}: end it first")
+    kwargs = {"run_id": run_id} if run_id else {"experiment_id": ensure_experiment(experiment, uri)}
+    with mlflow.start_run(**kwargs) as run:
+        yield run
+
+
+def _beats(new: str | None, champion: str | None, vacant: bool) -> bool:
+    """Promotion rule: an empty slot is always taken; otherwise a strictly higher finite score wins, and a
+    champion without a finite score loses to any finite one."""
+    if vacant:
+        return True
+    new_score, old_score = _score(new), _score(champion)
+    return new_score is not None and (old_score is None or new_score > old_score)
+
+
+def _score(tag: str | None) -> float | None:
+    try:
+        value = float(tag)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _champion(client, name: str):
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return client.get_model_version_by_alias(name, CHAMPION)
+    except MlflowException:
+        return None
+
+
+def _metric_key(key: str) -> str:
+    key = key.replace("/", "_")
+    return key if key.startswith("val_") else f"val_{key}"
+
+
+def _config_dict(ckpt: dict) -> dict:
+    cfg = ckpt["config"]
+    return cfg if isinstance(cfg, dict) else cfg.to_dict()
+
+
+def _schema_version(config: dict) -> int:
+    """The feature schema version a checkpoint was trained on (its config's, else this schedlab's)."""
+    for key in ("schema_version", "feature_schema_version"):
+        if key in config:
+            return int(config[key])
+    from featurize import SCHEMA_VERSION
+
+    return SCHEMA_VERSION
+
+
+def _write_checkpoint(ckpt: dict, directory: Path) -> Path:
+    import torch
+
+    directory.mkdir(parents=True)
+    (directory / "config.json").write_text(json.dumps(_config_dict(ckpt), indent=1, sort_keys=True))
+    torch.save(ckpt["state_dict"], directory / "state_dict.pt")
+    return directory
+
+
+def _pip_requirements() -> list[str]:
+    """Explicit requirements: MLflow's inference of them takes ~9 s per log_model."""
+    from importlib import metadata
+
+    reqs = []
+    for dist in ("torch", "numpy", "mlflow", "schedlab"):
+        try:
+            reqs.append(f"{dist}=={metadata.version(dist).split('+')[0]}")
+        except metadata.PackageNotFoundError:
+            pass
+    return reqs
+
+
+def _input_example(example: tuple[np.ndarray, np.ndarray]) -> dict[str, np.ndarray]:
+    pipeline, schedule = example
+    return {"pipeline": np.asarray(pipeline, np.float32),
+            "schedule": np.asarray(schedule, np.float32)[:_EXAMPLE_SCHEDULES]}
+
+
+def _signature(example: tuple[np.ndarray, np.ndarray]):
+    """Tensor signature with free stage and batch dimensions (one inferred from the example would pin them)."""
+    from mlflow.models import ModelSignature
+    from mlflow.types import Schema, TensorSpec
+
+    pipeline, schedule = (np.asarray(a) for a in example)
+    f32 = np.dtype(np.float32)
+    return ModelSignature(
+        inputs=Schema([TensorSpec(f32, (-1, *pipeline.shape[1:]), "pipeline"),
+                       TensorSpec(f32, (-1, -1, *schedule.shape[2:]), "schedule")]),
+        outputs=Schema([TensorSpec(np.dtype(np.float64), (-1,))]))
+
+
+# --- the pyfunc loader module --------------------------------------------------------------------------------
+
+
+class _PyfuncCostModel:
+    """What `mlflow.pyfunc.load_model` wraps: predict({"pipeline": [S,40,7], "schedule": [B,S,39]}) -> [B]."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def predict(self, model_input, params=None):
+        return self.model.predict(np.asarray(model_input["pipeline"], np.float32),
+                                  np.asarray(model_input["schedule"], np.float32))
+
+
+def _load_pyfunc(data_path: str, model_config=None) -> _PyfuncCostModel:
+    return _PyfuncCostModel(load_checkpoint_dir(Path(data_path)))
+
+
+def load_checkpoint_dir(directory: Path):
+    """A CostModel from a checkpoint directory (config.json + state_dict.pt); tensors only are unpickled."""
+    import torch
+
+    from train.model import model_from_state
+
+    config = json.loads((directory / "config.json").read_text())
+    state = torch.load(directory / "state_dict.pt", map_location="cpu", weights_only=True)
+    return model_from_state(config, state)
+
+
+# --- loading -------------------------------------------------------------------------------------------------
+
+
+def load_cost_model(uri: str, tracking: str | None = None):
+    """The CostModel behind `uri`: models:/<name>@<alias>, models:/<name>/<version|latest>, models:/m-<id>,
+    runs:/<run_id>/model, a local .pt file holding save_checkpoint_dict(...), or a downloaded MLflow model
+    directory. Raises RegistryError (one line, naming what exists) for unknown models, versions, aliases and
+    for a model trained on another feature schema version."""
+    if not _URI_SCHEME.match(uri):
+        return _load_local(uri, Path(uri).expanduser())
+    store = tracking_uri(tracking)
+    db = _sqlite_path(store)
+    if db is not None and not db.is_file():
+        raise RegistryError(f"no MLflow store at {db}: train a model first (python -m train) or give tracking=")
+    source = uri
+    if uri.startswith("models:/") and not uri.startswith("models:/m-"):
+        source = _resolve_registered(uri, store)
+    with tempfile.TemporaryDirectory() as tmp:
+        local = _download(uri, source, store, tmp)
+        return _from_model_dir(uri, local)
+
+
+def _load_local(uri: str, path: Path):
+    if path.is_dir():
+        return _from_model_dir(uri, path)
+    if not path.is_file():
+        raise RegistryError(f"no model at '{uri}': give models:/<name>@<alias>, models:/<name>/<version>, "
+                            "runs:/<run_id>/model, or a checkpoint file")
+    import torch
+
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - any unreadable file is the user's to fix
+        raise RegistryError(f"{uri} is not a schedlab checkpoint: {_first_line(e)}") from None
+    if not isinstance(ckpt, dict) or "config" not in ckpt or "state_dict" not in ckpt:
+        raise RegistryError(f"{uri} is not a schedlab checkpoint (expected a dict with 'config' and 'state_dict')")
+    return _build(uri, _config_dict(ckpt), ckpt["state_dict"])
+
+
+def _from_model_dir(uri: str, directory: Path):
+    data = next((p for p in (directory / "data" / _CHECKPOINT, directory / _CHECKPOINT, directory)
+                 if (p / "config.json").is_file()), None)
+    if data is None:
+        raise RegistryError(f"{uri} is not a schedlab cost model (no {_CHECKPOINT}/config.json in it)")
+    import torch
+
+    config = json.loads((data / "config.json").read_text())
+    state = torch.load(data / "state_dict.pt", map_location="cpu", weights_only=True)
+    return _build(uri, config, state)
+
+
+def _build(uri: str, config: dict, state: dict):
+    from featurize import SCHEMA_VERSION
+    from train.model import model_from_state
+
+    version = _schema_version(config)
+    if version != SCHEMA_VERSION:
+        raise RegistryError(f"{uri} was trained on feature schema version {version}, this schedlab computes "
+                            f"version {SCHEMA_VERSION}: retrain it or load another model")
+    try:
+        return model_from_state(config, state)
+    except (ValueError, KeyError, TypeError, RuntimeError, SchedlabError) as e:
+        raise RegistryError(f"{uri}: {_first_line(e)}") from None
+
+
+def _resolve_registered(uri: str, store: str) -> str:
+    """models:/<name>@<alias> or /<version> -> the version's source, checking its schema tag; errors list what
+    exists."""
+    from mlflow.exceptions import MlflowException
+
+    from featurize import SCHEMA_VERSION
+
+    rest = uri[len("models:/"):].rstrip("/")
+    name, alias, ref = rest, None, None
+    if "@" in rest:
+        name, alias = rest.split("@", 1)
+    else:
+        name, _, ref = rest.partition("/")
+    client = _client(store)
+    try:
+        rm = client.get_registered_model(name)
+    except MlflowException:
+        names = sorted(m.name for m in client.search_registered_models())
+        raise RegistryError(f"no registered model '{name}' in {store}; registered models: "
+                            f"{', '.join(names) or 'none'}") from None
+    versions = sorted((v for v in client.search_model_versions(f"name='{name}'")), key=lambda v: int(v.version))
+    aliases = dict(getattr(rm, "aliases", {}) or {})
+    what = f"versions: {', '.join(str(v.version) for v in versions) or 'none'}; aliases: " + (
+        ", ".join(f"{a} -> {v}" for a, v in sorted(aliases.items())) or "none")
+    if alias is not None:
+        if alias not in aliases:
+            raise RegistryError(f"{name} has no alias '{alias}'; {what}")
+        ref = str(aliases[alias])
+    if ref in ("", "latest"):
+        if not versions:
+            raise RegistryError(f"{name} has no versions")
+        mv = versions[-1]
+    else:
+        mv = next((v for v in versions if str(v.version) == ref), None)
+        if mv is None:
+            raise RegistryError(f"{name} has no version '{ref}'; {what}")
+    tag = (mv.tags or {}).get("feature_schema_version")
+    if tag is not None and tag != str(SCHEMA_VERSION):
+        raise RegistryError(f"{uri} (version {mv.version}) was trained on feature schema version {tag}, this "
+                            f"schedlab computes version {SCHEMA_VERSION}: retrain it or load another version; {what}")
+    return f"models:/{name}/{mv.version}"
+
+
+def _download(uri: str, source: str, store: str, dst: str) -> Path:
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    bar = os.environ.get("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR")
+    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = bar or "false"  # a bar for 8 small files is noise
+    try:
+        with _using(store):
+            return Path(mlflow.artifacts.download_artifacts(artifact_uri=source, dst_path=dst, tracking_uri=store))
+    except (MlflowException, OSError) as e:
+        raise RegistryError(f"cannot load {uri} from {store}: {_first_line(e)}") from None
+    finally:
+        if bar is None:
+            del os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"]
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__

@@ -1,0 +1,153 @@
+"""`train(config)`: load the dataset, fit a cost model with Lightning, log to MLflow, register it.
+
+One MLflow run per call: the config as params, loss and ranking metrics per epoch for train and
+validation (the validation metrics of the untrained model first, as `init_val_*`, so the gain is
+visible), predicted-vs-measured and top-k figures, and the model registered as schedlab-<target>.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import warnings
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ir.config import flat_items
+from ir.target import get_target
+
+from .config import TrainConfig
+
+
+@dataclass
+class TrainResult:
+    run_id: str
+    experiment_id: str
+    tracking_uri: str
+    init_val: dict[str, float]  # validation metrics of the randomly initialized model
+    val: dict[str, float]  # validation metrics of the trained model
+    samples: int
+    pipelines: int
+    train_pipelines: int
+    val_pipelines: int
+    checkpoint: str
+    registered: object | None  # train.registry.RegisteredVersion
+    seconds: float
+
+    def summary(self) -> str:
+        v, i = self.val, self.init_val
+        lines = [
+            (f"trained on {self.samples} schedules of {self.pipelines} pipelines "
+             f"({self.train_pipelines} train / {self.val_pipelines} validation) in {self.seconds:.0f}s"),
+            (f"validation: pairwise accuracy {v['val_pairwise_accuracy']:.3f} "
+             f"(untrained {i['val_pairwise_accuracy']:.3f}), "
+             f"top-1 score {v['val_top1_score']:.3f} (untrained {i['val_top1_score']:.3f}), "
+             f"top-5 {v['val_top5_score']:.3f}, Kendall tau {v['val_kendall_tau']:.3f}, "
+             f"ordering@1.3x {v['val_ordering_rate_1_3']:.3f}, R2(log) {v['val_r2_log_runtime']:.3f}"),
+            f"MLflow run {self.run_id} (experiment {self.experiment_id}) in {self.tracking_uri}",
+            f"checkpoint: {self.checkpoint}",
+        ]
+        r = self.registered
+        if r is not None:
+            alias = " -> alias champion" if r.promoted else ""
+            lines.append(f"registered: models:/{r.name}/{r.version}{alias}")
+        lines.append(f"open: mlflow ui --backend-store-uri {self.tracking_uri}")
+        return "\n".join(lines)
+
+
+def predict_groups(model, batches) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{pipeline_id: (predicted, measured)} over `batches`, chunks of a pipeline joined."""
+    parts = defaultdict(list)
+    for b in batches:
+        pred = model.predict(b.pipeline_features.numpy(), b.schedule_features.numpy())
+        parts[b.pipeline_id].append((pred, b.runtimes.double().numpy()))
+    return {k: (np.concatenate([p for p, _ in v]), np.concatenate([t for _, t in v])) for k, v in parts.items()}
+
+
+def train(cfg: TrainConfig) -> TrainResult:
+    """Fit, log and register one cost model as `cfg` says; raises SchedlabError subclasses for bad input."""
+    _quiet()
+    import lightning as L
+    import torch
+    from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
+    from lightning.pytorch.loggers import MLFlowLogger
+
+    from . import plots, registry
+    from .data import CostModelDataModule, DataConfig, TrainingData
+    from .metrics import ranking_metrics, topk_scores
+    from .module import CostModelModule
+
+    t0 = time.time()
+    if cfg.resume is not None and not Path(cfg.resume).is_file():
+        raise registry.RegistryError(f"resume={cfg.resume}: no such checkpoint file")
+    data = TrainingData.load(DataConfig(path=cfg.data, target=cfg.target, min_schedules=cfg.min_schedules,
+                                        val_fraction=cfg.val_fraction, batch_size=cfg.batch_size, seed=cfg.seed))
+    L.seed_everything(cfg.seed, workers=True, verbose=False)
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+    model_config = {"kind": cfg.model, "embedding": cfg.embedding, "hidden": cfg.hidden,
+                    "num_cores": get_target(cfg.target).cores}
+    module = CostModelModule(model_config, cfg.loss, cfg.lr, cfg.weight_decay, cfg.seed)
+    uri = registry.tracking_uri(cfg.tracking_uri)
+    logger = MLFlowLogger(experiment_name=cfg.experiment, tracking_uri=uri, run_name=cfg.run_name,
+                          artifact_location=registry.artifact_location(uri, cfg.experiment), log_model=False)
+    run_id = logger.run_id
+    stats = data.stats
+    logger.log_hyperparams({**flat_items(cfg), "data_fingerprint": stats.fingerprint,
+                            "data_samples": stats.train_samples + stats.val_samples,
+                            "data_pipelines": stats.train_pipelines + stats.val_pipelines})
+
+    init = ranking_metrics(predict_groups(module.model, data.val).values()).as_dict("val_")
+    logger.log_metrics({f"init_{k}": v for k, v in init.items() if np.isfinite(v)}, step=0)
+
+    ckpt_dir = Path(cfg.checkpoint_dir).resolve() / run_id
+    # the best epoch by validation top-1, and the latest epoch (what resume= continues from)
+    best = ModelCheckpoint(dirpath=ckpt_dir, filename="best-epoch{epoch}", save_top_k=1, monitor="val_top1",
+                           mode="max", auto_insert_metric_name=False)
+    last = ModelCheckpoint(dirpath=ckpt_dir, filename="last", save_top_k=1, enable_version_counter=False)
+    callbacks = [best, last] + ([TQDMProgressBar(refresh_rate=10)] if cfg.progress else [])
+    trainer = L.Trainer(max_epochs=cfg.epochs, accelerator="cpu", devices=1, logger=logger, callbacks=callbacks,
+                        deterministic=True, enable_progress_bar=cfg.progress, enable_model_summary=False,
+                        log_every_n_steps=1, num_sanity_val_steps=0)
+    trainer.fit(module, datamodule=CostModelDataModule(data), ckpt_path=cfg.resume)
+
+    model = module.model.eval()
+    groups = predict_groups(model, data.val)
+    final = ranking_metrics(groups.values())
+    val = final.as_dict("val_")
+    logger.log_metrics({f"final_{k}": v for k, v in val.items() if np.isfinite(v)}, step=trainer.global_step)
+    pred = np.concatenate([p for p, _ in groups.values()])
+    measured = np.concatenate([t for _, t in groups.values()])
+    plots.log_figures(run_id, {
+        "predicted_vs_measured": plots.predicted_vs_measured(pred, measured, f"{cfg.model} on validation"),
+        "topk_score": plots.topk_curve(topk_scores(groups.values()), f"{cfg.model}: top-k score on validation"),
+    }, tracking=uri)
+
+    registered = None
+    if cfg.register:
+        first = data.val[0]
+        tags = {"dataset_fingerprint": stats.fingerprint, "dataset_samples": str(stats.train_samples + stats.val_samples),
+                "dataset_pipelines": str(stats.train_pipelines + stats.val_pipelines), "model_kind": cfg.model,
+                "loss": cfg.loss}
+        registered = registry.log_and_register(
+            model, cfg.target, tags, val, (first.pipeline_features.numpy(), first.schedule_features.numpy()),
+            promote=cfg.promote, run_id=run_id, tracking=uri)
+    return TrainResult(run_id, logger.experiment_id, uri, init, val,
+                       stats.train_samples + stats.val_samples, stats.train_pipelines + stats.val_pipelines,
+                       stats.train_pipelines, stats.val_pipelines, str(ckpt_dir / "last.ckpt"), registered,
+                       time.time() - t0)
+
+
+def _quiet() -> None:
+    """Lightning and MLflow chatter that says nothing to a user of this command."""
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    os.environ.setdefault("DO_NOT_TRACK", "true")
+    for name in ("lightning.pytorch.utilities.rank_zero", "lightning.pytorch.accelerators.cuda",
+                 "lightning.fabric.utilities.seed", "mlflow"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+    warnings.filterwarnings("ignore", message=".*Checkpoint directory.*exists and is not empty.*")
