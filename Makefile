@@ -20,8 +20,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e ".[dev]"
 	touch $(STAMP)
 
+# two pytest workers, one per core; a test file stays on one worker (its module fixtures run once)
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 demo: $(STAMP)
 	$(BIN)/python benchmarks/schedules_matter.py --demo
