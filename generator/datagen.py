@@ -34,6 +34,8 @@ from pathlib import Path
 from backends import Protocol
 from ir.errors import SchedlabError
 
+from . import cli
+
 __all__ = ["PROTOCOLS", "QUICK", "BatchSpec", "BatchSummary", "generate_batch", "sample_schedules"]
 
 # Few samples and a short cap: ranking schedules of one pipeline needs their relative speed, which a ~5 %
@@ -276,12 +278,6 @@ def _summary_of_file(batch_id: str, path: Path) -> BatchSummary:
 PROG = "python -m generator.datagen"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit status 2
-        sys.stderr.write(f"{PROG}: error: {message.splitlines()[0]}\n")
-        sys.exit(2)
-
-
 def _seeds(text: str) -> tuple[int, ...]:
     """'A:B' (B exclusive), 'A,B,C' or 'A'."""
     try:
@@ -297,45 +293,18 @@ def _seeds(text: str) -> tuple[int, ...]:
     return seeds
 
 
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        v = 0
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive int, got {text!r}")
-    return v
-
-
-def _stages(text: str) -> int:
-    v = _positive(text)
-    if v < 2:
-        raise argparse.ArgumentTypeError(f"max stages counts the input and output stages; expected >= 2, got {v}")
-    return v
-
-
-def _size(text: str) -> tuple[int, int, int]:
-    try:
-        parts = tuple(int(v) for v in text.replace("x", ",").split(","))
-    except ValueError:
-        parts = ()
-    if len(parts) != 3 or min(parts) <= 0:
-        raise argparse.ArgumentTypeError(f"size must be W,H,C (three positive ints), got {text!r}")
-    return parts
-
-
 def parse_args(argv=None) -> argparse.Namespace:
-    ap = _Parser(prog=PROG, description=__doc__.splitlines()[0])
+    ap = cli.OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=_seeds, required=True, help="pipeline seeds: A:B (B exclusive), A,B,C or A")
-    ap.add_argument("--schedules", type=_positive, default=16, help="distinct schedules per pipeline (default 16)")
+    ap.add_argument("--schedules", type=cli.positive_int, default=16, help="distinct schedules per pipeline (default 16)")
     ap.add_argument("--out", type=Path, required=True, help="dataset root (batches go to OUT/target=<name>/)")
-    ap.add_argument("--max-stages", type=_stages, default=6, help="stages per pipeline (default 6)")
-    ap.add_argument("--size", type=_size, default=SMALL_OUTPUT, help="output size W,H,C (default 64,48,3)")
+    ap.add_argument("--max-stages", type=cli.max_stages, default=6, help="stages per pipeline (default 6)")
+    ap.add_argument("--size", type=cli.output_size, default=SMALL_OUTPUT, help="output size W,H,C (default 64,48,3)")
     ap.add_argument("--target", default="host", help="target name or YAML (default host)")
     ap.add_argument("--protocol", choices=sorted(PROTOCOLS), default="quick", help="measurement protocol")
     ap.add_argument("--schedule-seed", type=int, default=0, help="seeds the schedule sampler (default 0)")
     ap.add_argument("--markov", action="store_true", help="draw stage kinds from the GPU variant's Markov matrix")
-    ap.add_argument("--per-batch", type=_positive, default=1,
+    ap.add_argument("--per-batch", type=cli.positive_int, default=1,
                     help="pipelines per batch file (default 1: an interrupted run loses at most one pipeline)")
     ap.add_argument("--no-check", action="store_true", help="do not compare outputs with the interpreter")
     ap.add_argument("--overwrite", action="store_true", help="regenerate batches that are already written")

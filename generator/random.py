@@ -25,6 +25,7 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
+from . import cli
 from .random_pipeline import AUX_ROLES, DEFAULT_OUTPUT_SIZE, KINDS, MARKOV, generate
 
 CHECK_SIZE = (16, 12, 3)
@@ -33,56 +34,20 @@ PROG = "python -m generator.random"
 SCHEDULES = ("simple", "naive")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit status 2
-        sys.stderr.write(f"{PROG}: error: {message.splitlines()[0]}\n")
-        sys.exit(2)
-
-
-def _size(text: str) -> tuple[int, int, int]:
-    try:
-        parts = tuple(int(v) for v in text.replace("x", ",").split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"size must be W,H,C (three positive ints), got {text!r}") from None
-    if len(parts) != 3 or min(parts) <= 0:
-        raise argparse.ArgumentTypeError(f"size must be W,H,C (three positive ints), got {text!r}")
-    return parts
-
-
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive int, got {text!r}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive int, got {text!r}")
-    return v
-
-
-def _stages(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an int >= 2, got {text!r}") from None
-    if v < 2:
-        raise argparse.ArgumentTypeError(f"max stages counts the input and output stages; expected >= 2, got {v}")
-    return v
-
-
 def parse_args(argv=None) -> argparse.Namespace:
-    ap = _Parser(prog=PROG, description=__doc__.splitlines()[0])
+    ap = cli.OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
     mode = ap.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--stats", type=_positive, metavar="N", help="statistics over N pipelines")
+    mode.add_argument("--stats", type=cli.positive_int, metavar="N", help="statistics over N pipelines")
     mode.add_argument("--show", type=int, metavar="SEED", help="print the pipeline of one seed")
-    mode.add_argument("--check", type=_positive, metavar="N",
+    mode.add_argument("--check", type=cli.positive_int, metavar="N",
                       help="interpret and compile N pipelines (small size) and compare the outputs")
     ap.add_argument("--seed", type=int, default=0, help="first seed of --stats / --check (default 0)")
-    ap.add_argument("--max-stages", type=_stages, default=None,
+    ap.add_argument("--max-stages", type=cli.max_stages, default=None,
                     help=f"stages per pipeline, input and output included (default 20; {CHECK_MAX_STAGES} for --check)")
-    ap.add_argument("--size", type=_size, default=None,
+    ap.add_argument("--size", type=cli.output_size, default=None,
                     help="output size W,H,C (default 2000,2000,3; 16,12,3 for --check)")
     ap.add_argument("--markov", action="store_true", help="draw stage kinds from the GPU variant's Markov matrix")
-    ap.add_argument("--jobs", type=_positive, default=None, help="--check: pipelines compiled at once")
+    ap.add_argument("--jobs", type=cli.positive_int, default=None, help="--check: pipelines compiled at once")
     ap.add_argument("--schedule", choices=SCHEDULES, default=None,
                     help="--check: simple (parallel, vectorized, tiled: the default) or naive (all root, serial; "
                          "compiles about 4x faster)")
