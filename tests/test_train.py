@@ -50,7 +50,7 @@ def env(tmp_path_factory):
 
 def config(dataset, env, *overrides) -> TrainConfig:
     return load_config(TrainConfig, ROOT / "conf" / "train.yaml",
-                       [f"data={dataset}", "target=host", "epochs=25", "val_fraction=0.25", "progress=false",
+                       [f"data={dataset}", "target=host", "epochs=40", "val_fraction=0.25", "progress=false",
                         f"tracking_uri={env['tracking_uri']}", f"checkpoint_dir={env['checkpoint_dir']}",
                         *overrides])
 
@@ -62,12 +62,24 @@ def hybrid(dataset, env):
     return train(config(dataset, env, "promote=true"))
 
 
-def test_training_beats_the_untrained_model(hybrid):
-    v, i = hybrid.val, hybrid.init_val
+def test_training_beats_randomly_initialized_models(hybrid, dataset):
+    """Against the mean of five random initializations on the same validation pipelines (one random init
+    is a noisy baseline: its top-1 on a handful of pipelines can be high by luck)."""
+    from train.data import DataConfig, TrainingData
+    from train.metrics import ranking_metrics
+    from train.model import ModelConfig, build_model
+    from train.run import predict_groups
+
     print(hybrid.summary())
-    assert hybrid.val_pipelines >= 2 and hybrid.train_pipelines >= 6
-    assert v["val_pairwise_accuracy"] > max(0.65, i["val_pairwise_accuracy"] + 0.1), (v, i)
-    assert v["val_top1_score"] > i["val_top1_score"] or v["val_top1_score"] > 0.9, (v, i)
+    assert hybrid.val_pipelines >= 3 and hybrid.train_pipelines >= 8
+    data = TrainingData.load(DataConfig(path=str(dataset), target="host", val_fraction=0.25))
+    inits = [ranking_metrics(predict_groups(build_model(ModelConfig(kind="hybrid"), seed=s), data.val).values())
+             for s in range(1, 6)]
+    pairwise = float(np.mean([m.pairwise_accuracy for m in inits]))
+    top1 = float(np.mean([m.top1_score for m in inits]))
+    v = hybrid.val
+    assert v["val_pairwise_accuracy"] > pairwise + 0.05, (v, pairwise)
+    assert v["val_top1_score"] > top1 + 0.03, (v, top1)
     assert v["val_top5_score"] >= v["val_top1_score"]
 
 
@@ -79,7 +91,7 @@ def test_the_run_is_in_mlflow(hybrid, env):
     assert run.data.params["model"] == "hybrid" and run.data.params["loss"] == "relative_throughput"
     assert run.data.params["data_fingerprint"]
     history = client.get_metric_history(hybrid.run_id, "val_pairwise_accuracy")
-    assert len(history) == 25
+    assert len(history) == 40
     for key in ("train_loss", "val_loss", "train_top1_score", "val_kendall_tau", "val_ordering_rate_1_3",
                 "val_r2_log_runtime", "init_val_pairwise_accuracy", "final_val_top1_score"):
         assert key in run.data.metrics, key
@@ -116,9 +128,9 @@ def test_resume_continues_from_the_checkpoint(hybrid, dataset, env):
     from train.run import train
 
     assert Path(hybrid.checkpoint).is_file()
-    more = train(config(dataset, env, "epochs=27", f"resume={hybrid.checkpoint}", "register=false"))
+    more = train(config(dataset, env, "epochs=42", f"resume={hybrid.checkpoint}", "register=false"))
     history = MlflowClient(tracking_uri=env["tracking_uri"]).get_metric_history(more.run_id, "val_loss")
-    assert [h.step for h in history] and len(history) == 2  # epochs 26 and 27 only
+    assert [h.step for h in history] and len(history) == 2  # epochs 41 and 42 only
     assert more.registered is None
 
 
