@@ -301,6 +301,17 @@ def annotate_inlined(tree: LoopNest, dag: FunctionDAG, inlined: set[str]) -> Loo
     return fix(tree)
 
 
+def x_tiling(extent: int, native_vector: int, target: int = 256) -> tuple[int, int]:
+    """(tile, vector width) along x for a root Func over `extent` columns: tiles of whole vectors, about
+    `target` wide, so that the last tile (shifted inwards) recomputes less than a vector per row. (Only a
+    LoopNest's outermost level shifts its last tile, so a region that is not a multiple of the vector width
+    would otherwise be split into two overlapping halves.)"""
+    vw = min(native_vector, extent)
+    n = -(-extent // target)
+    tile = vw * -(-extent // (n * vw))
+    return (tile if tile <= extent else vw), vw
+
+
 def naive_schedule(pipeline) -> LoopNest:
     """Everything computed at root, serial, unvectorized, untiled: the baseline of every benchmark."""
     b = ScheduleBuilder(pipeline)

@@ -11,7 +11,7 @@ and each level adds five Funcs that numba needs seconds to compile).
 from __future__ import annotations
 
 from ir import Func, Input, Pipeline, Var, clamp, f32, select
-from ir.builder import ScheduleBuilder
+from ir.builder import ScheduleBuilder, x_tiling
 
 DESCRIPTION = "multi-scale interpolation: alpha-weighted 10-level pyramid down, upsample and blend back; f32 RGBA"
 SIZES = {"full": (1536, 2560, 3), "small": (24, 16, 3)}
@@ -81,16 +81,7 @@ def schedule(p: Pipeline, target=None):
                      **({"vectorize": "x", "vector_width": vw} if vw > 1 else {}))
     for l in range(1, levels - 1):
         node = p.dag.node(f"downsampled_{l}")
-        tile, vw = _x_tiling(node.region_extent(0), nv)
+        tile, vw = x_tiling(node.region_extent(0), nv)
         s.root(f"downsampled_{l}", tiles=[{"x": tile, "y": min(8, node.region_extent(1))}], vectorize="x",
                vector_width=vw, parallel=True)
     return s.build()
-
-
-def _x_tiling(extent: int, nv: int, target: int = 256) -> tuple[int, int]:
-    """(tile, vector width) along x for a root Func over `extent` columns: tiles of whole vectors,
-    about `target` wide, so that the last tile (shifted inwards) recomputes less than a vector per row."""
-    vw = min(nv, extent)
-    n = -(-extent // target)
-    tile = vw * -(-extent // (n * vw))
-    return (tile if tile <= extent else vw), vw

@@ -13,7 +13,7 @@ filter below 3 x 2).
 from __future__ import annotations
 
 from ir import Func, Input, Pipeline, Var, cast, clamp, exp, f32, i32, u16
-from ir.builder import ScheduleBuilder
+from ir.builder import ScheduleBuilder, x_tiling
 
 DESCRIPTION = "local Laplacian filter: remap LUT, Gaussian/Laplacian pyramids over 8 intensity levels, collapse; u16 RGB"
 SIZES = {"full": (1536, 2560, 3), "small": (24, 16, 3)}
@@ -110,15 +110,6 @@ def build(size: str = "full") -> Pipeline:
     return Pipeline([output], {output: (W, H, C)}, name="local_laplacian")
 
 
-def _x_tiling(extent: int, nv: int, target: int = 256) -> tuple[int, int]:
-    """(tile, vector width) along x for a root Func over `extent` columns: tiles of whole vectors,
-    about `target` wide, so that the last tile (shifted inwards) recomputes less than a vector per row."""
-    vw = min(nv, extent)
-    n = -(-extent // target)
-    tile = vw * -(-extent // (n * vw))
-    return (tile if tile <= extent else vw), vw
-
-
 def schedule(p: Pipeline, target=None):
     """Halide's CPU schedule: the output in parallel strips of 64 rows; gray and levels 1-4 of both
     Gaussian pyramids at root, parallel and vectorized; the output pyramid's levels 1-4 as sliding
@@ -134,7 +125,7 @@ def schedule(p: Pipeline, target=None):
 
     def root_tiled(name, rows):
         node = p.dag.node(name)
-        tile, vw = _x_tiling(node.region_extent(0), nv)
+        tile, vw = x_tiling(node.region_extent(0), nv)
         s.root(name, tiles=[{"x": tile, "y": min(rows, node.region_extent(1))}], vectorize="x", vector_width=vw,
                parallel=True)
 

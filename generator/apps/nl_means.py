@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ir import Func, Input, Pipeline, RDom, Var, clamp, exp, f32, select
-from ir.builder import ScheduleBuilder, StageSpec
+from ir.builder import ScheduleBuilder, StageSpec, x_tiling
 
 DESCRIPTION = "non-local means: patch distances over a 7x7 search window with RDom sums, exp weights, normalized; f32 RGB"
 SIZES = {"full": (1536, 2560, 3), "small": (24, 16, 3)}
@@ -96,18 +96,7 @@ def schedule(p: Pipeline, target=None):
     s.compute_at("blur_d_y", "non_local_means", level=0, **vec)
     s.compute_at("d", "non_local_means", level=0, **vec)
     cl = p.dag.node("clamped")
-    ctile, cvw = _x_tiling(cl.region_extent(0), vw)
+    ctile, cvw = x_tiling(cl.region_extent(0), vw)
     s.root("clamped", tiles=[{"x": ctile, "y": min(8, cl.region_extent(1))}], parallel=True, vectorize="x",
            vector_width=cvw)
     return s.build()
-
-
-def _x_tiling(extent: int, nv: int, target: int = 256) -> tuple[int, int]:
-    """(tile, vector width) along x for a root Func over `extent` columns: tiles of whole vectors,
-    about `target` wide, so that the last tile (shifted inwards) recomputes less than a vector per row.
-    (Only a LoopNest's outermost level shifts its last tile, so a region that is not a multiple of the
-    vector width would otherwise be split into two overlapping halves.)"""
-    vw = min(nv, extent)
-    n = -(-extent // target)
-    tile = vw * -(-extent // (n * vw))
-    return (tile if tile <= extent else vw), vw
