@@ -15,7 +15,7 @@ import numpy as np
 
 from .schema import DTYPE, SCHEMA, SCHEMA_VERSION, FeatureSchema
 
-__all__ = ["featurize", "Features", "SCHEMA", "SCHEMA_VERSION", "FeatureSchema"]
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "FeatureSchema", "Features", "featurize"]
 
 
 @dataclass
@@ -39,7 +39,6 @@ def featurize(pipeline, loopnest, target="host", pending_parallel=frozenset(), c
     from ir.plan import Plan
     from ir.target import get_target
 
-    from .algorithm import pipeline_features
     from .schedule import schedule_features
 
     tgt = get_target(target)
@@ -49,7 +48,7 @@ def featurize(pipeline, loopnest, target="host", pending_parallel=frozenset(), c
             complete = loopnest.scheduled_funcs() >= {n.name for n in dag.nodes}
         plan = Plan(dag, loopnest, tgt, complete=complete)
     sched = schedule_features(plan, tgt, frozenset(pending_parallel))
-    algo = _pipeline_features_cached(dag)
+    algo = cached_pipeline_features(dag)
     stages = [(n.name, s.index) for n in dag.nodes for s in n.stages if (n.name, s.index) in sched]
     inlined = plan.inlined
     return Features(stages,
@@ -58,7 +57,8 @@ def featurize(pipeline, loopnest, target="host", pending_parallel=frozenset(), c
                     [k[0] in inlined for k in stages])
 
 
-def _pipeline_features_cached(dag):
+def cached_pipeline_features(dag) -> dict:
+    """Per-stage algorithm features of a FunctionDAG, computed once and kept on it."""
     cached = getattr(dag, "_pipeline_features", None)
     if cached is None:
         from .algorithm import pipeline_features

@@ -44,7 +44,7 @@ class FuncDecision:
 
 
 class ScheduleBuilder:
-    def __init__(self, pipeline, target: "str | Target | None" = None):
+    def __init__(self, pipeline, target: str | Target | None = None):
         self.pipeline = pipeline
         self.dag: FunctionDAG = pipeline.dag
         self.target = get_target(target)
@@ -53,14 +53,14 @@ class ScheduleBuilder:
 
     # -- decisions -------------------------------------------------------------------------------
 
-    def root(self, func: str, *, stages: dict[int, StageSpec] | None = None, **spec) -> "ScheduleBuilder":
+    def root(self, func: str, *, stages: dict[int, StageSpec] | None = None, **spec) -> ScheduleBuilder:
         """Compute (and store) `func` at root, over its whole required region."""
         self._decide(func, FuncDecision("root", specs=self._specs(func, stages, spec)))
         return self
 
     def compute_at(self, func: str, consumer: str, level: int, *, consumer_stage: int = 0,
                    store_level: int | None = None, stages: dict[int, StageSpec] | None = None,
-                   **spec) -> "ScheduleBuilder":
+                   **spec) -> ScheduleBuilder:
         """Compute `func` once per iteration of level `level` (0 = outermost) of `consumer`'s loops.
 
         store_level: allocate it at a coarser level of the same chain (-1 for root) to make it a
@@ -72,7 +72,7 @@ class ScheduleBuilder:
                                         self._specs(func, stages, spec)))
         return self
 
-    def inline(self, func: str) -> "ScheduleBuilder":
+    def inline(self, func: str) -> ScheduleBuilder:
         self._decide(func, FuncDecision("inline"))
         return self
 
@@ -123,18 +123,26 @@ class ScheduleBuilder:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _apply(self, tree: LoopNest, node, d: FuncDecision, inlined: set[str]) -> LoopNest:
+        new = self.place(tree, node.name, d, frozenset(inlined))
         if d.kind == "inline":
-            if not node.inlinable:
-                raise ScheduleError(f"{node.name} cannot be inlined (it is an output or has updates)")
-            new = annotate_inlined(tree, self.dag, inlined | {node.name})
             inlined.add(node.name)
-            return new
-        new = self._place(tree, node.name, d, inlined)
-        Plan(self.dag, new, complete=False)  # reject a placement that is not legal (e.g. a bad slide)
+        else:
+            Plan(self.dag, new, complete=False)  # reject a placement that is not legal (e.g. a bad slide)
         return new
 
-    def _place(self, tree: LoopNest, func: str, d: FuncDecision, inlined: set[str]) -> LoopNest:
-        plan = Plan(self.dag, tree, complete=False)
+    def place(self, tree: LoopNest, func: str, d: FuncDecision, inlined: frozenset[str],
+              plan: Plan | None = None) -> LoopNest:
+        """`tree` with one more Func placed by decision `d`, unchecked: the search validates the result with
+        Plan.extend from `plan` (the partial plan of `tree`, reused here for the region at the site)."""
+        if d.kind == "inline":
+            if not self.dag.node(func).inlinable:
+                raise ScheduleError(f"{func} cannot be inlined (it is an output or has updates)")
+            return annotate_inlined(tree, self.dag, set(inlined) | {func})
+        return self._place(tree, func, d, set(inlined), plan)
+
+    def _place(self, tree: LoopNest, func: str, d: FuncDecision, inlined: set[str],
+               plan: Plan | None = None) -> LoopNest:
+        plan = plan if plan is not None and plan.root is tree else Plan(self.dag, tree, complete=False)
         if d.kind == "root":
             site_path = [tree]
             store_path = site_path
@@ -251,8 +259,8 @@ def _insert(tree: LoopNest, site_path: list[LoopNest], store_path: list[LoopNest
     """Put `heads` in the site's children before the first child that reads `func`, and `func` in the
     store level's store_at."""
     site = site_path[-1]
-    readers = _readers(dag, func, inlined)
-    pos = next((i for i, c in enumerate(site.children) if _reads(c, readers)), None)
+    reading = readers(dag, func, inlined)
+    pos = next((i for i, c in enumerate(site.children) if _reads(c, reading)), None)
     if pos is None and site.is_root and dag.node(func).is_output:
         pos = len(site.children)
     if pos is None:
@@ -272,19 +280,19 @@ def _insert(tree: LoopNest, site_path: list[LoopNest], store_path: list[LoopNest
     return new
 
 
-def _readers(dag: FunctionDAG, func: str, inlined: set[str]) -> set[tuple[str, int]]:
+def readers(dag: FunctionDAG, func: str, inlined: set[str]) -> set[tuple[str, int]]:
     """Stages that read `func`, directly or through inlined Funcs."""
     out: set[tuple[str, int]] = set()
     for stage, _ in dag.accesses_to(func):
         if stage.func in inlined:
-            out |= _readers(dag, stage.func, inlined)
+            out |= readers(dag, stage.func, inlined)
         else:
             out.add((stage.func, stage.index))
     return out
 
 
-def _reads(n: LoopNest, readers: set[tuple[str, int]]) -> bool:
-    return any((m.func, m.stage) in readers for m, _ in n.nodes())
+def _reads(n: LoopNest, reading: set[tuple[str, int]]) -> bool:
+    return any((m.func, m.stage) in reading for m, _ in n.nodes())
 
 
 def annotate_inlined(tree: LoopNest, dag: FunctionDAG, inlined: set[str]) -> LoopNest:
@@ -320,7 +328,7 @@ def naive_schedule(pipeline) -> LoopNest:
     return b.build()
 
 
-def simple_schedule(pipeline, target: "str | Target | None" = None) -> LoopNest:
+def simple_schedule(pipeline, target: str | Target | None = None) -> LoopNest:
     """Halide's trivial schedule: every Func at root, vectorized along x and parallel over rows where
     its sizes allow."""
     b = ScheduleBuilder(pipeline, target)

@@ -1,0 +1,197 @@
+"""How fast is search? States evaluated, seconds and microseconds per state, and where the time goes.
+
+For each app of the suite and for 20-stage random pipelines, each algorithm (greedy; beam 32 with 5
+coarse-to-fine passes; optionally hierarchical) is run with one cost model, and `Schedule.stats` gives the
+states evaluated (children scored by the model), the search's wall time, and its split into
+  * enumerate: placing candidate decisions in the LoopNest and planning them (bounds, Plan.extend),
+  * featurize: schedule features of each child, incrementally from its parent's,
+  * model: the cost model's batched scoring,
+  * other: the rest of the search loop (selection, structural hashes, coarse-to-fine penalties, states).
+Halide's C++ autoscheduler evaluates ~9 us per state (1.47 M states in 166 s, beam 32, adams2019 §6.4);
+the summary gives schedlab's overall us/state per algorithm, its ratio to that, and which part dominates.
+All algorithms run side by side in one process on the same pipelines; pipeline features (computed once
+per pipeline) and the model's loading are paid before the searches and not counted.
+
+    python benchmarks/search_speed.py --apps blur,unsharp --random 1 --algorithms greedy   # smoke, < 1 min
+    python benchmarks/search_speed.py --apps unsharp,harris,hist_eq,max_filter,iir_blur --random 1 \\
+        --beam-size 8 --passes 2                                                            # ~1 minute
+    python benchmarks/search_speed.py                                                       # the full run
+
+How long a run takes (apps at size small, analytical model, this 2-core machine, ~4-12 ms per state
+today): the smoke run above ~6 s; the beam-8 x 2-pass run ~40 s of search (~7 k states); greedy over all
+17 apps and 3 random pipelines ~20 s (~3 k states). Beam 32 x 5 passes evaluates ~70-125x the states of
+greedy on the same pipeline (unsharp 2.6 k, iir_blur 3.6 k, harris 7.6 k states: ~65 s for the three), so
+the full default, greedy and beam over everything, is ~300 k states: roughly 40-60 minutes, dominated by
+the big apps (local_laplacian, lens_blur, camera_pipe, stencil_chain, interpolate at 24-41 Funcs and
+8-12 ms per state). Size a run with --apps / --random / --beam-size / --passes. "random20" pipelines are
+generated with max_stages=20; stages the output does not reach are dropped, so they have fewer Funcs.
+Times are single runs on a shared machine: read the ratios and the split, not the last digit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from featurize import cached_pipeline_features
+from generator.apps import APPS, get_app
+from generator.random_pipeline import generate
+from ir.target import get_target
+from scheduler import autoschedule, load_model
+
+REFERENCE_US = 9.0  # Halide C++: 1.47 M states in 166 s (adams2019 §6.4)
+ALGORITHMS = ("greedy", "beam", "hierarchical")
+PARTS = ("enumerate", "featurize", "model", "other")
+
+
+def csv(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def pipelines(apps: list[str], size: str, random_n: int, seed: int, stages: int):
+    """(name, group, pipeline-builder) for each app, then each random pipeline; built lazily."""
+    for name in apps:
+        yield name, "apps", (lambda n=name: get_app(n).build(size))
+    for s in range(seed, seed + random_n):
+        yield f"random{stages} s{s}", f"random{stages}", (lambda s=s: generate(s, max_stages=stages).pipeline)
+
+
+def split(stats) -> dict[str, float]:
+    """Seconds per part; 'other' is what the search loop spends outside the three timed parts."""
+    parts = {"enumerate": stats.enumerate_s, "featurize": stats.featurize_s, "model": stats.model_s}
+    parts["other"] = max(0.0, stats.seconds - sum(parts.values()))
+    return parts
+
+
+def pct(parts: dict[str, float], total: float) -> str:
+    return " ".join(f"{100 * parts[k] / total if total > 0 else 0.0:6.1f}%" for k in PARTS)
+
+
+def dominant(parts: dict[str, float]) -> list[str]:
+    """The part that dominates, with the runner-up when it is within 20% of it (no clear winner)."""
+    first, second = sorted(PARTS, key=parts.get, reverse=True)[:2]
+    return [first, second] if parts[second] >= parts[first] / 1.2 else [first]
+
+
+def warm_up(model, target: str) -> None:
+    """One tiny search so imports and lazy initialisation are not charged to the first row."""
+    p = get_app("blur").build("small")
+    autoschedule(p, target=target, model=model, algorithm="greedy")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="search speed: states, seconds and us/state, and where they go")
+    ap.add_argument("--apps", type=csv, default=list(APPS), help="comma-separated apps (default: all)")
+    ap.add_argument("--size", choices=("small", "full"), default="small", help="app size (default small)")
+    ap.add_argument("--random", type=int, default=3, help="random pipelines (default 3)")
+    ap.add_argument("--random-stages", type=int, default=20, help="max_stages of the random pipelines")
+    ap.add_argument("--seed", type=int, default=0, help="first random pipeline seed; also the search seed")
+    ap.add_argument("--algorithms", type=csv, default=["greedy", "beam"],
+                    help=f"comma-separated, of {', '.join(ALGORITHMS)} (default greedy,beam)")
+    ap.add_argument("--beam-size", type=int, default=32)
+    ap.add_argument("--passes", type=int, default=5)
+    ap.add_argument("--model", default="analytical", help="analytical | random[:seed] | a model URI or checkpoint")
+    ap.add_argument("--target", default="host")
+    a = ap.parse_args(argv)
+    for name in a.apps:
+        if name not in APPS:
+            ap.error(f"unknown app {name!r}; apps: {', '.join(APPS)}")
+    for alg in a.algorithms:
+        if alg not in ALGORITHMS:
+            ap.error(f"unknown algorithm {alg!r}; choose from {', '.join(ALGORITHMS)}")
+
+    model = load_model(a.model, get_target(a.target))  # loaded once, shared by every search
+    warm_up(model, a.target)
+    beam_desc = f"beam {a.beam_size} x {a.passes} passes"
+    print(f"model: {model.name}; target: {a.target}; apps at size {a.size}; "
+          f"{a.random} random {a.random_stages}-stage pipelines from seed {a.seed}; beam/hierarchical: {beam_desc}")
+    print("split: enumerate (place + plan) / featurize / model / other (rest of the search loop)\n")
+    header = (f"{'pipeline':24s} {'funcs':>5s} {'stages':>6s} {'algorithm':12s} {'states':>9s} {'seconds':>9s} "
+              f"{'us/state':>9s} {'enum':>7s} {'feat':>7s} {'model':>7s} {'other':>7s}")
+    print(header)
+    print("-" * len(header))
+
+    rows, errors = [], []
+    pipe_feat_s = 0.0
+    todo = list(pipelines(a.apps, a.size, a.random, a.seed, a.random_stages))
+    for i, (name, group, build) in enumerate(todo, 1):
+        try:
+            p = build()
+        except Exception as e:  # noqa: BLE001 - report and go on: one broken pipeline should not end the run
+            errors.append((name, "build", f"{type(e).__name__}: {e}"))
+            print(f"{name:24s} build failed: {type(e).__name__}: {e}", flush=True)
+            continue
+        funcs = len(p.dag.nodes)
+        stages = sum(len(node.stages) for node in p.dag.nodes)
+        t = time.perf_counter()
+        cached_pipeline_features(p.dag)
+        pipe_feat_s += time.perf_counter() - t
+        done = []
+        for alg in a.algorithms:
+            print(f"[{i}/{len(todo)}] {name} ({stages} stages): {alg} ...", file=sys.stderr, flush=True)
+            try:
+                s = autoschedule(p, target=a.target, model=model, algorithm=alg, beam_size=a.beam_size,
+                                 passes=a.passes, seed=a.seed)
+            except Exception as e:  # noqa: BLE001
+                errors.append((name, alg, f"{type(e).__name__}: {e}"))
+                print(f"{name:24s} {funcs:5d} {stages:6d} {alg:12s} failed: {type(e).__name__}: {e}", flush=True)
+                traceback.print_exc(file=sys.stderr)
+                continue
+            st = s.stats
+            parts = split(st)
+            rows.append({"name": name, "group": group, "alg": alg, "states": st.states_evaluated,
+                         "seconds": st.seconds, "parts": parts})
+            done.append(f"{alg} {st.seconds:.1f} s")
+            print(f"{name:24s} {funcs:5d} {stages:6d} {alg:12s} {st.states_evaluated:9d} {st.seconds:9.2f} "
+                  f"{st.us_per_state:9.0f} {pct(parts, st.seconds)}", flush=True)
+        print(f"[{i}/{len(todo)}] {name}: {', '.join(done) or 'no search finished'}", file=sys.stderr, flush=True)
+    print("-" * len(header))
+    if not rows:
+        print("no search finished")
+        return 1
+
+    print(f"\nsummary (C++ reference: {REFERENCE_US:.0f} us/state, adams2019 §6.4)\n")
+    sh = (f"{'algorithm':12s} {'pipelines':14s} {'runs':>4s} {'states':>9s} {'seconds':>9s} {'us/state':>9s} "
+          f"{'vs C++':>8s} {'enum':>7s} {'feat':>7s} {'model':>7s} {'other':>7s}  dominant")
+    print(sh)
+    print("-" * len(sh))
+    groups = list(dict.fromkeys(r["group"] for r in rows))
+    overall = {}
+    for alg in a.algorithms:
+        for group in groups + (["all"] if len(groups) > 1 else []):
+            sel = [r for r in rows if r["alg"] == alg and (group == "all" or r["group"] == group)]
+            if not sel:
+                continue
+            states = sum(r["states"] for r in sel)
+            secs = sum(r["seconds"] for r in sel)
+            parts = {k: sum(r["parts"][k] for r in sel) for k in PARTS}
+            us = 1e6 * secs / max(1, states)
+            dom = dominant(parts)
+            if group == "all" or len(groups) == 1:
+                overall[alg] = (us, dom, parts, secs)
+            print(f"{alg:12s} {group:14s} {len(sel):4d} {states:9d} {secs:9.2f} {us:9.0f} "
+                  f"{us / REFERENCE_US:7.0f}x {pct(parts, secs)}  {' ~ '.join(dom)}")
+    print("-" * len(sh))
+    for alg, (us, dom, parts, secs) in overall.items():
+        share = {k: 100 * parts[k] / secs if secs > 0 else 0.0 for k in PARTS}
+        what = (f"{dom[0]} dominates ({share[dom[0]]:.0f}% of search time)" if len(dom) == 1 else
+                f"{dom[0]} and {dom[1]} share it ({share[dom[0]]:.0f}% / {share[dom[1]]:.0f}% of search time)")
+        rest = ", ".join(f"{k} {share[k]:.0f}%" for k in PARTS if k not in dom)
+        print(f"{alg}: {us:.0f} us/state overall, {us / REFERENCE_US:.0f}x the C++ reference's {REFERENCE_US:.0f} us; "
+              f"{what}; {rest}")
+    print(f"(pipeline features, once per pipeline before the searches: {pipe_feat_s:.2f} s in all, not counted)")
+    if errors:
+        print(f"\n{len(errors)} failure(s):")
+        for name, what, msg in errors:
+            print(f"  {name} {what}: {msg}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,323 @@
+"""The search space: adams2019 §3.1's decision sequence over partial LoopNests.
+
+Funcs are decided from the outputs back to the inputs, two decisions each:
+  0. where to compute it — inlined; at root; or at any level of a (computed) stage that reads it, with its
+     own loops tiled so that its producers can later be computed inside those tiles, optionally with its
+     storage one level further out (a sliding window along that level's single moving loop). One branch per
+     vectorizable dimension (extent >= the native vector width; outputs vectorize their stride-1 x).
+  1. for a Func computed at root: its parallel outer tiling (cores <= tasks <= 16 x cores, least idle-core
+     wastage) and an inner tiling, or serial. Other Funcs skip this decision.
+schedlab chooses a Func's own tilings when the Func is placed (Halide retiles a consumer when a producer
+is computed inside it); the set of reachable LoopNests is the same up to the tilings offered.
+
+Every state holds its LoopNest, its plan and its features, derived incrementally from the parent's
+(Plan.extend, featurize's memoized stages), so a successor costs one placement and the re-featurization
+of the stages the decision can affect. Pruning (adams2019 §3.2): regions that do not shrink are not
+descended into, points computed plus inlined calls beyond 10x the minimum are rejected except for
+wrapper stages (pure copies), as are 256 inlined calls per point; tilings follow scheduler.tilings.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from featurize.algorithm import access_classes
+from featurize.schedule import schedule_features
+from featurize.schema import SCHEDULE_INDEX
+from ir.builder import FuncDecision, ScheduleBuilder, StageSpec, readers
+from ir.errors import SchedlabError, ScheduleError
+from ir.loopnest import LoopNest
+from ir.plan import Plan
+from ir.target import CpuTarget, get_target
+
+from . import tilings
+
+MAX_RECOMPUTE = 10.0  # adams2019 §3.2: points computed <= 10 x the minimum (wrappers exempt)
+MAX_INLINED_CALLS = 256  # calls to an inlined Func per point it must compute
+AT_TILINGS = 3  # own tilings offered to a Func computed at a consumer's level (besides none)
+ROOT_TILINGS = 4  # inner tilings offered per parallel tiling of a root Func (besides none)
+
+_TOTAL = SCHEDULE_INDEX["points_computed_total"]
+_MINIMUM = SCHEDULE_INDEX["points_computed_minimum"]
+_INLINED = SCHEDULE_INDEX["inlined_calls"]
+
+
+class SearchError(SchedlabError):
+    """The search found no legal schedule, or was asked something it cannot do."""
+
+
+@dataclass(eq=False)
+class State:
+    """A partial schedule: the first `num_decisions` of the 2N decisions taken."""
+
+    tree: LoopNest
+    plan: Plan
+    features: dict[tuple[str, int], np.ndarray]  # (func, stage) -> float32[39], scheduled stages only
+    num_decisions: int = 0
+    decisions: tuple[tuple[str, FuncDecision], ...] = ()  # per decided Func, as applied (root: with its tiling)
+    inlined: frozenset[str] = frozenset()
+    pending: frozenset[str] = frozenset()  # root Funcs whose parallel tiling is still to be chosen
+    parent: State | None = None
+    cost: float = 0.0
+    stage_costs: dict[tuple[str, int], float] | None = None
+    penalized: bool = False
+    order: int = 0  # tie-breaker: creation order, so that equal costs sort deterministically
+
+    def decision(self, func: str) -> FuncDecision | None:
+        for f, d in reversed(self.decisions):
+            if f == func:
+                return d
+        return None
+
+    def ancestors(self):
+        s: State | None = self
+        while s is not None:
+            yield s
+            s = s.parent
+
+
+@dataclass(eq=False)
+class Candidate:
+    """A child before planning: the decision (None: phase 1 passed on) and the LoopNest it gives."""
+
+    parent: State
+    func: str
+    decision: FuncDecision | None
+    tree: LoopNest
+    pending: frozenset[str]
+
+
+@dataclass
+class Timing:
+    """Where search time goes (benchmarks/search_speed.py): placing and planning, featurizing, the model."""
+
+    enumerate_s: float = 0.0
+    featurize_s: float = 0.0
+    model_s: float = 0.0
+
+
+@dataclass
+class SpaceOptions:
+    """What the space offers; the hierarchical search's freezing pre-pass narrows it."""
+
+    root_or_inline_only: bool = False  # anderson2021 §6.5's pre-pass: only inline or compute_root
+    frozen: dict[str, FuncDecision] = field(default_factory=dict)  # Funcs whose decision is fixed
+
+
+class SearchSpace:
+    def __init__(self, pipeline, target="host", options: SpaceOptions | None = None):
+        self.pipeline = pipeline
+        self.dag = pipeline.dag
+        self.target: CpuTarget = get_target(target)
+        if self.target.kind != "cpu":
+            raise SearchError(f"the scheduler searches CPU schedules; {self.target.name} is a "
+                              f"{self.target.kind} target")
+        self.options = options or SpaceOptions()
+        self.builder = ScheduleBuilder(pipeline, self.target)
+        self.nodes = list(self.dag.nodes)
+        self.total_decisions = 2 * len(self.nodes)
+        self.stage_keys = [(n.name, s.index) for n in self.nodes for s in n.stages]
+        self._must_inline = {n.name for n in self.nodes if _must_inline(self.dag, n)}
+        self._wrappers = {n.name for n in self.nodes if _is_wrapper(n)}
+        self._counter = 0
+        self.timing = Timing()
+
+    # -- states ----------------------------------------------------------------------------------
+
+    def initial(self) -> State:
+        tree = LoopNest()
+        return State(tree, Plan(self.dag, tree, self.target, complete=False), {})
+
+    def is_complete(self, s: State) -> bool:
+        return s.num_decisions >= self.total_decisions
+
+    def func_of(self, s: State):
+        return self.nodes[s.num_decisions // 2]
+
+    def expand(self, s: State) -> list[State]:
+        """The legal children of `s`, featurized, not yet scored."""
+        out = (self.realize(c) for c in self.successors(s))
+        return [c for c in out if c is not None]
+
+    def successors(self, s: State, shortcuts: bool = True) -> list[Candidate]:
+        """The children of `s` as placed LoopNests, not yet planned or featurized: what hierarchical
+        sampling buckets by structural hash before paying for the rest."""
+        if self.is_complete(s):
+            return []
+        node = self.func_of(s)
+        if s.num_decisions % 2 == 0:
+            out = self._place_options(s, node, shortcuts)
+        elif node.name not in s.pending:  # phase 1 applies to root Funcs only: pass the decision on
+            out = [Candidate(s, node.name, None, s.tree, s.pending)]
+        else:
+            out = self._parallel_options(s, node)
+        return [c for c in out if c is not None]
+
+    def realize(self, c: Candidate) -> State | None:
+        """Plan and featurize a candidate; None when it is illegal or pruned."""
+        s = c.parent
+        self._counter += 1
+        if c.decision is None:
+            return State(s.tree, s.plan, s.features, s.num_decisions + 1, s.decisions, s.inlined, s.pending,
+                         parent=s, cost=s.cost, stage_costs=s.stage_costs, order=self._counter)
+        t0 = time.perf_counter()
+        try:
+            plan = Plan.extend(s.plan, c.tree)
+        except ScheduleError:
+            self.timing.enumerate_s += time.perf_counter() - t0
+            return None
+        t1 = time.perf_counter()
+        self.timing.enumerate_s += t1 - t0
+        feats = schedule_features(plan, self.target, c.pending, parent=s.features)
+        self.timing.featurize_s += time.perf_counter() - t1
+        if not self._acceptable(feats, plan.changed or set()):
+            return None
+        decisions = tuple((f, x) for f, x in s.decisions if f != c.func) + ((c.func, c.decision),)
+        inlined = s.inlined | {c.func} if c.decision.kind == "inline" else s.inlined
+        return State(c.tree, plan, feats, s.num_decisions + 1, decisions, inlined, c.pending, parent=s,
+                     order=self._counter)
+
+    def _try(self, s: State, func: str, d: FuncDecision, *, base: State | None = None,
+             pending: frozenset[str] | None = None) -> Candidate | None:
+        """Decision `d` for `func` placed on `base` (default `s`); None when it cannot be placed."""
+        base = base or s
+        t0 = time.perf_counter()
+        try:
+            tree = self.builder.place(base.tree, func, d, base.inlined, plan=base.plan)
+        except ScheduleError:
+            return None
+        finally:
+            self.timing.enumerate_s += time.perf_counter() - t0
+        return Candidate(s, func, d, tree, s.pending if pending is None else pending)
+
+    def _acceptable(self, feats, changed) -> bool:
+        """adams2019's calculate_cost rejections: points computed plus inlined calls beyond 10x the minimum
+        (wrappers exempt), or 256 inlined calls per point needed."""
+        for (func, stage), v in feats.items():
+            if func not in changed:
+                continue
+            minimum = max(float(v[_MINIMUM]), 1.0)
+            if v[_INLINED] >= MAX_INLINED_CALLS * minimum:
+                return False
+            if func not in self._wrappers and v[_TOTAL] + v[_INLINED] > MAX_RECOMPUTE * minimum:
+                return False
+        return True
+
+    # -- decision 0: where to compute ------------------------------------------------------------
+
+    def _place_options(self, s: State, node, shortcuts: bool = True) -> list[Candidate | None]:
+        frozen = self.options.frozen.get(node.name)
+        if frozen is not None:
+            return [self._try(s, node.name, frozen, pending=s.pending - {node.name})]
+        out: list[Candidate | None] = []
+        if node.inlinable:
+            out.append(self._try(s, node.name, FuncDecision("inline")))
+            if shortcuts and node.name in self._must_inline:
+                return out
+        for v in self._vector_choices(node, [node.region_extent(d) for d in range(node.dimensions)]):
+            out.append(self._try(s, node.name, FuncDecision("root", specs={0: StageSpec(vectorize=v)}),
+                                 pending=s.pending | {node.name}))
+        if not self.options.root_or_inline_only and not node.is_output:
+            out.extend(self._compute_at_options(s, node))
+        return out
+
+    def _compute_at_options(self, s: State, node) -> list[Candidate | None]:
+        out: list[Candidate | None] = []
+        tiled = any(p in self.dag and p not in self._must_inline for p in node.producers)
+        for consumer, cstage in sorted(readers(self.dag, node.name, set(s.inlined))):
+            try:
+                chain = s.tree.find_chain(consumer, cstage)
+            except KeyError:
+                continue
+            previous = None
+            for level in range(len(chain) - 1):
+                region = s.plan.region_at(node.name, chain[level])
+                if region is None:
+                    continue
+                ext = [Plan._extent(lo, hi, node.region_extent(k)) for k, (lo, hi) in enumerate(region)]
+                if ext == previous:  # descending here does not shrink what is computed
+                    continue
+                previous = ext
+                for v in self._vector_choices(node, ext):
+                    vd, width = self._vector(node, v)
+                    own = [None] + (tilings.inner_tilings(ext, vd, width, AT_TILINGS) if tiled else [])
+                    for tile in own:
+                        spec = self._spec(node, v, [tile] if tile else [], parallel=False)
+                        out.append(self._try(s, node.name, FuncDecision("at", consumer, cstage, level,
+                                                                        specs={0: spec})))
+                    if self._can_slide(node, chain[level], vd):
+                        d = FuncDecision("at", consumer, cstage, level, level - 1,
+                                         specs={0: StageSpec(vectorize=v)})
+                        out.append(self._try(s, node.name, d))
+        return out
+
+    def _can_slide(self, node, level: LoopNest, vector_dim: int) -> bool:
+        moving = [j for j, k in enumerate(level.size) if k > 1]
+        return len(node.stages) == 1 and len(moving) == 1
+
+    # -- decision 1: parallel tiling of a root Func ----------------------------------------------
+
+    def _parallel_options(self, s: State, node) -> list[Candidate | None]:
+        placed = s.decision(node.name)
+        assert placed is not None and s.parent is not None
+        v = placed.specs[0].vectorize
+        vd, width = self._vector(node, v)
+        ext = [node.region_extent(d) for d in range(node.dimensions)]
+        tiled = any(p in self.dag and p not in self._must_inline for p in node.producers)
+        out: list[Candidate | None] = []
+        for par in tilings.parallel_tilings(ext, self.target.cores, vd, width) + [None]:
+            task = list(par.outer) if par else ext
+            inner = tilings.inner_tilings(task, vd, width, ROOT_TILINGS) if tiled else []
+            for tile in [None] + inner:
+                tiles = ([par.outer] if par else []) + ([tile] if tile else [])
+                spec = self._spec(node, v, tiles, parallel=par is not None)
+                out.append(self._try(s, node.name, FuncDecision("root", specs={0: spec}), base=s.parent,
+                                     pending=s.pending - {node.name}))
+        return out
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _vector_choices(self, node, extents: list[int]) -> list[str | None]:
+        w = self.target.natural_vector_size(node.type)
+        dims = [0] if node.is_output else range(node.dimensions)
+        out = [node.dims[d] for d in dims if extents[d] >= w]
+        return out or [None]
+
+    def _vector(self, node, v: str | None) -> tuple[int, int]:
+        if v is None:
+            return -1, 1
+        return node.dims.index(v), self.target.natural_vector_size(node.type)
+
+    def _spec(self, node, v: str | None, tiles: list[tuple[int, ...]], parallel: bool) -> StageSpec:
+        """A stage spec from tile extents per dimension (outermost first), with the unroll heuristic."""
+        vd = node.dims.index(v) if v is not None else -1
+        spec = StageSpec(tiles=[dict(zip(node.dims, t)) for t in tiles], vectorize=v, parallel=parallel)
+        if tiles:
+            last = list(tiles[-1])
+            if vd >= 0:
+                last[vd] = 1
+            spec.unroll = {node.dims[d]: k for d, k in tilings.unroll_extents(tuple(last), vd).items()}
+        return spec
+
+
+def _is_wrapper(node) -> bool:
+    """A single pure definition that only copies (or casts) one call: exempt from the recompute limit."""
+    if len(node.stages) != 1:
+        return False
+    s = node.stages[0]
+    ops = {k: v for k, v in s.op_histogram.items() if v}
+    calls = sum(ops.get(k, 0) for k in ("FuncCall", "ImageCall"))
+    return calls == 1 and set(ops) <= {"FuncCall", "ImageCall", "Cast", "Variable", "Const"}
+
+
+def _must_inline(dag, node) -> bool:
+    """adams2019's shortcut: a pointwise Func with one pointwise consumer and pointwise producers."""
+    if not node.inlinable or len(node.consumers) != 1:
+        return False
+    uses = [a for _, a in dag.accesses_to(node.name)]
+    own = [a for a in node.stages[0].accesses]
+    return all(a.jacobian is not None and access_classes(a.jacobian)["pointwise"] for a in uses + own)
+

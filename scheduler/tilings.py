@@ -1,0 +1,91 @@
+"""Tile sizes the search may choose (adams2019 §3.2, Halide's `generate_tilings`).
+
+Inner tile extents are log-spaced (1, 2, 4, ...) per dimension and the full extent; a size whose last tile
+would waste more than 1/7 of the work to rounding is dropped; when the combinations across dimensions are
+too many, every other power of two is dropped (coarser spacing) until they fit. Parallel tilings are
+judged by their task count: between the core count and 16 x cores, ordered by idle-core wastage.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+MAX_TILINGS = 16  # inner tilings kept per Func (Halide: 100 x factor before coarsening; ours feed a beam)
+MAX_PARALLEL = 4  # parallel tilings kept per root Func, the least idle-core wastage first
+MAX_IDLE_WASTAGE = 1.2  # adams2019: take options until the wastage exceeds this
+UNROLL_LIMIT = 12  # adams2019 §3.3: unroll innermost pure loops whose total extent is at most this
+
+
+def _sizes(extent: int, multiple: int, stride: int) -> list[int]:
+    """Log-spaced tile extents for one dimension, multiples of `multiple`, that round with little waste."""
+    out = []
+    s = multiple
+    k = 0
+    while s < extent:
+        count = -(-extent // s)
+        if k % stride == 0 and s * count * 7 <= extent * 8:
+            out.append(s)
+        s *= 2
+        k += 1
+    out.append(extent)
+    return out
+
+
+def inner_tilings(extents: list[int], vector_dim: int = -1, vector_width: int = 1,
+                  limit: int = MAX_TILINGS) -> list[tuple[int, ...]]:
+    """Inner tile extents over `extents` (one per pure dimension), excluding the trivial ones (the whole
+    region, or single points). The vectorized dimension keeps whole vectors."""
+    stride = 1
+    while True:
+        per_dim = [_sizes(e, vector_width if d == vector_dim else 1, stride) for d, e in enumerate(extents)]
+        combos = [t for t in itertools.product(*per_dim)
+                  if list(t) != list(extents) and any(s > 1 for s in t)]
+        if len(combos) <= limit or stride > 8:
+            break
+        stride *= 2
+    if len(combos) > limit:  # still too many on many dimensions: keep an even spread
+        step = len(combos) / limit
+        combos = [combos[int(i * step)] for i in range(limit)]
+    return combos
+
+
+@dataclass(frozen=True)
+class ParallelTiling:
+    outer: tuple[int, ...]  # tile extents of the parallel outermost level
+    tasks: int
+    idle_core_wastage: float
+
+
+def parallel_tilings(extents: list[int], cores: int, vector_dim: int = -1, vector_width: int = 1,
+                     limit: int = MAX_PARALLEL) -> list[ParallelTiling]:
+    """Outer tilings into parallel tasks, cores <= tasks <= 16 x cores, least idle-core wastage first.
+
+    Outer dimensions (the last) are split first, as Halide parallelizes the outermost loops; the vectorized
+    dimension keeps whole vectors in each task."""
+    per_dim = []
+    for d, e in enumerate(extents):
+        m = vector_width if d == vector_dim else 1
+        per_dim.append(sorted({e} | {s for s in _sizes(e, m, 1)}))
+    out = []
+    for t in itertools.product(*per_dim):
+        tasks = math.prod(-(-e // s) for e, s in zip(extents, t))
+        if not cores <= tasks <= 16 * cores:
+            continue
+        per_core = tasks / cores
+        wastage = math.ceil(per_core) / per_core
+        if wastage > MAX_IDLE_WASTAGE:
+            continue
+        out.append(ParallelTiling(tuple(t), tasks, wastage))
+    # least wastage, then fewer tasks (less overhead), then splitting outer dimensions rather than x
+    out.sort(key=lambda p: (round(p.idle_core_wastage, 3), p.tasks, [-s for s in p.outer[:1]]))
+    return out[:limit]
+
+
+def unroll_extents(tile: tuple[int, ...], vector_dim: int) -> dict[int, int]:
+    """adams2019 §3.3: the innermost tile's non-vector dimensions are unrolled when their product is small."""
+    dims = {d: s for d, s in enumerate(tile) if d != vector_dim and s > 1}
+    if dims and math.prod(dims.values()) <= UNROLL_LIMIT:
+        return dims
+    return {}

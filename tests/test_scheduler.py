@@ -1,0 +1,230 @@
+"""The scheduler: tilings, the search space, cost models, every algorithm and mode, the API and CLI.
+
+The central property: every schedule any algorithm returns is valid and compiles (numba) to the
+interpreter's output, over the app suite and random pipelines."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import backends
+import ir
+from backends import Protocol
+from generator.apps import get_app
+from generator.random_pipeline import generate
+from ir.builder import FuncDecision
+from ir.errors import SchedlabError
+from ir.target import get_target
+from scheduler import SearchError, autoschedule, tilings
+from scheduler.cost import AnalyticalModel, LearnedModel, RandomModel, load_model
+from scheduler.search import BeamSearch, SearchConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+CHECK_ONLY = Protocol(warmup=0, min_samples=1, max_samples=1, min_seconds=0, max_seconds=0, sample_seconds=0,
+                      timeout=120)
+FAST = {"beam_size": 4, "passes": 2}
+
+
+def assert_correct(pipeline, loopnest):  # also used by test_scheduler_apps
+    """Valid, compiles, and equals the interpreter (bit-exact for integers)."""
+    loopnest.validate(pipeline)
+    inputs = pipeline.random_inputs(1)
+    with np.errstate(all="ignore"):
+        expected = ir.interpret(pipeline, inputs)
+    m = backends.measure(backends.compile(pipeline, loopnest), inputs, CHECK_ONLY, expected=expected)
+    assert m.status == "ok", f"{pipeline.name}: {m.status} {m.error}\n{loopnest.to_str(pipeline)}"
+
+
+# -- tilings ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("extents,vd,w", [([64, 48], 0, 16), ([7, 300, 3], 1, 8), ([1000], -1, 1), ([5, 5], -1, 1)])
+def test_inner_tilings(extents, vd, w):
+    ts = tilings.inner_tilings(extents, vd, w)
+    assert ts and len(ts) <= tilings.MAX_TILINGS and len(set(ts)) == len(ts)
+    for t in ts:
+        assert list(t) != extents and any(s > 1 for s in t)
+        assert all(1 <= s <= e for s, e in zip(t, extents))
+        if vd >= 0:
+            assert t[vd] % w == 0 or t[vd] == extents[vd]
+
+
+@pytest.mark.parametrize("cores", [2, 8, 16])
+def test_parallel_tilings_respect_task_counts(cores):
+    ts = tilings.parallel_tilings([1536, 2560, 3], cores, 0, 16)
+    assert ts
+    for t in ts:
+        assert cores <= t.tasks <= 16 * cores and t.idle_core_wastage <= tilings.MAX_IDLE_WASTAGE
+        assert t.tasks == math.prod(-(-e // s) for e, s in zip([1536, 2560, 3], t.outer))
+        assert t.outer[0] % 16 == 0 or t.outer[0] == 1536
+    assert [t.idle_core_wastage for t in ts] == sorted(t.idle_core_wastage for t in ts)
+    assert tilings.parallel_tilings([3, 2], 16) == []  # too small to keep 16 cores busy
+
+
+def test_unroll_heuristic():
+    assert tilings.unroll_extents((16, 3, 2), 0) == {1: 3, 2: 2}
+    assert tilings.unroll_extents((16, 4, 4), 0) == {}  # 16 > 12
+    assert tilings.unroll_extents((16, 1), 0) == {}
+
+
+# -- correctness over apps and random pipelines ------------------------------------------------
+
+
+RANDOM_SEEDS = (11, 12, 13, 14, 15)
+
+
+@pytest.mark.parametrize("seed", RANDOM_SEEDS)
+def test_every_algorithm_on_random_pipelines_is_correct(seed):
+    p = generate(seed, max_stages=8, output_size=(40, 24, 3)).pipeline
+    seen = set()
+    for algorithm, model in (("greedy", "random:1"), ("beam", "analytical"), ("hierarchical", "random:2"),
+                             ("dropout", "random:3")):
+        s = autoschedule(p, model=model, algorithm=algorithm, seed=seed, dropout=20, **FAST)
+        if s.loopnest.fingerprint not in seen:
+            seen.add(s.loopnest.fingerprint)
+            assert_correct(p, s.loopnest)
+
+
+def test_incremental_features_equal_a_fresh_featurization():
+    """What the search scored is what featurize computes from scratch for the final LoopNest."""
+    from featurize import featurize
+
+    p = get_app("harris").build("small")
+    res = BeamSearch(p, get_target("host"), AnalyticalModel(get_target("host")), SearchConfig(beam_size=4,
+                                                                                              passes=2)).run()
+    for s in res.finals[:3]:
+        f = featurize(p, s.tree, "host")
+        assert sorted(f.stages) == sorted(s.features)
+        for k, row in zip(f.stages, f.schedule):
+            np.testing.assert_allclose(s.features[k], row, rtol=1e-5, err_msg=str(k))
+
+
+# -- determinism and errors --------------------------------------------------------------------
+
+
+def test_same_seed_same_schedule():
+    p = generate(21, max_stages=8, output_size=(40, 24, 3)).pipeline
+    for alg in ("beam", "hierarchical", "dropout"):
+        a = autoschedule(p, model="random:5", algorithm=alg, seed=4, dropout=10, **FAST)
+        b = autoschedule(p, model="random:5", algorithm=alg, seed=4, dropout=10, **FAST)
+        assert a.loopnest.fingerprint == b.loopnest.fingerprint, alg
+    walks = {autoschedule(p, model="random:5", algorithm="dropout", seed=k, dropout=1).loopnest.fingerprint
+             for k in range(4)}
+    assert len(walks) > 1  # dropout does sample
+
+
+def test_no_legal_schedule_is_a_clear_error():
+    p = get_app("unsharp").build("small")
+    # a partial schedule nothing can complete: gray at a level of a Func that is computed nowhere
+    bad = {"gray": FuncDecision("at", "blur_y", 0, 5)}
+    with pytest.raises(SearchError, match="no legal schedule exists for pipeline 'unsharp'"):
+        autoschedule(p, model="analytical", algorithm="greedy", partial=bad)
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"algorithm": "annealing"}, "unknown algorithm 'annealing'"),
+    ({"mode": "best"}, "unknown mode 'best'"),
+    ({"beam_size": 0}, "beam_size must be at least 1"),
+    ({"model": "random:abc"}, "write random:<integer seed>"),
+    ({"model": 3}, "model must be"),
+    ({"target": "h200"}, "CPU schedules"),
+    ({"target": "h100"}, "unknown target .h100."),
+])
+def test_bad_arguments(kw, match):
+    p = get_app("blur").build("small")
+    with pytest.raises(SchedlabError, match=match):
+        autoschedule(p, **{"model": "analytical", **kw})
+
+
+def test_unregistered_model_uri_is_one_line(tmp_path):
+    p = get_app("blur").build("small")
+    db = tmp_path / "m.db"
+    with pytest.raises(SearchError, match="no MLflow store"):
+        autoschedule(p, model="models:/schedlab-host@champion", tracking=f"sqlite:///{db}")
+    # "champion" is the documented fallback while no model is registered
+    s = autoschedule(p, model="champion", tracking=f"sqlite:///{db}", algorithm="greedy")
+    assert s.stats.model == "analytical"
+
+
+# -- cost models -------------------------------------------------------------------------------
+
+
+def test_learned_model_from_a_checkpoint_scores_like_the_network(tmp_path):
+    import torch
+
+    from featurize import featurize
+    from train.model import ModelConfig, build_model, save_checkpoint_dict
+
+    net = build_model(ModelConfig(kind="hybrid"), seed=7)
+    path = tmp_path / "model.pt"
+    torch.save(save_checkpoint_dict(net), path)
+    model = load_model(str(path), get_target("host"))
+    assert isinstance(model, LearnedModel)
+    p = get_app("unsharp").build("small")
+    s = autoschedule(p, model=model, algorithm="greedy")
+    f = featurize(p, s.loopnest, "host")
+    assert s.predicted_cost == pytest.approx(float(net.predict(f.pipeline, f.schedule)[0]), rel=1e-5)
+
+
+def test_random_models_differ_by_seed_and_analytical_needs_no_training():
+    p = get_app("harris").build("small")
+    tgt = get_target("host")
+    res = BeamSearch(p, tgt, AnalyticalModel(tgt), SearchConfig(beam_size=2, passes=1)).run()
+    states = res.finals
+    a = RandomModel(1).score(p.dag, states)
+    b = RandomModel(2).score(p.dag, states)
+    assert np.all(a > 0) and not np.allclose(a, b)
+    c = AnalyticalModel(tgt).score(p.dag, states)
+    assert np.all(c > 0) and c[0] == pytest.approx(states[0].cost)
+
+
+def test_top_k_and_autotune_return_the_fastest_measured():
+    p = get_app("unsharp").build("small")
+    s = autoschedule(p, model="random:3", algorithm="beam", mode="top-k", k=3, **FAST)
+    assert len(s.stats.measured) == 3 and s.measured_runtime == min(s.stats.measured.values())
+    assert s.stats.measured[s.loopnest.fingerprint] == s.measured_runtime
+    t = autoschedule(p, model="random:3", algorithm="beam", mode="autotune", rounds=1, samples=3, **FAST)
+    beam = autoschedule(p, model="random:3", algorithm="beam", **FAST)
+    assert beam.loopnest.fingerprint in t.stats.measured  # the beam result was benchmarked too
+    assert t.measured_runtime == min(t.stats.measured.values()) <= t.stats.measured[beam.loopnest.fingerprint]
+    assert_correct(p, t.loopnest)
+
+
+# -- API and CLI -------------------------------------------------------------------------------
+
+
+def test_importing_scheduler_is_light():
+    code = ("import sys, scheduler; from scheduler import autoschedule; "
+            "print(sorted(m for m in ('ray', 'lightning', 'mlflow', 'pytorch_lightning') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_schedule_object():
+    p = get_app("blur").build("small")
+    s = autoschedule(p, model="analytical", algorithm="greedy")
+    assert "compute blur_y" in s.text and str(s) == s.text
+    assert s.stats.seconds > 0 and s.stats.us_per_state > 0 and "states in" in str(s.stats)
+    k = s.compile()
+    inputs = p.random_inputs(2)
+    out = k(inputs)
+    ref = ir.interpret(p, inputs)
+    for name in ref:
+        np.testing.assert_array_equal(out[name], ref[name])
+
+
+def test_cli_prints_schedule_cost_and_measurement():
+    out = subprocess.run([sys.executable, "-m", "scheduler", "--app", "blur", "--algorithm", "greedy",
+                          "--model", "analytical", "--measure"], capture_output=True, text=True, cwd=ROOT,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    assert "predicted cost:" in out.stdout and "naive schedule:" in out.stdout and "speedup" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "scheduler", "--app", "blur", "--model", "random:x"],
+                         capture_output=True, text=True, cwd=ROOT, check=False)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "random:<integer seed>" in bad.stderr
