@@ -17,11 +17,11 @@ __all__ = ["BeamSearch", "Schedule", "SearchConfig", "SearchError", "SearchSpace
 
 
 def __getattr__(name):
-    if name in ("autoschedule", "Schedule", "SearchStats"):
+    if name in ("autoschedule", "Schedule"):
         from . import api
 
         return getattr(api, name)
-    if name in ("BeamSearch", "SearchConfig", "SearchResult"):
+    if name in ("BeamSearch", "SearchConfig", "SearchResult", "SearchStats"):
         from . import search
 
         return getattr(search, name)

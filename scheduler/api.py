@@ -2,40 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 from ir.loopnest import LoopNest
 from ir.target import get_target
 
 from .cost import load_model
-from .search import BeamSearch, SearchConfig, SearchResult
+from .search import BeamSearch, SearchConfig, SearchResult, SearchStats
 from .space import SearchError
 
 ALGORITHMS = ("greedy", "beam", "hierarchical", "dropout")
 MODES = ("one-shot", "top-k", "autotune")
-
-
-@dataclass
-class SearchStats:
-    algorithm: str
-    model: str
-    states_evaluated: int
-    seconds: float
-    enumerate_s: float
-    featurize_s: float
-    model_s: float
-    passes: int
-    frozen: list[str] = field(default_factory=list)
-    measured: dict[str, float] = field(default_factory=dict)  # top-k / autotune: fingerprint -> seconds
-
-    @property
-    def us_per_state(self) -> float:
-        return 1e6 * self.seconds / max(1, self.states_evaluated)
-
-    def __str__(self) -> str:
-        return (f"{self.algorithm} with {self.model}: {self.states_evaluated} states in {self.seconds:.2f} s "
-                f"({self.us_per_state:.0f} us/state: enumerate {self.enumerate_s:.2f} s, featurize "
-                f"{self.featurize_s:.2f} s, model {self.model_s:.2f} s)")
 
 
 @dataclass
@@ -109,6 +86,4 @@ def search_config(algorithm: str, beam_size: int, passes: int, seed: int, dropou
 
 def _schedule(pipeline, tgt, result: SearchResult, algorithm: str, model: str, state=None) -> Schedule:
     best = state or result.best
-    stats = SearchStats(algorithm, model, result.states_evaluated, result.seconds, result.enumerate_s,
-                        result.featurize_s, result.model_s, result.passes, result.frozen)
-    return Schedule(pipeline, best.tree, best.cost, tgt, stats)
+    return Schedule(pipeline, best.tree, best.cost, tgt, replace(result.stats, algorithm=algorithm, model=model))

@@ -78,7 +78,7 @@ def autotune(schedule, cost_model, config: SearchConfig, rounds: int = 2, sample
         for i in range(samples):
             cfg = SearchConfig(beam_size=1, passes=1, seed=config.seed * 100003 + r * 1009 + i, dropout=1.0)
             res = BeamSearch(p, tgt, model, cfg).run()
-            evaluated += res.states_evaluated
+            evaluated += res.stats.states_evaluated
             s = res.best
             if s.tree.fingerprint in measured:
                 continue

@@ -49,16 +49,33 @@ class SearchConfig:
 
 
 @dataclass
-class SearchResult:
-    best: State
-    finals: list[State]  # every distinct complete state any pass ended with, cheapest first
+class SearchStats:
     states_evaluated: int
     seconds: float
     enumerate_s: float
     featurize_s: float
     model_s: float
     passes: int
-    frozen: list[str] = field(default_factory=list)
+    frozen: list[str] = field(default_factory=list)  # Funcs the freezing pre-pass fixed
+    algorithm: str = "beam"
+    model: str = ""
+    measured: dict[str, float] = field(default_factory=dict)  # top-k / autotune: fingerprint -> seconds
+
+    @property
+    def us_per_state(self) -> float:
+        return 1e6 * self.seconds / max(1, self.states_evaluated)
+
+    def __str__(self) -> str:
+        return (f"{self.algorithm} with {self.model}: {self.states_evaluated} states in {self.seconds:.2f} s "
+                f"({self.us_per_state:.0f} us/state: enumerate {self.enumerate_s:.2f} s, featurize "
+                f"{self.featurize_s:.2f} s, model {self.model_s:.2f} s)")
+
+
+@dataclass
+class SearchResult:
+    best: State
+    finals: list[State]  # every distinct complete state any pass ended with, cheapest first
+    stats: SearchStats
 
 
 class BeamSearch:
@@ -102,9 +119,10 @@ class BeamSearch:
             raise SearchError(f"no legal schedule exists for pipeline {self.pipeline.name!r} on "
                               f"{space.target.name}: every candidate was illegal or pruned")
         timing = [s.timing for s in spaces]
-        return SearchResult(finals[0], finals, self.evaluated, time.perf_counter() - t0,
-                            sum(t.enumerate_s for t in timing), sum(t.featurize_s for t in timing),
-                            sum(t.model_s for t in timing), passes, frozen)
+        stats = SearchStats(self.evaluated, time.perf_counter() - t0, sum(t.enumerate_s for t in timing),
+                            sum(t.featurize_s for t in timing), sum(t.model_s for t in timing), passes, frozen,
+                            model=self.model.name)
+        return SearchResult(finals[0], finals, stats)
 
     # -- one pass --------------------------------------------------------------------------------
 
