@@ -20,7 +20,8 @@ from .test_scheduler import FAST, assert_correct
 @pytest.mark.parametrize("app", sorted(APPS))
 def test_beam_schedules_of_every_app_are_correct(app):
     p = get_app(app).build("small")
-    s = autoschedule(p, model="analytical", algorithm="beam", **FAST)
+    big = len(p.dag.nodes) > 16  # local_laplacian, lens_blur, camera_pipe, stencil_chain, interpolate
+    s = autoschedule(p, model="analytical", algorithm="beam", **({"beam_size": 2, "passes": 2} if big else FAST))
     assert s.stats.states_evaluated > 0 and s.predicted_cost > 0
     assert_correct(p, s.loopnest)
 
