@@ -145,6 +145,11 @@ def _scalar(hint, value, key: str):
     if hint is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
+        if isinstance(value, str):  # YAML 1.1 reads 1e-3 (no dot) as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
         raise ConfigError(f"config key {key!r} must be a number, got {value!r}")
     if hint is str:
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):

@@ -39,6 +39,7 @@ def test_yaml_then_overrides(tmp_path):
     assert c == Outer(name="from-file", kind="b", steps=7, enabled=True, sizes=(4, 8, 16), inner=Inner(16, 2.0))
     assert load_config(Outer, f, ["uri=sqlite:////tmp/m.db"]).uri == "sqlite:////tmp/m.db"
     assert load_config(Outer, f, ["uri=null"]).uri is None
+    assert load_config(Outer, f, ["inner.scale=1e-3"]).inner.scale == 0.001  # YAML 1.1 reads this as a string
     assert flat_items(c)["inner.width"] == 16 and flat_items(c)["kind"] == "b"
 
 
