@@ -2,8 +2,9 @@
 benchmarked with numba), Lightning training, MLflow logging and registration, the registry round trip in
 a fresh process, resume, the mlp/ranking variant, and the command line's one-line errors.
 
-The dataset (20 pipelines x 12 schedules of up to 3 stages at 32 x 24 x 3) takes a few minutes to
-generate; TRAIN_TEST_DATA=<dir> reuses one generated earlier while iterating on the training code.
+The dataset (32 random pipelines x 10 schedules of up to 3 stages at 32 x 24 x 3; some seeds give the same
+pipeline, so about 29 remain, 30 % of them held out for validation) takes a few minutes to generate, nearly
+all of it compiling; TRAIN_TEST_DATA=<dir> reuses one generated earlier while iterating on the training code.
 """
 
 from __future__ import annotations
@@ -23,8 +24,13 @@ from ir.config import load_config
 from train.config import TrainConfig
 
 ROOT = Path(__file__).resolve().parent.parent
-PIPELINES = 20  # two batches of 10, generated on two workers at once
-SCHEDULES = 12
+PIPELINES = 32  # two batches of 16, generated on two workers at once
+SCHEDULES = 10
+VAL_FRACTION = 0.3  # ~9-11 validation pipelines: fewer make the validation metrics too noisy to compare
+# The hybrid model is trained with the ranking loss here: measured runtimes on a loaded machine are noisy
+# (parallel schedules most), and Halide's relative-throughput loss, which only looks at schedules near the
+# fastest, then barely improves the order of the rest (pairwise accuracy) over a random initialization.
+HYBRID = ("loss=pairwise_rank", "weight_decay=0.001")
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +56,8 @@ def env(tmp_path_factory):
 
 def config(dataset, env, *overrides) -> TrainConfig:
     return load_config(TrainConfig, ROOT / "conf" / "train.yaml",
-                       [f"data={dataset}", "target=host", "epochs=40", "val_fraction=0.25", "progress=false",
+                       [f"data={dataset}", "target=host", "epochs=40", f"val_fraction={VAL_FRACTION}",
+                        "progress=false",
                         f"tracking_uri={env['tracking_uri']}", f"checkpoint_dir={env['checkpoint_dir']}",
                         *overrides])
 
@@ -59,29 +66,33 @@ def config(dataset, env, *overrides) -> TrainConfig:
 def hybrid(dataset, env):
     from train.run import train
 
-    return train(config(dataset, env, "promote=true"))
+    return train(config(dataset, env, *HYBRID, "promote=true"))
 
 
 def test_training_beats_randomly_initialized_models(hybrid, dataset):
-    """Against the mean of five random initializations on the same validation pipelines (one random init
-    is a noisy baseline: its top-1 on a handful of pipelines can be high by luck)."""
+    """Against the mean of five random initializations of the same model on the same validation pipelines
+    (one random init is a noisy baseline: its top-1 on a handful of pipelines can be high by luck)."""
+    from ir.target import get_target
     from train.data import DataConfig, TrainingData
     from train.metrics import ranking_metrics
     from train.model import ModelConfig, build_model
     from train.run import predict_groups
 
     print(hybrid.summary())
-    assert hybrid.val_pipelines >= 3 and hybrid.train_pipelines >= 8
-    data = TrainingData.load(DataConfig(path=str(dataset), target="host", val_fraction=0.25))
-    inits = [ranking_metrics(predict_groups(build_model(ModelConfig(kind="hybrid"), seed=s), data.val).values())
-             for s in range(1, 6)]
+    assert hybrid.val_pipelines >= 6 and hybrid.train_pipelines >= 12
+    data = TrainingData.load(DataConfig(path=str(dataset), target="host", val_fraction=VAL_FRACTION))
+    untrained = ModelConfig(kind="hybrid", num_cores=get_target("host").cores)  # as train() builds it
+    inits = [ranking_metrics(predict_groups(build_model(untrained, seed=s), data.val).values()) for s in range(1, 6)]
     pairwise = float(np.mean([m.pairwise_accuracy for m in inits]))
     top1 = float(np.mean([m.top1_score for m in inits]))
+    print(f"random inits: pairwise {[round(m.pairwise_accuracy, 3) for m in inits]} mean {pairwise:.3f}, "
+          f"top-1 {[round(m.top1_score, 3) for m in inits]} mean {top1:.3f}")
     v = hybrid.val
-    # The hand-designed terms already rank schedules well with random positive coefficients (pairwise
-    # 0.60-0.67 here), so on 13 training pipelines training gains 0.03-0.09 pairwise: required not worse;
-    # the top-1 score, what a scheduler uses, gains 0.2-0.25: required clearly better.
-    assert v["val_pairwise_accuracy"] > pairwise - 0.02, (v, pairwise)
+    # The hand-designed terms already rank schedules fairly well with random positive coefficients
+    # (pairwise 0.62-0.75 on four generated datasets). Training gained 0.12-0.15 pairwise and 0.12-0.22
+    # top-1 on them. On datasets measured with the noisiest timings it gained 0.035-0.07 pairwise
+    # (docs/train.md).
+    assert v["val_pairwise_accuracy"] > pairwise + 0.03, (v, pairwise)
     assert v["val_top1_score"] > top1 + 0.05, (v, top1)
     assert v["val_top5_score"] >= v["val_top1_score"]
 
@@ -91,7 +102,7 @@ def test_the_run_is_in_mlflow(hybrid, env):
 
     client = MlflowClient(tracking_uri=env["tracking_uri"])
     run = client.get_run(hybrid.run_id)
-    assert run.data.params["model"] == "hybrid" and run.data.params["loss"] == "relative_throughput"
+    assert run.data.params["model"] == "hybrid" and run.data.params["loss"] == "pairwise_rank"
     assert run.data.params["data_fingerprint"]
     history = client.get_metric_history(hybrid.run_id, "val_pairwise_accuracy")
     assert len(history) == 40
@@ -108,7 +119,7 @@ def test_registered_champion_loads_identically_in_a_fresh_process(hybrid, datase
 
     r = hybrid.registered
     assert r.name == "schedlab-host" and r.promoted
-    data = TrainingData.load(DataConfig(path=str(dataset), target="host", val_fraction=0.25))
+    data = TrainingData.load(DataConfig(path=str(dataset), target="host", val_fraction=VAL_FRACTION))
     b = data.val[0]
     np.save(tmp_path / "pf.npy", b.pipeline_features.numpy())
     np.save(tmp_path / "sf.npy", b.schedule_features.numpy())
@@ -131,7 +142,7 @@ def test_resume_continues_from_the_checkpoint(hybrid, dataset, env):
     from train.run import train
 
     assert Path(hybrid.checkpoint).is_file()
-    more = train(config(dataset, env, "epochs=42", f"resume={hybrid.checkpoint}", "register=false"))
+    more = train(config(dataset, env, *HYBRID, "epochs=42", f"resume={hybrid.checkpoint}", "register=false"))
     history = MlflowClient(tracking_uri=env["tracking_uri"]).get_metric_history(more.run_id, "val_loss")
     assert [h.step for h in history] and len(history) == 2  # epochs 41 and 42 only
     assert more.registered is None
@@ -165,8 +176,8 @@ def _one_line_error(r: subprocess.CompletedProcess, *parts: str) -> None:
 
 
 def test_cli_trains_and_prints_a_summary(dataset, env, tmp_path):
-    r = _cli("--config", "conf/train.yaml", f"data={dataset}", "epochs=2", "val_fraction=0.25", "progress=false",
-             f"tracking_uri={env['tracking_uri']}", f"checkpoint_dir={tmp_path}", "experiment=cli")
+    r = _cli("--config", "conf/train.yaml", f"data={dataset}", "epochs=2", f"val_fraction={VAL_FRACTION}",
+             "progress=false", f"tracking_uri={env['tracking_uri']}", f"checkpoint_dir={tmp_path}", "experiment=cli")
     assert r.returncode == 0, r.stderr
     for part in ("trained on", "validation: pairwise accuracy", "registered: models:/schedlab-host/",
                  "open: mlflow ui --backend-store-uri sqlite:///"):
@@ -184,7 +195,7 @@ def _main_error(capsys, *args: str) -> str:
 
 
 def test_cli_bad_inputs_are_one_line(dataset, env, tmp_path, capsys):
-    common = ["progress=false", "val_fraction=0.25", f"tracking_uri={env['tracking_uri']}",
+    common = ["progress=false", f"val_fraction={VAL_FRACTION}", f"tracking_uri={env['tracking_uri']}",
               f"checkpoint_dir={tmp_path}"]
     assert "holds no dataset" in _main_error(capsys, f"data={tmp_path / 'nothing'}", *common)
     msg = _main_error(capsys, f"data={dataset}", "target=h200", *common)
@@ -214,3 +225,22 @@ def test_cli_refuses_another_schema_version(dataset, env, tmp_path):
 
 def test_the_example_config_states_the_defaults():
     assert load_config(TrainConfig, ROOT / "conf" / "train.yaml") == TrainConfig()
+
+
+def test_the_scheduler_searches_with_the_registered_champion(hybrid, env):
+    """The registry round trip as the scheduler uses it: models:/schedlab-host@champion drives a beam search
+    whose schedule compiles to the interpreter's output and whose predicted cost is the champion's."""
+    from featurize import featurize
+    from generator.apps import get_app
+    from scheduler import autoschedule
+    from tests.test_scheduler import assert_correct
+    from train.registry import load_cost_model
+
+    p = get_app("unsharp").build("small")
+    uri = "models:/schedlab-host@champion"
+    s = autoschedule(p, model=uri, tracking=env["tracking_uri"], beam_size=4, passes=2)
+    assert s.stats.model == uri
+    f = featurize(p, s.loopnest, "host")
+    net = load_cost_model(uri, env["tracking_uri"])
+    assert s.predicted_cost == pytest.approx(float(net.predict(f.pipeline, f.schedule)[0]), rel=1e-5)
+    assert_correct(p, s.loopnest)
