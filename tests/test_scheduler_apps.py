@@ -1,11 +1,14 @@
 """The scheduler on the app suite: every app's beam schedule is correct, and beam search with the
 analytical model beats the naive schedule and random-weight greedy, measured (geometric mean).
 
-Separate from test_scheduler.py so that pytest-xdist runs the two on different workers."""
+Separate from test_scheduler.py so that pytest-xdist runs the two on different workers. The four apps of
+30-40 Funcs take 1-2.5 minutes each to compile from a cold cache: by default their schedules are validated
+(the backends' own Plan checks) and compiled only with SLOW=1."""
 
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -23,6 +26,9 @@ def test_beam_schedules_of_every_app_are_correct(app):
     big = len(p.dag.nodes) > 16  # local_laplacian, lens_blur, camera_pipe, stencil_chain, interpolate
     s = autoschedule(p, model="analytical", algorithm="beam", **({"beam_size": 2, "passes": 2} if big else FAST))
     assert s.stats.states_evaluated > 0 and s.predicted_cost > 0
+    if len(p.dag.nodes) > 30 and os.environ.get("SLOW") != "1":
+        s.loopnest.validate(p)
+        return
     assert_correct(p, s.loopnest)
 
 
