@@ -21,13 +21,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 
-import ir
 from generator.apps import APPS, get_app
 from ir.builder import naive_schedule
 from ir.target import get_target
 from scheduler import autoschedule
 from scheduler.cost import load_model
-from scheduler.modes import measure_loopnest
+from scheduler.modes import measure_loopnest, reference
 
 
 def main(argv=None) -> int:
@@ -51,9 +50,7 @@ def main(argv=None) -> int:
     for name in apps:
         app = get_app(name)
         p = app.build(args.size)
-        inputs = p.random_inputs(0)
-        with np.errstate(all="ignore"):
-            expected = ir.interpret(p, inputs)
+        inputs, expected = reference(p)
         beam = {"beam_size": args.beam_size, "passes": args.passes}
         schedules = {"naive": naive_schedule(p),
                      "greedy random": autoschedule(p, model="random:0", algorithm="greedy").loopnest,

@@ -71,7 +71,8 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
     if mode == "autotune":
         from .modes import autotune
 
-        return autotune(schedule, cost_model, config, rounds=rounds, samples=samples, progress=progress)
+        return autotune(schedule, cost_model, config, rounds=rounds, samples=samples, progress=progress,
+                        fixed=partial)
     return schedule
 
 
@@ -84,6 +85,6 @@ def search_config(algorithm: str, beam_size: int, passes: int, seed: int, dropou
                         hierarchical=algorithm == "hierarchical", freeze=algorithm == "hierarchical")
 
 
-def _schedule(pipeline, tgt, result: SearchResult, algorithm: str, model: str, state=None) -> Schedule:
-    best = state or result.best
+def _schedule(pipeline, tgt, result: SearchResult, algorithm: str, model: str) -> Schedule:
+    best = result.best
     return Schedule(pipeline, best.tree, best.cost, tgt, replace(result.stats, algorithm=algorithm, model=model))

@@ -16,16 +16,21 @@ FINE_TUNE_STEPS = 50
 FINE_TUNE_LR = 1e-3
 
 
+def reference(pipeline) -> tuple[dict, dict]:
+    """(inputs, the interpreter's outputs) every benchmarked schedule of `pipeline` is checked against."""
+    import ir
+
+    inputs = pipeline.random_inputs(0)
+    with np.errstate(all="ignore"):  # NaN and inf are legitimate values of random programs
+        return inputs, ir.interpret(pipeline, inputs)
+
+
 def measure_loopnest(pipeline, loopnest, target, inputs=None, expected=None) -> float:
     """Best runtime (seconds) of a schedule, checked against the interpreter; inf when it fails."""
     import backends
-    import ir
 
-    if inputs is None:
-        inputs = pipeline.random_inputs(0)
-    if expected is None:
-        with np.errstate(all="ignore"):
-            expected = ir.interpret(pipeline, inputs)
+    if inputs is None or expected is None:
+        inputs, expected = reference(pipeline)
     m = backends.compile_and_measure(pipeline, loopnest, inputs, target, expected=expected)
     if m.status != "ok":
         return math.inf
@@ -37,11 +42,7 @@ def top_k(schedule, result: SearchResult, k: int):
     if k < 1:
         raise SearchError(f"k must be at least 1, got {k}")
     p, tgt = schedule.pipeline, schedule.target
-    inputs = p.random_inputs(0)
-    import ir
-
-    with np.errstate(all="ignore"):
-        expected = ir.interpret(p, inputs)
+    inputs, expected = reference(p)
     timed = [(measure_loopnest(p, s.tree, tgt, inputs, expected), s) for s in result.finals[:k]]
     best_time, best = min(timed, key=lambda x: (x[0], x[1].cost))
     if not math.isfinite(best_time):
@@ -51,21 +52,19 @@ def top_k(schedule, result: SearchResult, k: int):
                                measured_runtime=best_time)
 
 
-def autotune(schedule, cost_model, config: SearchConfig, rounds: int = 2, samples: int = 16, progress=None):
+def autotune(schedule, cost_model, config: SearchConfig, rounds: int = 2, samples: int = 16, progress=None,
+             fixed: dict | None = None):
     """Benchmark the beam result, then `rounds` of `samples` dropout samples; after each round a learned
     model (a copy: the caller's is untouched) is fine-tuned on everything measured (relative throughput,
     adams2019 §4.2); the analytical model samples unchanged. Returns the fastest measured schedule, so
-    never one slower than the beam result."""
+    never one slower than the beam result. `fixed` (the partial schedule) binds the samples too;
+    `progress` is the search's callback, passed to each sample's search."""
     from .cost import LearnedModel
 
     if rounds < 1 or samples < 1:
         raise SearchError(f"autotune needs rounds >= 1 and samples >= 1, got {rounds} and {samples}")
     p, tgt = schedule.pipeline, schedule.target
-    inputs = p.random_inputs(0)
-    import ir
-
-    with np.errstate(all="ignore"):
-        expected = ir.interpret(p, inputs)
+    inputs, expected = reference(p)
     tunable = isinstance(cost_model, LearnedModel)  # the analytical model has nothing to fine-tune
     model = LearnedModel(copy.deepcopy(cost_model.network), cost_model.name) if tunable else cost_model
     measured: dict[str, tuple[float, State | None]] = {}
@@ -74,21 +73,17 @@ def autotune(schedule, cost_model, config: SearchConfig, rounds: int = 2, sample
     best_time, best_tree, best_cost = beam_time, schedule.loopnest, schedule.predicted_cost
     evaluated = schedule.stats.states_evaluated
     for r in range(rounds):
-        states: list[State] = []
         for i in range(samples):
             cfg = SearchConfig(beam_size=1, passes=1, seed=config.seed * 100003 + r * 1009 + i, dropout=1.0)
-            res = BeamSearch(p, tgt, model, cfg).run()
+            res = BeamSearch(p, tgt, model, cfg, progress, fixed=fixed).run()
             evaluated += res.stats.states_evaluated
             s = res.best
             if s.tree.fingerprint in measured:
                 continue
             t = measure_loopnest(p, s.tree, tgt, inputs, expected)
             measured[s.tree.fingerprint] = (t, s)
-            states.append(s)
             if t < best_time:
                 best_time, best_tree, best_cost = t, s.tree, s.cost
-        if progress is not None:
-            progress(r, len(measured), best_time)
         if tunable:
             _fine_tune(model, p.dag, [(s, t) for t, s in measured.values()
                                      if s is not None and math.isfinite(t)])

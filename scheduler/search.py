@@ -149,9 +149,9 @@ class BeamSearch:
             candidates = space.successors(s)
             if self.config.hierarchical and len(candidates) > 1:
                 candidates = self._sample(candidates, max(p, 0))
-            kids = [c for c in map(space.realize, candidates) if c is not None]
+            kids = space.realize_all(candidates)
             if not kids:  # every shortcut option was pruned: offer the whole space at this step
-                kids = [c for c in map(space.realize, space.successors(s, shortcuts=False)) if c is not None]
+                kids = space.expand(s, shortcuts=False)
             out.extend(kids)
         return out
 

@@ -119,9 +119,11 @@ class SearchSpace:
         self.builder = ScheduleBuilder(pipeline, self.target)
         self.nodes = list(self.dag.nodes)
         self.total_decisions = 2 * len(self.nodes)
-        self.stage_keys = [(n.name, s.index) for n in self.nodes for s in n.stages]
         self._must_inline = {n.name for n in self.nodes if _must_inline(self.dag, n)}
         self._wrappers = {n.name for n in self.nodes if _is_wrapper(n)}
+        # Funcs with producers that can be computed inside them: worth offering tilings of their own loops
+        self._tileable = {n.name for n in self.nodes
+                          if any(p in self.dag and p not in self._must_inline for p in n.producers)}
         self._counter = 0
         self.timing = Timing()
 
@@ -137,10 +139,12 @@ class SearchSpace:
     def func_of(self, s: State):
         return self.nodes[s.num_decisions // 2]
 
-    def expand(self, s: State) -> list[State]:
+    def expand(self, s: State, shortcuts: bool = True) -> list[State]:
         """The legal children of `s`, featurized, not yet scored."""
-        out = (self.realize(c) for c in self.successors(s))
-        return [c for c in out if c is not None]
+        return self.realize_all(self.successors(s, shortcuts))
+
+    def realize_all(self, candidates: list[Candidate]) -> list[State]:
+        return [c for c in map(self.realize, candidates) if c is not None]
 
     def successors(self, s: State, shortcuts: bool = True) -> list[Candidate]:
         """The children of `s` as placed LoopNests, not yet planned or featurized: what hierarchical
@@ -226,7 +230,7 @@ class SearchSpace:
 
     def _compute_at_options(self, s: State, node) -> list[Candidate | None]:
         out: list[Candidate | None] = []
-        tiled = any(p in self.dag and p not in self._must_inline for p in node.producers)
+        tiled = node.name in self._tileable
         for consumer, cstage in sorted(readers(self.dag, node.name, set(s.inlined))):
             try:
                 chain = s.tree.find_chain(consumer, cstage)
@@ -248,13 +252,13 @@ class SearchSpace:
                         spec = self._spec(node, v, [tile] if tile else [], parallel=False)
                         out.append(self._try(s, node.name, FuncDecision("at", consumer, cstage, level,
                                                                         specs={0: spec})))
-                    if self._can_slide(node, chain[level], vd):
+                    if self._can_slide(node, chain[level]):
                         d = FuncDecision("at", consumer, cstage, level, level - 1,
                                          specs={0: StageSpec(vectorize=v)})
                         out.append(self._try(s, node.name, d))
         return out
 
-    def _can_slide(self, node, level: LoopNest, vector_dim: int) -> bool:
+    def _can_slide(self, node, level: LoopNest) -> bool:
         moving = [j for j, k in enumerate(level.size) if k > 1]
         return len(node.stages) == 1 and len(moving) == 1
 
@@ -266,7 +270,7 @@ class SearchSpace:
         v = placed.specs[0].vectorize
         vd, width = self._vector(node, v)
         ext = [node.region_extent(d) for d in range(node.dimensions)]
-        tiled = any(p in self.dag and p not in self._must_inline for p in node.producers)
+        tiled = node.name in self._tileable
         out: list[Candidate | None] = []
         for par in tilings.parallel_tilings(ext, self.target.cores, vd, width) + [None]:
             task = list(par.outer) if par else ext

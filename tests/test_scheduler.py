@@ -18,7 +18,7 @@ import ir
 from backends import Protocol
 from generator.apps import get_app
 from generator.random_pipeline import generate
-from ir.builder import FuncDecision
+from ir.builder import FuncDecision, StageSpec
 from ir.errors import SchedlabError
 from ir.target import get_target
 from scheduler import SearchError, autoschedule, tilings
@@ -194,6 +194,18 @@ def test_top_k_and_autotune_return_the_fastest_measured():
     assert beam.loopnest.fingerprint in t.stats.measured  # the beam result was benchmarked too
     assert t.measured_runtime == min(t.stats.measured.values()) <= t.stats.measured[beam.loopnest.fingerprint]
     assert_correct(p, t.loopnest)
+
+
+def test_autotune_follows_the_partial_schedule_and_reports_progress_like_the_search():
+    p = get_app("unsharp").build("small")
+    calls = []
+    partial = {"gray": FuncDecision("root", specs={0: StageSpec()})}
+    t = autoschedule(p, model="random:3", algorithm="beam", mode="autotune", rounds=1, samples=4, partial=partial,
+                     progress=lambda *a: calls.append(a), **FAST)
+    assert calls and all(len(c) == 4 for c in calls)  # (pass, decisions, total, states evaluated)
+    assert len(t.stats.measured) > 1
+    gray = [c for c in t.loopnest.children if c.func == "gray"]
+    assert gray and not gray[0].parallel  # computed at root, serial, as the partial schedule says
 
 
 # -- API and CLI -------------------------------------------------------------------------------

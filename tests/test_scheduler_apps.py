@@ -13,7 +13,6 @@ import os
 import numpy as np
 import pytest
 
-import ir
 from generator.apps import APPS, get_app
 from scheduler import autoschedule
 
@@ -42,14 +41,12 @@ def test_beam_with_the_analytical_model_beats_naive_and_random_greedy():
     """Geometric mean over apps at full size, measured: analytical beam vs the naive schedule and vs greedy
     with random weights (adams2019's first-round sampler)."""
     from ir.builder import naive_schedule
-    from scheduler.modes import measure_loopnest
+    from scheduler.modes import measure_loopnest, reference
 
     vs_naive, vs_random = [], []
     for app in QUALITY_APPS:
         p = get_app(app).build("full")
-        inputs = p.random_inputs(0)
-        with np.errstate(all="ignore"):
-            expected = ir.interpret(p, inputs)
+        inputs, expected = reference(p)
         beam = autoschedule(p, model="analytical", algorithm="beam", beam_size=8, passes=2)
         greedy = autoschedule(p, model="random:0", algorithm="greedy")
         t_beam, t_greedy, t_naive = (measure_loopnest(p, ln, "host", inputs, expected)
