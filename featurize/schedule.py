@@ -32,16 +32,19 @@ _F = {name: i for i, name in enumerate(SCHEDULE_FEATURES)}
 
 
 def schedule_features(plan: Plan, target: CpuTarget, pending_parallel: frozenset = frozenset(),
-                      parent: dict[tuple[str, int], np.ndarray] | None = None) -> dict[tuple[str, int], np.ndarray]:
+                      parent: dict[tuple[str, int], np.ndarray] | None = None,
+                      parent_pending: frozenset = frozenset()) -> dict[tuple[str, int], np.ndarray]:
     """39 features for every scheduled stage, keyed by (func, stage index).
 
     With `parent` (the features of the plan `plan` was extended from, see Plan.extend), only the stages
     a changed decision can affect are recomputed, as Halide memoizes featurization during search: those of
     the changed Funcs, and of the stages that read them or their producers (directly, through inlined Funcs,
     or through Funcs computed inside their parallel task); every other stage keeps its features but for the
-    working sets, which any new allocation moves.
+    working sets, which any new allocation moves. `parent_pending` is the pending set the parent features were
+    computed with: a Func whose parallel tiling got chosen (or was dropped) is changed even where its loops
+    are not (the serial option leaves them as they were).
     """
-    return _Featurizer(plan, target, pending_parallel).run(parent)
+    return _Featurizer(plan, target, pending_parallel).run(parent, frozenset(parent_pending))
 
 
 class _Featurizer:
@@ -117,8 +120,10 @@ class _Featurizer:
 
     # -- the walk --------------------------------------------------------------------------------
 
-    def run(self, parent=None) -> dict[tuple[str, int], np.ndarray]:
-        redo = self.affected() if parent is not None and self.plan.changed is not None else None
+    def run(self, parent=None, parent_pending: frozenset = frozenset()) -> dict[tuple[str, int], np.ndarray]:
+        redo = None
+        if parent is not None and self.plan.changed is not None:
+            redo = self.affected(set(self.plan.changed) | (self.pending ^ parent_pending))
         for name, fp in self.plan.funcs.items():
             if not fp.inlined:
                 for ch in fp.chains:
@@ -132,14 +137,14 @@ class _Featurizer:
                 self.feats[(name, 0)] = self.inlined(fp)
         return {k: v.astype(DTYPE) for k, v in self.feats.items()}
 
-    def affected(self) -> set[str]:
-        """Funcs whose features may differ from the parent plan's."""
+    def affected(self, changed: set[str]) -> set[str]:
+        """Funcs whose features may differ from the parent plan's, given the Funcs scheduled differently."""
         plan, dag = self.plan, self.dag
-        out = set(plan.changed)
+        out = set(changed)
         # a stage's footprint of a producer includes what the producer's other readers need there, so a
         # changed Func also moves its producers' regions, and with them their other readers' features
-        roots = set(plan.changed)
-        for f in plan.changed:
+        roots = set(changed)
+        for f in changed:
             if f in dag:
                 roots.update(p for p in dag.node(f).producers if p in dag)
         for f in roots:
@@ -155,7 +160,7 @@ class _Featurizer:
                     if cp is None:
                         continue
                     out.add(c)
-                    if cp.inlined or not cp.store.is_root:
+                    if cp.inlined or not cp.store.is_root or not cp.site.is_root:
                         pending.append(c)
         return out
 

@@ -175,7 +175,7 @@ class SearchSpace:
             return None
         t1 = time.perf_counter()
         self.timing.enumerate_s += t1 - t0
-        feats = schedule_features(plan, self.target, c.pending, parent=s.features)
+        feats = schedule_features(plan, self.target, c.pending, parent=s.features, parent_pending=s.pending)
         self.timing.featurize_s += time.perf_counter() - t1
         if not self._acceptable(feats, plan.changed or set()):
             return None
