@@ -10,7 +10,8 @@ import numpy as np
 
 from ir.errors import SchedlabError
 
-STATUSES = ("ok", "compile_error", "runtime_error", "timeout", "wrong_output", "invalid_schedule")
+# crash: the process running the kernel died (segfault, abort, killed for memory) — the worker survives it
+STATUSES = ("ok", "compile_error", "runtime_error", "crash", "timeout", "wrong_output", "invalid_schedule")
 
 
 class CompileError(SchedlabError):

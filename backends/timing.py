@@ -114,7 +114,7 @@ def measure_kernel(kernel: Kernel, inputs, protocol: Protocol | None = None, exp
         except WorkerTimeout as e:
             m = Measurement("timeout", error=str(e))
         except WorkerCrashed as e:
-            m = Measurement("runtime_error", error=str(e))
+            m = Measurement("crash", error=str(e))
         except RemoteError as e:
             m = Measurement("runtime_error", error=str(e))
     m.compile_s = kernel.compile_s

@@ -36,7 +36,8 @@ from ir.errors import SchedlabError
 
 from . import cli
 
-__all__ = ["PROTOCOLS", "QUICK", "BatchSpec", "BatchSummary", "generate_batch", "sample_schedules"]
+__all__ = ["PROTOCOLS", "QUICK", "BatchSpec", "BatchSummary", "derived_seed", "generate_batch", "prepare_pipeline",
+           "sample_schedules"]
 
 # Few samples and a short cap: ranking schedules of one pipeline needs their relative speed, which a ~5 %
 # error on a min over >= 3 samples preserves for all but near-ties; the full protocol (Protocol()) spends
@@ -105,7 +106,7 @@ class BatchSummary:
                 f"({failed}){skipped} -> {self.path} [{how}]")
 
 
-def _derived_seed(*parts: int) -> int:
+def derived_seed(*parts: int) -> int:
     """A 63-bit seed from integers, the same in every process (unlike hash())."""
     return int.from_bytes(hashlib.sha256(":".join(map(str, parts)).encode()).digest()[:8], "little") >> 1
 
@@ -134,7 +135,7 @@ def sample_schedules(pipeline, spec: BatchSpec, seed: int) -> list[tuple[str, ob
         if len(out) >= n:
             break
         try:
-            loopnest, _ = random_schedule(pipeline, _derived_seed(spec.schedule_seed, seed, draw), target)
+            loopnest, _ = random_schedule(pipeline, derived_seed(spec.schedule_seed, seed, draw), target)
         except SchedlabError:
             continue  # the builder ran out of attempts on this draw: take the next
         add("random", loopnest)
@@ -142,15 +143,20 @@ def sample_schedules(pipeline, spec: BatchSpec, seed: int) -> list[tuple[str, ob
 
 
 def _prepare(spec: BatchSpec, seed: int):
+    return prepare_pipeline(seed, spec.max_stages, spec.output_size, spec.markov, spec.check_outputs)
+
+
+def prepare_pipeline(seed: int, max_stages: int, output_size: tuple[int, int, int], markov: bool = False,
+                     check_outputs: bool = True):
     """(pipeline, inputs, expected outputs or None) of one seed; raises when the pipeline cannot be made."""
     import numpy as np
 
     import ir
     from generator.random_pipeline import random_pipeline
 
-    p = random_pipeline(seed, spec.max_stages, spec.output_size, spec.markov)
+    p = random_pipeline(seed, max_stages, output_size, markov)
     inputs = p.random_inputs(seed)
-    if not spec.check_outputs:
+    if not check_outputs:
         return p, inputs, None
     with np.errstate(all="ignore"):  # NaN and inf are legitimate values of random programs
         return p, inputs, ir.interpret(p, inputs)

@@ -120,7 +120,7 @@ def test_wrong_output_is_detected_and_not_timed():
 
 
 @pytest.mark.parametrize("spec, status, text", [
-    (wt.CrashingSpec(), "runtime_error", "died"),
+    (wt.CrashingSpec(), "crash", "died"),
     (wt.RaisingSpec(), "runtime_error", "injected failure"),
 ])
 def test_a_crashing_kernel_is_a_status_and_the_worker_recovers(spec, status, text):

@@ -108,6 +108,20 @@ def model_name(target: str) -> str:
     return f"schedlab-{target}"
 
 
+def newest_version(target: str, tracking: str | None = None) -> str | None:
+    """models:/schedlab-<target>/<newest version>, or None while nothing is registered (a data-generation round
+    samples with the newest model, adams2019 §5)."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        versions = _client(tracking_uri(tracking)).search_model_versions(f"name='{model_name(target)}'")
+    except MlflowException:
+        return None
+    if not versions:
+        return None
+    return f"models:/{model_name(target)}/{max(int(v.version) for v in versions)}"
+
+
 @contextlib.contextmanager
 def _using(uri: str):
     """Point MLflow's fluent API (start_run, log_model, register_model) at `uri` for the block, then restore."""

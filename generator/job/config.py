@@ -1,0 +1,107 @@
+"""The data-generation job's config: `conf/datagen.yaml` with key=value overrides (ir.config)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+FAULT_KINDS = ("crash", "hang", "die")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A failure injected into one sample, to test that it becomes a status row (config key `faults`):
+    crash — the benchmarked kernel aborts its process; hang — it never returns; die — the Ray worker
+    compiling it exits (retried, then recorded as worker_died)."""
+
+    kind: str
+    seed: int  # pipeline seed
+    index: int  # sample index in the pipeline's batch
+
+    @staticmethod
+    def parse(text: str) -> tuple[Fault, ...]:
+        faults = []
+        for item in (t.strip() for t in text.split(",")):
+            if not item:
+                continue
+            kind, *rest = item.split(":")
+            if kind not in FAULT_KINDS or len(rest) != 2 or not all(r.isdigit() for r in rest):
+                raise ValueError(f"fault {item!r} must be KIND:SEED:INDEX with KIND one of {', '.join(FAULT_KINDS)}")
+            faults.append(Fault(kind, int(rest[0]), int(rest[1])))
+        return tuple(faults)
+
+
+@dataclass(frozen=True)
+class RoundTraining:
+    """Training between rounds (bootstrapping, adams2019 §5): on everything written so far, registered as a
+    new version of schedlab-<target>, which samples the next round."""
+
+    enabled: bool = True
+    model: Literal["hybrid", "mlp"] = "hybrid"
+    loss: Literal["relative_throughput", "pairwise_rank"] = "relative_throughput"
+    epochs: int = 30
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    min_schedules: int = 8
+    val_fraction: float = 0.125
+    promote: bool = True  # move the champion alias when the new version's validation top-1 is better
+    experiment: str = "schedlab-datagen"
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    target: str = "host"
+    backend: Literal["numba"] = "numba"
+    rounds: int = 2
+    pipelines_per_round: int = 12
+    schedules_per_pipeline: int = 16  # one beam-search sample + random-dropout samples (adams2019 §5)
+    seed: int = 0  # round r's pipeline i is random pipeline seed + r * pipelines_per_round + i
+    max_stages: int = 6
+    output_size: tuple[int, int, int] = (64, 48, 3)
+    markov: bool = False
+    beam_size: int = 8  # the beam-search sample
+    passes: int = 2
+    dropout: float = 1.0  # % chance that a dropout sample is the fully greedy schedule (HL_RANDOM_DROPOUT)
+    protocol: Literal["quick", "default"] = "quick"  # generator.datagen.PROTOCOLS
+    compile_timeout: float = 600.0  # seconds per compilation (adams2019 §5: a 10-minute kill)
+    benchmark_timeout: float = 60.0  # seconds per measurement, output check included
+    check_outputs: bool = True  # every schedule's output against the reference interpreter
+    out: str = "data"  # dataset root: batches go to <out>/target=<name>/batch-<id>.parquet
+    tracking_uri: str | None = None  # None: the embedded SQLite store (.cache/mlflow/mlflow.db)
+    ray_address: str | None = None  # None: the cluster of `ray job submit` (RAY_ADDRESS), else a local one
+    num_cpus: int | None = None  # CPUs of a local cluster (None: all)
+    benchmark_cpus: float = 1.0  # CPUs a node's benchmarking actor holds (its measurements run one at a time)
+    max_retries: int = 2  # a Ray worker that dies is retried this often, then its samples are worker_died
+    in_flight: int = 0  # batches under way at once (0: twice the cluster's CPUs)
+    train: RoundTraining = field(default_factory=RoundTraining)
+    faults: str = ""  # testing: KIND:SEED:INDEX,... (see Fault)
+    progress: bool = True
+
+    def __post_init__(self):
+        for name in ("rounds", "pipelines_per_round", "schedules_per_pipeline", "max_stages", "beam_size", "passes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_stages < 3:
+            raise ValueError(f"max_stages must be >= 3, got {self.max_stages}")
+        if len(self.output_size) != 3 or min(self.output_size) < 1:
+            raise ValueError(f"output_size must be three positive ints, got {self.output_size}")
+        if not 0 < self.dropout <= 100:
+            raise ValueError(f"dropout must be a percentage in (0, 100], got {self.dropout}")
+        for name in ("compile_timeout", "benchmark_timeout"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0 seconds, got {getattr(self, name)}")
+        if self.max_retries < 0 or self.in_flight < 0 or self.benchmark_cpus < 0:
+            raise ValueError("max_retries, in_flight and benchmark_cpus must be >= 0")
+        if self.num_cpus is not None and self.num_cpus < 1:
+            raise ValueError(f"num_cpus must be >= 1, got {self.num_cpus}")
+        if not self.out:
+            raise ValueError("out must name the dataset directory")
+        Fault.parse(self.faults)
+
+    @property
+    def fault_list(self) -> tuple[Fault, ...]:
+        return Fault.parse(self.faults)
+
+    def pipeline_seeds(self, round_: int) -> range:
+        start = self.seed + round_ * self.pipelines_per_round
+        return range(start, start + self.pipelines_per_round)

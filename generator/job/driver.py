@@ -1,0 +1,410 @@
+"""The job's driver: rounds of batches through Ray, one Parquet file per batch, training between rounds.
+
+For each round: the sampling model (random weights in round 0, then the version trained after the
+previous round, or the newest registered one), the round's batches not yet on disk, and a bounded
+window of batches in flight: plan (a task) -> compile each sample (tasks, on the planning node) ->
+measure (that node's benchmarker, one at a time) -> the batch's rows, written atomically by the driver
+under the batch's deterministic name. After the round, a model is trained on everything written so far
+and registered; `<out>/job/target=<name>/round-<r>.json` records it, so a rerun resumes at the first
+unwritten batch with the same models. Everything that can fail per sample is a status row.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from backends.kernel import Measurement
+from ir.errors import SchedlabError
+
+from .config import JobConfig
+from .plan import BatchKey, BatchPlan, SamplingModel
+
+GPU_BACKENDS = ("cuda",)  # backends whose benchmarks need a whole GPU each (none is built yet)
+
+
+class JobError(SchedlabError):
+    """A job that cannot start or go on as configured; the message names what to fix."""
+
+
+@dataclass
+class RoundModel:
+    round: int
+    model: str  # what sampled the round's next round: models:/schedlab-<t>/<v>, or why there is none
+    detail: str = ""  # validation metrics, champion
+
+
+@dataclass
+class JobSummary:
+    out: Path
+    tracking: str
+    target: str
+    cpus: float
+    batches_planned: int = 0
+    batches_written: int = 0
+    batches_existing: int = 0
+    pipelines_failed: int = 0
+    samples_written: int = 0
+    samples_existing: int = 0
+    status: collections.Counter = field(default_factory=collections.Counter)
+    models: list[RoundModel] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    interrupted: bool = False
+
+    def lines(self) -> list[str]:
+        ok = self.status["ok"]
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(self.status.items(), key=lambda kv: (-kv[1], kv[0])))
+        per_hour = self.samples_written / max(self.seconds, 1e-9) * 3600 / max(self.cpus, 1)
+        head = "interrupted" if self.interrupted else "done"
+        out = [
+            (f"data generation {head} in {self.seconds:.0f}s: {self.batches_written} batches written, "
+             f"{self.batches_existing} already there, {self.pipelines_failed} pipelines failed "
+             f"(of {self.batches_planned} planned)"),
+            (f"samples: {self.samples_written} written ({self.samples_existing} already there); yield "
+             f"{100.0 * ok / max(1, self.samples_written):.1f}% ok; by status: {statuses or 'none'}"),
+            f"throughput: {per_hour:.0f} samples per hour per core ({self.cpus:g} CPUs)",
+            f"data: {self.out / ('target=' + self.target)}",
+        ]
+        out += [f"model after round {m.round}: {m.model}{(' ' + m.detail) if m.detail else ''}" for m in self.models]
+        out.append(f"open: mlflow ui --backend-store-uri {self.tracking}")
+        return out
+
+
+@dataclass
+class _Batch:
+    key: BatchKey
+    plan_ref: object = None
+    plan: BatchPlan | None = None
+    rows: list = field(default_factory=list)  # Measurement per sample, None until known
+    compile_s: list = field(default_factory=list)
+
+    @property
+    def done(self) -> bool:
+        return self.plan is not None and all(r is not None for r in self.rows)
+
+
+class Job:
+    def __init__(self, cfg: JobConfig, out: Path, tracking: str, target, cpus: float, progress=None):
+        self.cfg, self.out, self.tracking, self.tgt = cfg, out, tracking, target
+        self.summary = JobSummary(out, tracking, target.name, cpus)
+        self.faults = {(f.seed, f.index): f.kind for f in cfg.fault_list}
+        self.benchmarkers: dict[str, object] = {}
+        self.bar = progress
+        self.window = cfg.in_flight or max(2, int(2 * cpus))
+
+    # -- rounds --------------------------------------------------------------------------------------------
+
+    def run(self) -> JobSummary:
+        t0 = time.perf_counter()
+        try:
+            for r in range(self.cfg.rounds):
+                model = self.sampling_model(r)
+                self.note(f"round {r}: sampling with {model.name}")
+                self.run_round(r, model)
+                if self.cfg.train.enabled:
+                    self.train_after(r)
+        except KeyboardInterrupt:
+            self.summary.interrupted = True
+        finally:
+            self.summary.seconds = time.perf_counter() - t0
+        return self.summary
+
+    def sampling_model(self, r: int) -> SamplingModel:
+        from train.registry import load_cost_model, newest_version
+
+        if r == 0:
+            return SamplingModel(f"random:{self.cfg.seed}")
+        marker = self.marker(r - 1)
+        uri = json.loads(marker.read_text())["model"] if marker.exists() else newest_version(self.tgt.name,
+                                                                                            self.tracking)
+        if uri is None or not uri.startswith("models:/"):
+            return SamplingModel(f"random:{self.cfg.seed}")
+        return SamplingModel(uri, load_cost_model(uri, self.tracking))  # travels in the round's ray.put
+
+    def marker(self, r: int) -> Path:
+        return self.out / "job" / f"target={self.tgt.name}" / f"round-{r}.json"
+
+    def train_after(self, r: int) -> None:
+        """Train on everything written so far and register a new version; a round whose model is already
+        recorded is not trained again. Too little data is a note, not a failure: the next round samples
+        with the newest model there is."""
+        from train.config import TrainConfig
+        from train.run import train
+
+        marker = self.marker(r)
+        if marker.exists():
+            m = json.loads(marker.read_text())
+            self.summary.models.append(RoundModel(r, m["model"], "(trained before)"))
+            return
+        t = self.cfg.train
+        cfg = TrainConfig(data=str(self.out), target=self.cfg.target, model=t.model, loss=t.loss, epochs=t.epochs,
+                          lr=t.lr, weight_decay=t.weight_decay, min_schedules=t.min_schedules,
+                          val_fraction=t.val_fraction, seed=self.cfg.seed + r, tracking_uri=self.tracking,
+                          experiment=t.experiment, run_name=f"datagen round {r}", promote=t.promote, progress=False,
+                          checkpoint_dir=str(self.out / "job" / "checkpoints"))
+        self.note(f"round {r}: training on {self.out}")
+        try:
+            result = train(cfg)
+        except SchedlabError as e:
+            self.summary.models.append(RoundModel(r, "none trained", f"({str(e).splitlines()[0]})"))
+            self.note(f"round {r}: not trained: {e}")
+            return
+        reg = result.registered
+        v = result.val
+        detail = (f"(validation pairwise {v['val_pairwise_accuracy']:.3f}, top-1 {v['val_top1_score']:.3f}, "
+                  f"{result.samples} samples{', champion' if reg.promoted else ''})")
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        tmp = marker.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"model": reg.model_uri, "run_id": result.run_id, "tracking": self.tracking,
+                                   "val": v}, indent=1))
+        os.replace(tmp, marker)
+        self.summary.models.append(RoundModel(r, reg.model_uri, detail))
+        self.note(f"round {r}: registered {reg.model_uri} {detail}")
+
+    # -- one round -----------------------------------------------------------------------------------------
+
+    def run_round(self, r: int, model: SamplingModel) -> None:
+        import ray
+
+        from featurize.dataset import batch_path
+
+        c = self.cfg
+        model_ref = ray.put(model)
+        todo = collections.deque()
+        for seed in c.pipeline_seeds(r):
+            key = BatchKey(c.target, r, seed, c.schedules_per_pipeline, c.max_stages, tuple(c.output_size), c.markov,
+                           c.beam_size, c.passes, c.dropout, c.seed, c.protocol, c.check_outputs)
+            self.summary.batches_planned += 1
+            path = batch_path(self.out, self.tgt.name, key.batch_id)
+            if path.exists():
+                self.existing(path)
+            else:
+                todo.append(key)
+        pending: dict = {}
+        active = 0
+        while todo or pending:
+            while todo and active < self.window:
+                b = _Batch(todo.popleft())
+                b.plan_ref = self.submit_plan(b.key, model_ref)
+                pending[b.plan_ref] = ("plan", b, -1, None)
+                active += 1
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            kind, b, i, extra = pending.pop(ready[0])
+            finished = getattr(self, f"on_{kind}")(ready[0], b, i, extra, pending)
+            if finished:
+                active -= 1
+
+    def submit_plan(self, key: BatchKey, model_ref):
+        from .tasks import plan_task
+
+        return plan_task.options(num_cpus=1, max_retries=self.cfg.max_retries).remote(key, model_ref)
+
+    def on_plan(self, ref, b: _Batch, _i, _extra, pending) -> bool:
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        from .tasks import compile_task
+
+        try:
+            b.plan = ray.get(ref)
+        except (ray.exceptions.RayError, SchedlabError) as e:
+            self.summary.pipelines_failed += 1
+            why = _first_line(e)
+            self.summary.errors.append(f"seed {b.key.seed}: pipeline failed: {why}")
+            self.advance(self.cfg.schedules_per_pipeline, f"seed {b.key.seed}: pipeline failed")
+            self.note(f"seed {b.key.seed}: pipeline failed: {why}")
+            return True
+        n = len(b.plan.samples)
+        self.summary.errors += b.plan.errors
+        self.shrink(self.cfg.schedules_per_pipeline - n)
+        b.rows, b.compile_s = [None] * n, [math.nan] * n
+        if n == 0:
+            return self.finish(b)
+        where = NodeAffinitySchedulingStrategy(b.plan.node_id, soft=True)
+        for i in range(n):
+            fault = self.faults.get((b.key.seed, i), "")
+            cref = compile_task.options(num_cpus=1, max_retries=self.cfg.max_retries, scheduling_strategy=where).remote(
+                b.plan_ref, i, self.cfg.compile_timeout, "die" if fault == "die" else "")
+            pending[cref] = ("compile", b, i, None)
+        return False
+
+    def on_compile(self, ref, b: _Batch, i: int, _extra, pending) -> bool:
+        import ray
+
+        from .tasks import WORKER_DIED, job_protocol
+
+        try:
+            outcome = ray.get(ref)
+        except ray.exceptions.RayError as e:
+            return self.record(b, i, Measurement(WORKER_DIED, error=f"compile task: {_first_line(e)} "
+                                                 f"(tried {self.cfg.max_retries + 1} times)"))
+        b.compile_s[i] = outcome.compile_s
+        if outcome.status != "ok":
+            return self.record(b, i, Measurement(outcome.status, error=outcome.error, compile_s=outcome.compile_s))
+        fault = self.faults.get((b.key.seed, i), "")
+        mref = self.benchmarker(outcome.node_id).measure.remote(
+            b.plan_ref, i, job_protocol(self.cfg.protocol, self.cfg.benchmark_timeout), self.cfg.compile_timeout,
+            fault if fault != "die" else "")
+        pending[mref] = ("measure", b, i, outcome.node_id)
+        return False
+
+    def on_measure(self, ref, b: _Batch, i: int, node: str, _pending) -> bool:
+        import ray
+
+        from .tasks import WORKER_DIED
+
+        try:
+            m = ray.get(ref)
+        except ray.exceptions.RayError as e:
+            self.benchmarkers.pop(node, None)  # a fresh actor for what comes next
+            m = Measurement(WORKER_DIED, error=f"benchmarker: {_first_line(e)}")
+        m.compile_s = b.compile_s[i]  # the compile task's time, not the cache load before measuring
+        return self.record(b, i, m)
+
+    def record(self, b: _Batch, i: int, m: Measurement) -> bool:
+        b.rows[i] = m
+        self.summary.status[m.status] += 1
+        self.advance(1, f"seed {b.key.seed} {b.plan.samples[i].sampler}: {m.status}")
+        return self.finish(b) if b.done else False
+
+    def finish(self, b: _Batch) -> bool:
+        """Write the batch's rows atomically; returns True (the batch left the window)."""
+        from featurize.dataset import Sample, write_batch
+
+        p = b.plan
+        rows = [Sample.build(p.pipeline, s.loopnest, s.features, m, round=b.key.round, model_version=p.model,
+                             sampler=s.sampler, backend=self.cfg.backend) for s, m in zip(p.samples, b.rows)]
+        if rows:
+            write_batch(self.out, self.tgt.name, b.key.batch_id, rows)
+            self.summary.batches_written += 1
+            self.summary.samples_written += len(rows)
+        ok = sum(m.ok for m in b.rows)
+        self.note(f"batch {b.key.batch_id}: {len(rows)} samples, {ok} ok, planned in {p.seconds:.1f}s")
+        return True
+
+    def benchmarker(self, node: str):
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        from .tasks import Benchmarker
+
+        actor = self.benchmarkers.get(node)
+        if actor is None:
+            actor = Benchmarker.options(
+                num_cpus=self.cfg.benchmark_cpus, num_gpus=1 if self.cfg.backend in GPU_BACKENDS else 0,
+                max_restarts=self.cfg.max_retries, max_task_retries=self.cfg.max_retries,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()
+            self.benchmarkers[node] = actor
+        return actor
+
+    def existing(self, path: Path) -> None:
+        import pyarrow.parquet as pq
+
+        n = pq.read_metadata(path).num_rows
+        self.summary.batches_existing += 1
+        self.summary.samples_existing += n
+        self.shrink(self.cfg.schedules_per_pipeline - n)
+        self.advance(n, f"{path.name} already written")
+
+    # -- progress ------------------------------------------------------------------------------------------
+
+    def advance(self, n: int, what: str) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+            s = self.summary.status
+            self.bar.set_postfix_str(f"ok {s['ok']}, failed {sum(s.values()) - s['ok']} | {what}"[:80], refresh=False)
+
+    def shrink(self, n: int) -> None:
+        if self.bar is not None and n:
+            self.bar.total -= n
+            self.bar.refresh()
+
+    def note(self, line: str) -> None:
+        if self.bar is not None:
+            self.bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+
+# -- starting ------------------------------------------------------------------------------------------------
+
+def in_ray_job() -> bool:
+    """Whether this process is the entrypoint of `ray job submit` (its cwd is a temporary copy)."""
+    return "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ
+
+
+def resolve_paths(cfg: JobConfig) -> tuple[Path, str]:
+    """Absolute output directory and tracking URI; under `ray job submit` relative ones would land in the
+    job's temporary working directory and vanish with it, so they are refused."""
+    from train.registry import tracking_uri
+
+    out = Path(cfg.out).expanduser()
+    if in_ray_job():
+        if not out.is_absolute():
+            raise JobError(f"out={cfg.out} is relative: under ray job submit the working directory is a temporary "
+                           "copy; give an absolute path")
+        t = cfg.tracking_uri
+        if (t is None and not os.environ.get("SCHEDLAB_MLFLOW_DIR")) or (
+                t is not None and (t.startswith("sqlite:///") and not t.startswith("sqlite:////")
+                                   or "://" not in t and not Path(t).is_absolute())):
+            raise JobError("tracking_uri must be absolute under ray job submit (sqlite:////abs/mlflow.db, an http:// "
+                           "server, or set SCHEDLAB_MLFLOW_DIR)")
+    out = out.resolve()
+    if out.exists() and not out.is_dir():
+        raise JobError(f"out={cfg.out} is not a directory")
+    return out, tracking_uri(cfg.tracking_uri)
+
+
+def connect(cfg: JobConfig) -> float:
+    """Join the cluster (`ray job submit`, RAY_ADDRESS or ray_address) or start a local one; returns its CPUs."""
+    import ray
+
+    address = cfg.ray_address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, log_to_driver=True)
+    else:
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # no token file in the user's home for a private cluster
+        ray.init(address="local", num_cpus=cfg.num_cpus, include_dashboard=False, log_to_driver=True)
+    return float(ray.cluster_resources().get("CPU", 1.0))
+
+
+def run_job(cfg: JobConfig, progress: bool | None = None) -> JobSummary:
+    """Run the whole job as configured; SchedlabError for what the user must fix."""
+    import ray
+    from tqdm import tqdm
+
+    from ir.target import get_target
+
+    tgt = get_target(cfg.target)
+    if tgt.kind != "cpu":
+        raise JobError(f"target {tgt.name} is a {tgt.kind} target; the {cfg.backend} backend measures CPU targets")
+    out, tracking = resolve_paths(cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    cpus = connect(cfg)
+    show = cfg.progress if progress is None else progress
+    total = cfg.rounds * cfg.pipelines_per_round * cfg.schedules_per_pipeline
+    bar = tqdm(total=total, unit="sample", file=sys.stderr, dynamic_ncols=True, disable=not show,
+               mininterval=0.5 if sys.stderr.isatty() else 10.0)
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # `ray job stop` sends SIGTERM: end like Ctrl-C
+    try:
+        return Job(cfg, out, tracking, tgt, cpus, bar if show else None).run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        bar.close()
+        ray.shutdown()
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [ln for ln in str(e).splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else type(e).__name__

@@ -1,0 +1,111 @@
+"""The job's Ray work: planning and compiling are parallel CPU tasks; measuring is one actor per node that
+runs one measurement at a time (the papers benchmark sequentially so that runs do not disturb each other).
+
+Compiled kernels land in the node's on-disk cache (backends.numba.compiler), so the benchmarker finds
+the kernel its node compiled; a kernel compiled on another node is simply compiled again. Every compile
+and measurement runs in a backends worker process with a timeout: a crash or a hang of generated code
+is a Measurement status. A Ray worker process that dies is retried by Ray (`max_retries`) and then
+reported to the driver, which records the sample as `worker_died`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+
+import numpy as np
+import ray
+
+from backends.kernel import Measurement
+
+from .plan import BatchKey, BatchPlan, SamplingModel, plan_batch
+
+WORKER_DIED = "worker_died"  # a status of the job, beside backends.STATUSES
+
+
+@dataclass(frozen=True)
+class CompileOutcome:
+    status: str  # ok, or the Measurement status of the failure
+    error: str = ""
+    compile_s: float = float("nan")
+    node_id: str = ""
+
+
+@ray.remote
+def plan_task(key: BatchKey, model: SamplingModel) -> BatchPlan:
+    plan = plan_batch(key, model)
+    plan.node_id = ray.get_runtime_context().get_node_id()
+    return plan
+
+
+@ray.remote
+def compile_task(plan: BatchPlan, index: int, compile_timeout: float, fault: str = "") -> CompileOutcome:
+    """Compile one sample into this node's kernel cache; `fault` "die" kills this Ray worker (testing)."""
+    import backends
+    from ir.errors import ScheduleError
+
+    if fault == "die":
+        os._exit(3)
+    node = ray.get_runtime_context().get_node_id()
+    s = plan.samples[index]
+    try:
+        k = backends.compile(plan.pipeline, s.loopnest, plan.key.target, timeout=compile_timeout)
+    except ScheduleError as e:
+        return CompileOutcome("invalid_schedule", str(e), node_id=node)
+    except backends.CompileError as e:
+        return CompileOutcome(e.status, str(e), node_id=node)
+    return CompileOutcome("ok", compile_s=k.compile_s, node_id=node)
+
+
+@ray.remote(max_concurrency=1)
+class Benchmarker:
+    """One per node; Ray runs its calls one at a time, in the order they were submitted."""
+
+    def __init__(self):
+        from backends.worker import Worker
+
+        self.worker = Worker()
+
+    def measure(self, plan: BatchPlan, index: int, protocol, compile_timeout: float, fault: str = "") -> Measurement:
+        import backends
+        from ir.errors import ScheduleError
+
+        s = plan.samples[index]
+        try:
+            k = backends.compile(plan.pipeline, s.loopnest, plan.key.target, timeout=compile_timeout,
+                                 worker=self.worker)
+        except ScheduleError as e:
+            return Measurement("invalid_schedule", error=str(e))
+        except backends.CompileError as e:
+            return Measurement(e.status, error=str(e))
+        if fault in ("crash", "hang"):
+            k.spec = FaultyKernel(fault)
+        inputs = {n: np.array(a) for n, a in plan.inputs.items()}  # Ray hands out read-only views
+        return backends.measure(k, inputs, protocol, expected=plan.expected, worker=self.worker)
+
+    def node_id(self) -> str:
+        return ray.get_runtime_context().get_node_id()
+
+
+@dataclass(frozen=True)
+class FaultyKernel:
+    """Stands in for a kernel's runner in the measurement worker: it aborts the process or never returns,
+    as miscompiled code does (config key `faults`)."""
+
+    kind: str
+
+    def runner(self):
+        def run(inputs, outputs):
+            if self.kind == "crash":
+                os.abort()
+            import time
+
+            time.sleep(10**6)
+
+        return run
+
+
+def job_protocol(name: str, benchmark_timeout: float):
+    from generator.datagen import PROTOCOLS
+
+    return replace(PROTOCOLS[name], timeout=benchmark_timeout)

@@ -1,0 +1,227 @@
+"""The Ray data-generation job, end to end on real Ray: a cluster started with `ray start` and a job sent
+with `ray job submit`; a local job interrupted and rerun; injected crashes, hangs and dying workers.
+
+Every test here runs real compilations of small random pipelines (a few seconds each on 2 cores), so the
+jobs are tiny: what is checked is the bookkeeping (rows, statuses, names, resumption), not volume.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from generator.job import JobConfig
+from generator.job.__main__ import main
+from generator.job.driver import JobError, resolve_paths
+from generator.job.plan import BatchKey, SamplingModel, plan_batch
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+TINY = ["max_stages=4", "beam_size=2", "passes=1", "progress=false", "compile_timeout=300"]
+
+
+def _env(**extra) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(PY).parent}{os.pathsep}{env.get('PATH', '')}"  # `python` in a Ray job is this one
+    env["RAY_AUTH_MODE"] = "disabled"
+    env["RAY_USAGE_STATS_ENABLED"] = "0"
+    env.pop("RAY_ADDRESS", None)
+    env.update(extra)
+    return env
+
+
+def _rows(out: Path) -> pl.DataFrame:
+    files = sorted((out / "target=host").glob("batch-*.parquet"))
+    assert files, f"no batch written under {out}"
+    return pl.concat([pl.read_parquet(f).with_columns(pl.lit(f.name).alias("file")) for f in files], how="diagonal")
+
+
+def _job(args: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-m", "generator.job", *args], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+# -- batches and plans, without Ray -----------------------------------------------------------------------
+
+
+def _key(**kw) -> BatchKey:
+    base = {"target": "host", "round": 0, "seed": 7, "schedules": 6, "max_stages": 4, "output_size": (64, 48, 3),
+            "markov": False, "beam_size": 2, "passes": 1, "dropout": 1.0, "job_seed": 0, "protocol": "quick",
+            "check_outputs": True}
+    return BatchKey(**{**base, **kw})
+
+
+def test_a_batch_name_is_a_function_of_what_decides_its_rows():
+    assert _key().batch_id == _key().batch_id
+    names = {_key().batch_id, _key(round=1).batch_id, _key(seed=8).batch_id, _key(schedules=7).batch_id,
+             _key(job_seed=1).batch_id, _key(max_stages=5).batch_id}
+    assert len(names) == 6
+    assert _key(round=1, seed=9).batch_id.startswith("r1-p9-")
+
+
+def test_a_plan_is_one_beam_sample_then_distinct_dropout_samples_and_reproducible():
+    a = plan_batch(_key(), SamplingModel("random:0"))
+    b = plan_batch(_key(), SamplingModel("random:0"))
+    samplers = [s.sampler for s in a.samples]
+    assert samplers[0] == "beam" and set(samplers[1:]) == {"dropout"} and len(samplers) == 6
+    fps = [s.loopnest.fingerprint for s in a.samples]
+    assert len(set(fps)) == len(fps)
+    assert fps == [s.loopnest.fingerprint for s in b.samples]
+    assert a.model == "random:0" and a.expected is not None
+    assert all(s.features.schedule.shape[0] == len(s.features.stages) for s in a.samples)
+
+
+# -- bad input ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args, text", [
+    (["rounds=0"], "rounds must be >= 1"),
+    (["no_such_key=1"], "unknown config key 'no_such_key'"),
+    (["faults=explode:1:2"], "fault 'explode:1:2' must be KIND:SEED:INDEX"),
+    (["target=h200"], "is a cuda target; the numba backend measures CPU targets"),
+    (["train.epochs=x"], "train.epochs"),
+])
+def test_bad_config_is_one_line_and_exit_status_2(args, text, tmp_path, capsys):
+    assert main(["--config", str(ROOT / "conf/datagen.yaml"), f"out={tmp_path}", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert text in err and len(err.splitlines()) == 1, err
+
+
+def test_relative_paths_are_refused_under_ray_job_submit(monkeypatch, tmp_path):
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}")
+    monkeypatch.delenv("SCHEDLAB_MLFLOW_DIR", raising=False)
+    with pytest.raises(JobError, match="out=data is relative"):
+        resolve_paths(JobConfig(out="data", tracking_uri=f"sqlite:///{tmp_path}/m.db"))
+    with pytest.raises(JobError, match="tracking_uri must be absolute"):
+        resolve_paths(JobConfig(out=str(tmp_path)))
+    with pytest.raises(JobError, match="tracking_uri must be absolute"):
+        resolve_paths(JobConfig(out=str(tmp_path), tracking_uri="sqlite:///rel/mlflow.db"))
+    out, uri = resolve_paths(JobConfig(out=str(tmp_path / "d"), tracking_uri=f"sqlite:///{tmp_path}/m.db"))
+    assert out == tmp_path / "d" and uri == f"sqlite:///{tmp_path}/m.db"
+
+
+# -- failures of single samples are rows ---------------------------------------------------------------------
+
+
+def test_crashing_hanging_and_dying_samples_are_recorded_and_the_rest_completes(tmp_path):
+    seed = 11
+    r = _job(["--config", "conf/datagen.yaml", f"out={tmp_path / 'data'}", f"tracking_uri={tmp_path / 'mlflow'}",
+              "rounds=1", "pipelines_per_round=2", f"seed={seed}", "schedules_per_pipeline=5", "train.enabled=false",
+              "benchmark_timeout=20", "max_retries=1", f"faults=crash:{seed}:1,hang:{seed}:2,die:{seed}:3", *TINY])
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = _rows(tmp_path / "data")
+    assert rows.height == 10 and rows["file"].n_unique() == 2
+    faulty = rows.filter(pl.col("file").str.starts_with(f"batch-r0-p{seed}-"))
+    by_sampler_index = faulty["status"].to_list()
+    assert by_sampler_index[1:4] == ["crash", "timeout", "worker_died"], faulty.select("status", "error")
+    assert "died" in faulty["error"][1] and "within 20 s" in faulty["error"][2] and "tried 2 times" in faulty["error"][3]
+    healthy = rows.filter(~pl.col("file").str.starts_with(f"batch-r0-p{seed}-"))
+    assert healthy["status"].to_list().count("ok") >= 4, healthy.select("status", "error")
+    assert faulty["status"][0] == "ok" and faulty["status"][4] == "ok"
+    assert "by status:" in r.stdout and "crash 1" in r.stdout and "timeout 1" in r.stdout and "worker_died 1" in r.stdout
+
+
+# -- interrupted and rerun: every batch exactly once -----------------------------------------------------------
+
+
+def test_an_interrupted_job_resumes_and_writes_every_batch_exactly_once(tmp_path):
+    out = tmp_path / "data"
+    args = ["--config", "conf/datagen.yaml", f"out={out}", f"tracking_uri={tmp_path / 'mlflow'}", "rounds=1",
+            "pipelines_per_round=4", "seed=20", "schedules_per_pipeline=3", "in_flight=1", "train.enabled=false",
+            *TINY]
+    proc = subprocess.Popen([PY, "-m", "generator.job", *args], cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    part = out / "target=host"
+    deadline = time.monotonic() + 600
+    while len(list(part.glob("batch-*.parquet"))) < 1 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    first = {f.name: f.stat().st_mtime_ns for f in part.glob("batch-*.parquet")}
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "interrupted" in stdout and 1 <= len(first) < 4, (stdout, sorted(first))
+
+    r = _job(args)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"{len(first)} already there" in r.stdout and f"{4 - len(first)} batches written" in r.stdout, r.stdout
+    rows = _rows(out)
+    assert rows["file"].n_unique() == 4 and rows["pipeline_id"].n_unique() == 4
+    assert rows.select("pipeline_id", "schedule_id").is_duplicated().sum() == 0
+    assert rows.group_by("file").len()["len"].to_list() == [3] * 4
+    assert {f.name: f.stat().st_mtime_ns for f in part.glob("batch-*.parquet") if f.name in first} == first
+    assert not list(part.glob(".*.tmp"))
+
+
+# -- a real cluster: ray start + ray job submit, two rounds with bootstrapping -------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def cluster():
+    """A one-node cluster on loopback, started with `ray start --head --block` and stopped by signalling it (not
+    `ray stop`, which would stop every Ray process of this user)."""
+    temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: Ray's socket paths must fit 107 bytes
+    port, dash = _free_port(), _free_port()
+    cmd = [str(Path(PY).parent / "ray"), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
+           "--port", str(port), "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash), "--num-cpus", "2",
+           "--temp-dir", str(temp), "--disable-usage-stats", "--include-dashboard", "true"]
+    head = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    address = f"http://127.0.0.1:{dash}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        st = subprocess.run([str(Path(PY).parent / "ray"), "job", "list", "--address", address], env=_env(),
+                            capture_output=True, text=True, check=False)
+        if st.returncode == 0:
+            break
+        assert head.poll() is None, head.stdout.read()
+        time.sleep(2)
+    else:
+        pytest.fail("the Ray dashboard did not come up in 120 s")
+    yield address
+    head.send_signal(signal.SIGTERM)
+    try:
+        head.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(head.pid, signal.SIGKILL)
+    shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_ray_job_submit_generates_two_rounds_and_bootstraps_the_model(cluster, tmp_path):
+    out, db = tmp_path / "data", tmp_path / "mlflow.db"
+    cmd = [str(Path(PY).parent / "ray"), "job", "submit", "--address", cluster, "--working-dir", ".",
+           "--runtime-env", "conf/runtime_env.yaml", "--",
+           "python", "-m", "generator.job", "--config", "conf/datagen.yaml", f"out={out}", f"tracking_uri=sqlite:///{db}",
+           "rounds=2", "pipelines_per_round=3", "seed=30", "schedules_per_pipeline=3", "train.min_schedules=2",
+           "train.val_fraction=0.4", "train.epochs=2", *TINY]
+    r = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=1200, check=False)
+    log = r.stdout + r.stderr
+    assert r.returncode == 0, log[-4000:]
+    assert "succeeded" in log and "data generation done" in log and "samples per hour per core" in log
+
+    rows = _rows(out)
+    assert rows["file"].n_unique() == 6 and rows.height == 18, rows.select("file", "status")
+    assert rows.filter(pl.col("round") == 0)["model_version"].unique().to_list() == ["random:30"]
+    assert rows.filter(pl.col("round") == 1)["model_version"].unique().to_list() == ["models:/schedlab-host/1"]
+    assert rows.filter(pl.col("sampler") == "beam").height == 6
+    assert rows["status"].to_list().count("ok") >= 12, rows.select("status", "error")
+    for r_ in (0, 1):
+        marker = json.loads((out / "job" / "target=host" / f"round-{r_}.json").read_text())
+        assert marker["model"] == f"models:/schedlab-host/{r_ + 1}"
+    assert "model after round 1: models:/schedlab-host/2" in log
