@@ -1,0 +1,98 @@
+"""The configs of the two evaluate commands: flat frozen dataclasses, read from `conf/evaluate.yaml` and
+`conf/evaluate_apps.yaml` with key=value overrides (ir.config.load_config)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ir.errors import SchedlabError
+from train.config import TrainConfig
+
+ALGORITHMS = ("greedy", "beam", "hierarchical")  # the searches evaluate.apps runs under the chosen model
+BASELINES = ("expert", "random", "random_weights")  # besides naive, which is always measured (the denominator)
+Algorithm = Literal["greedy", "beam", "hierarchical"]
+Baseline = Literal["expert", "random", "random_weights"]
+
+
+class EvaluateError(SchedlabError):
+    """Input an evaluation cannot use (no data, an empty split, an unknown app); the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """python -m evaluate: ranking metrics of one cost model on held-out pipelines."""
+
+    model: str = "champion"  # champion (models:/schedlab-<target>@champion), any train.registry URI or path, random:<seed>
+    data: str = "data"  # dataset root (holds target=<name>/batch-*.parquet)
+    target: str = "host"  # dataset partition (and the registered model champion names)
+    split: Literal["val", "all"] = "val"  # val: the pipelines training held out; all: every pipeline of `data`
+    val_fraction: float = TrainConfig.val_fraction  # must be the value the model was trained with
+    min_schedules: int = TrainConfig.min_schedules  # pipelines with fewer ok schedules are skipped, as in training
+    max_k: int = 32  # the top-k curve runs k = 1..max_k
+    tracking_uri: str | None = None  # None: the embedded SQLite store (.cache/mlflow/mlflow.db)
+    experiment: str = "schedlab-evaluate"
+    run_name: str | None = None
+    progress: bool = True
+
+    def __post_init__(self):
+        if not 0 < self.val_fraction < 1:
+            raise ValueError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
+        for name in ("min_schedules", "max_k"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class AppsConfig:
+    """python -m evaluate.apps: searched schedules of the app suite against baselines, measured."""
+
+    apps: tuple[str, ...] = ()  # names from generator.apps; empty: every app
+    size: Literal["small", "full"] = "full"
+    target: str = "host"
+    model: str = "champion"  # the cost model the searches use: champion, analytical, random:<seed>, any URI or path
+    algorithms: tuple[Algorithm, ...] = ALGORITHMS
+    beam_size: int = 8  # beam and hierarchical
+    passes: int = 2  # coarse-to-fine passes of beam and hierarchical
+    seed: int = 0  # seeds the searches, the random schedules and the random weights
+    baselines: tuple[Baseline, ...] = BASELINES
+    random_schedules: int = 8  # the random baseline: the median runtime of this many random schedules
+    protocol: Literal["quick", "default"] = "default"  # generator.datagen.PROTOCOLS: benchmarking effort
+    tracking_uri: str | None = None
+    experiment: str = "schedlab-evaluate-apps"
+    run_name: str | None = None
+    progress: bool = True
+
+    def __post_init__(self):
+        for name in ("beam_size", "passes", "random_schedules"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("apps", "algorithms", "baselines"):
+            values = getattr(self, name)
+            if len(set(values)) != len(values):
+                raise ValueError(f"{name} lists a value twice: {', '.join(values)}")
+
+
+def run_command(prog: str, description: str, config_cls, default_config: str, evaluate, argv=None) -> int:
+    """Both commands' shape, as python -m train's: parse `--config` and key=value overrides into `config_cls`,
+    run `evaluate` on it, print its summary; a SchedlabError is one line on stderr and exit status 2, an
+    interrupt exit status 130."""
+    import argparse
+    import sys
+
+    from ir.config import load_config
+
+    ap = argparse.ArgumentParser(prog=prog, description=description)
+    ap.add_argument("--config", default=None, help=f"YAML config (default: the built-in defaults, as {default_config})")
+    ap.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    a = ap.parse_args(argv)
+    try:
+        result = evaluate(load_config(config_cls, a.config, a.overrides))
+    except SchedlabError as e:
+        print(f"{prog}: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; the MLflow run is marked FAILED and keeps what was logged", file=sys.stderr)
+        return 130
+    print(result.summary())
+    return 0

@@ -1,0 +1,129 @@
+"""`evaluate_model(cfg)`: how well one cost model ranks the schedules of pipelines it was not trained on.
+
+The pipelines are those training held out (split=val: train.data.is_validation with training's
+val_fraction, after the same filters) or every pipeline of a dataset generated apart from the training data
+(split=all). Metrics and figures are training's own (train.metrics, train.plots), so an evaluation run and
+a training run of the same model on the same pipelines agree, and both can be compared in the MLflow UI.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from train.metrics import RankingMetrics
+
+from .config import EvalConfig, EvaluateError
+
+
+@dataclass
+class EvalResult:
+    run_id: str
+    experiment_id: str
+    tracking_uri: str
+    model: str  # the model evaluated, as resolved (champion -> models:/schedlab-<target>@champion)
+    split: str
+    metrics: RankingMetrics
+    topk: dict[int, float]  # k -> mean top-k score
+    pipeline_ids: tuple[str, ...]  # the pipelines scored, sorted
+    fingerprint: str  # of the whole dataset, as training logs it
+    seconds: float
+
+    def summary(self) -> str:
+        m = self.metrics
+        which = "held-out" if self.split == "val" else "all"
+        return "\n".join([
+            (f"evaluated {self.model} on {which} {m.pipelines} pipelines ({m.samples} schedules) of dataset "
+             f"{self.fingerprint} in {self.seconds:.1f}s"),
+            (f"pairwise accuracy {m.pairwise_accuracy:.3f}, top-1 score {m.top1_score:.3f}, top-5 "
+             f"{m.top5_score:.3f}, Kendall tau {m.kendall_tau:.3f}, ordering@1.3x {m.ordering_rate_1_3:.3f}, "
+             f"R2(log) {m.r2_log_runtime:.3f}"),
+            f"MLflow run {self.run_id} (experiment {self.experiment_id}) in {self.tracking_uri}",
+            f"open: mlflow ui --backend-store-uri {self.tracking_uri}",
+        ])
+
+
+def load_network(uri: str, target: str, tracking: str | None):
+    """(the train.model network behind `uri`, its resolved name): scheduler.cost.load_model's sources, less
+    the analytical model, which scores search states and has no network to score stored features with."""
+    from ir.target import get_target
+    from scheduler.cost import LearnedModel, load_model
+    from train.registry import model_name, tracking_uri
+
+    if uri == "analytical":
+        raise EvaluateError("model=analytical scores search states only; give a trained model's URI, champion "
+                            "or random:<seed>")
+    loaded = load_model(uri, get_target(target), tracking)
+    if not isinstance(loaded, LearnedModel):  # "champion" falls back to the analytical model in the scheduler
+        raise EvaluateError(f"model=champion: no models:/{model_name(target)}@champion in {tracking_uri(tracking)}; "
+                            "train and promote one (python -m train promote=true) or give model=<URI>")
+    return loaded.network, loaded.name
+
+
+def load_split(cfg: EvalConfig):
+    """(batches of the pipelines to score, the dataset's DataStats). Loaded with val_fraction 0 (every pipeline
+    after training's filters), then held out by the predicate training splits with."""
+    from train.data import DataConfig, TrainingData, is_validation
+
+    if not Path(cfg.data).is_dir():
+        raise EvaluateError(f"data={cfg.data}: no such directory; give the dataset root "
+                            "(python -m generator.datagen --out DIR writes one)")
+    data = TrainingData.load(DataConfig(path=cfg.data, target=cfg.target, min_schedules=cfg.min_schedules,
+                                        val_fraction=0.0))
+    batches = data.train
+    if cfg.split == "val":
+        batches = [b for b in batches if is_validation(b.pipeline_id, cfg.val_fraction)]
+        if not batches:
+            raise EvaluateError(
+                f"{cfg.data}: none of its {data.stats.train_pipelines} pipelines is held out at val_fraction="
+                f"{cfg.val_fraction:g}; give the val_fraction the model was trained with, or split=all for a "
+                "dataset generated apart from the training data")
+    return batches, data.stats
+
+
+def evaluate_model(cfg: EvalConfig) -> EvalResult:
+    """Score, log and summarize one model as `cfg` says; raises SchedlabError subclasses for bad input."""
+    from tqdm import tqdm
+
+    from train import plots
+    from train.metrics import ranking_metrics, topk_scores
+    from train.run import _quiet, predict_groups
+
+    from .plots import tracked_run
+
+    _quiet()
+    t0 = time.time()
+    batches, stats = load_split(cfg)
+    network, name = load_network(cfg.model, cfg.target, cfg.tracking_uri)
+    bar = tqdm(batches, desc="scoring", unit="batch", disable=not cfg.progress, leave=False)
+    groups = predict_groups(network, bar)
+    metrics = ranking_metrics(groups.values())
+    topk = topk_scores(groups.values(), range(1, cfg.max_k + 1))
+    extra = {"model_uri": name, "data_fingerprint": stats.fingerprint, "data_pipelines": stats.train_pipelines,
+             "data_samples": stats.train_samples, "eval_pipelines": metrics.pipelines,
+             "eval_samples": metrics.samples}
+    with tracked_run(cfg.tracking_uri, cfg.experiment, cfg.run_name, cfg, extra) as run:
+        run.log_metrics(metrics.as_dict())
+        for k, score in topk.items():
+            run.log_metrics({"topk_score": score}, step=k)
+        plots.log_figures(run.run_id, _figures(groups, f"{name} on {cfg.split}", topk), tracking=run.tracking_uri)
+    return EvalResult(run.run_id, run.experiment_id, run.tracking_uri, name, cfg.split, metrics, topk,
+                      tuple(sorted(groups)), stats.fingerprint, time.time() - t0)
+
+
+def _figures(groups: dict[str, tuple[np.ndarray, np.ndarray]], title: str, topk: dict[int, float]) -> dict:
+    """Predicted vs measured, raw (what r2_log_runtime measures) and relative to each pipeline's best (what
+    search needs: the order within a pipeline), and the top-k curve."""
+    from train import plots
+
+    ids = np.concatenate([np.full(len(t), pid, dtype=object) for pid, (_, t) in groups.items()])
+    pred = np.concatenate([p for p, _ in groups.values()])
+    measured = np.concatenate([t for _, t in groups.values()])
+    return {
+        "predicted_vs_measured": plots.predicted_vs_measured(pred, measured, title),
+        "predicted_vs_measured_relative": plots.predicted_vs_measured(pred, measured, title, groups=ids),
+        "topk_score": plots.topk_curve(topk, f"{title}: top-k score"),
+    }

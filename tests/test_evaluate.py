@@ -1,0 +1,288 @@
+"""evaluate end to end on real parts: a dataset generated here (random pipelines x sampled schedules, compiled
+and benchmarked with numba), a model trained with Lightning and registered in a SQLite MLflow store, then
+`python -m evaluate` on the held-out pipelines and `python -m evaluate.apps` on two small apps, both read back
+from MLflow; and the one-line errors of both commands.
+
+The dataset (8 random pipelines x 5 schedules of up to 3 stages at 32 x 24 x 3) takes under a minute to
+generate, nearly all of it compiling; EVALUATE_TEST_DATA=<dir> keeps it there for the next run.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from evaluate.config import AppsConfig, EvalConfig
+from generator.datagen import BatchSpec, generate_batch
+from ir.config import load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+PIPELINES = 8
+SCHEDULES = 5
+MIN_SCHEDULES = 4
+VAL_FRACTION = 0.3  # 3 of the 8 pipelines
+CHAMPION = "models:/schedlab-host@champion"
+ENV = {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    """Two batches of half the pipelines each, measured at once (each batch has its own worker process). With
+    EVALUATE_TEST_DATA=<dir>, the batches are written there once and found there afterwards."""
+    root = Path(os.environ.get("EVALUATE_TEST_DATA") or tmp_path_factory.mktemp("data"))
+    halves = (tuple(range(0, PIPELINES, 2)), tuple(range(1, PIPELINES, 2)))
+    with ThreadPoolExecutor(2) as pool:
+        ok = sum(s.ok for s in pool.map(lambda seeds: generate_batch(
+            BatchSpec(seeds, SCHEDULES, max_stages=3, output_size=(32, 24, 3)), root), halves))
+    assert ok >= 0.8 * PIPELINES * SCHEDULES
+    return root
+
+
+@pytest.fixture(scope="module")
+def tracking(tmp_path_factory) -> str:
+    """A fresh SQLite store; telemetry off and matplotlib's cache in tmp for this module."""
+    tmp = tmp_path_factory.mktemp("mlflow")
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in ENV.items():
+            mp.setenv(k, v)
+        mp.setenv("MPLCONFIGDIR", str(tmp / "mpl"))
+        yield f"sqlite:///{tmp}/mlflow.db"
+
+
+@pytest.fixture(scope="module")
+def trained(dataset, tracking, tmp_path_factory):
+    """A hybrid model trained for two epochs, registered and promoted to champion of schedlab-host."""
+    from train.config import TrainConfig
+    from train.run import train
+
+    return train(TrainConfig(data=str(dataset), tracking_uri=tracking, epochs=2, progress=False,
+                             min_schedules=MIN_SCHEDULES, val_fraction=VAL_FRACTION, promote=True,
+                             checkpoint_dir=str(tmp_path_factory.mktemp("ckpt"))))
+
+
+def eval_config(dataset, tracking, **kw) -> EvalConfig:
+    return EvalConfig(**{"model": CHAMPION, "data": str(dataset), "val_fraction": VAL_FRACTION,
+                         "min_schedules": MIN_SCHEDULES, "tracking_uri": tracking, "progress": False, **kw})
+
+
+@pytest.fixture(scope="module")
+def evaluated(trained, dataset, tracking):
+    from evaluate.models import evaluate_model
+
+    return evaluate_model(eval_config(dataset, tracking))
+
+
+def _client(tracking):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=tracking)
+
+
+def _artifacts(client, run_id: str, path: str = "") -> set[str]:
+    return {a.path for a in client.list_artifacts(run_id, path)}
+
+
+# -- python -m evaluate ---------------------------------------------------------------------------------------
+
+
+def test_evaluate_logs_metrics_and_figures_to_mlflow(evaluated, trained, tracking):
+    print(evaluated.summary())
+    client = _client(tracking)
+    run = client.get_run(evaluated.run_id)
+    assert run.info.status == "FINISHED"
+    m = run.data.metrics
+    for key in ("pairwise_accuracy", "ordering_rate_1_3", "top1_score", "top5_score"):
+        assert 0.0 <= m[key] <= 1.0, (key, m[key])
+    assert 0.0 < m["top1_score"] <= m["top5_score"] <= 1.0
+    assert -1.0 <= m["kendall_tau"] <= 1.0
+    assert m["r2_log_runtime"] <= 1.0
+    assert m["pipelines"] == evaluated.metrics.pipelines and m["samples"] == evaluated.metrics.samples
+    topk = client.get_metric_history(evaluated.run_id, "topk_score")
+    assert sorted(h.step for h in topk) == list(range(1, 33))
+    assert all(0.0 < h.value <= 1.0 for h in topk)
+    assert {"plots/predicted_vs_measured.png", "plots/predicted_vs_measured_relative.png",
+            "plots/topk_score.png"} <= _artifacts(client, evaluated.run_id, "plots")
+    p = run.data.params
+    assert p["model_uri"] == CHAMPION and p["split"] == "val"
+    assert p["data_fingerprint"] == client.get_run(trained.run_id).data.params["data_fingerprint"]
+
+
+def test_metrics_are_computed_on_exactly_the_held_out_pipelines(evaluated, trained, dataset):
+    from train.data import DataConfig, TrainingData
+
+    data = TrainingData.load(DataConfig(path=str(dataset), min_schedules=MIN_SCHEDULES, val_fraction=VAL_FRACTION))
+    held_out = {b.pipeline_id for b in data.val}
+    assert held_out and evaluated.metrics.pipelines == len(held_out) == trained.val_pipelines
+    assert set(evaluated.pipeline_ids) == held_out
+    assert evaluated.metrics.samples == data.stats.val_samples
+    # the champion is the trained model: its metrics are training's final validation metrics
+    for key, value in evaluated.metrics.as_dict("val_").items():
+        assert value == pytest.approx(trained.val[key], abs=1e-9, nan_ok=True), key
+
+
+def test_random_weights_on_every_pipeline(dataset, tracking):
+    from evaluate.models import evaluate_model
+    from train.data import DataConfig, TrainingData
+
+    r = evaluate_model(eval_config(dataset, tracking, model="random:0", split="all", max_k=4))
+    stats = TrainingData.load(DataConfig(path=str(dataset), min_schedules=MIN_SCHEDULES,
+                                         val_fraction=VAL_FRACTION)).stats
+    assert r.model == "random:0" and r.metrics.pipelines == stats.train_pipelines + stats.val_pipelines
+    assert sorted(r.topk) == [1, 2, 3, 4]
+    assert math.isfinite(r.metrics.pairwise_accuracy)
+
+
+def test_cli_prints_a_summary(trained, dataset, tracking, capsys):
+    from evaluate.__main__ import main
+
+    assert main(["--config", str(ROOT / "conf" / "evaluate.yaml"), "model=champion", f"data={dataset}",
+                 f"val_fraction={VAL_FRACTION}", f"min_schedules={MIN_SCHEDULES}", f"tracking_uri={tracking}",
+                 "progress=false", "run_name=cli"]) == 0
+    out = capsys.readouterr().out
+    for part in (f"evaluated {CHAMPION} on held-out", "pairwise accuracy", "top-1 score", "MLflow run",
+                 f"open: mlflow ui --backend-store-uri {tracking}"):
+        assert part in out, (part, out)
+
+
+def _main_error(capsys, main, prog: str, *args: str) -> str:
+    """main(args) in this process: exit status 2 and exactly one line on stderr."""
+    assert main(list(args)) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith(f"{prog}: error: "), err
+    return err[0]
+
+
+def test_cli_bad_inputs_are_one_line(trained, dataset, tracking, tmp_path, capsys):
+    from evaluate.__main__ import main
+
+    common = [f"tracking_uri={tracking}", "progress=false", f"min_schedules={MIN_SCHEDULES}"]
+
+    def error(*args):
+        return _main_error(capsys, main, "python -m evaluate", *args, *common)
+
+    assert "no such directory" in error(f"data={tmp_path / 'nothing'}")
+    assert "holds no dataset" in error(f"data={tmp_path}")
+    assert "none of its" in error(f"data={dataset}", "val_fraction=1e-9")
+    assert "no registered model 'nope'" in error(f"data={dataset}", "model=models:/nope@champion")
+    assert "no model at" in error(f"data={dataset}", f"model={tmp_path / 'missing.pt'}")
+    assert "analytical" in error(f"data={dataset}", "model=analytical")
+    assert "unknown config key 'modle'" in error(f"data={dataset}", "modle=random:0")
+    assert "val, all" in error(f"data={dataset}", "split=train")
+    assert "val_fraction must be in (0, 1)" in error(f"data={dataset}", "val_fraction=0")
+    nothing = _main_error(capsys, main, "python -m evaluate", f"data={dataset}", "model=champion",
+                          f"tracking_uri={tmp_path / 'empty.db'}", "progress=false", f"min_schedules={MIN_SCHEDULES}")
+    assert "no models:/schedlab-host@champion" in nothing
+
+
+# -- python -m evaluate.apps ----------------------------------------------------------------------------------
+
+
+def apps_config(tracking, **kw) -> AppsConfig:
+    return AppsConfig(**{"apps": ("blur", "unsharp"), "size": "small", "model": "champion", "beam_size": 2,
+                         "passes": 1, "random_schedules": 2, "protocol": "quick", "tracking_uri": tracking,
+                         "progress": False, **kw})
+
+
+@pytest.fixture(scope="module")
+def apps_run(trained, tracking):
+    from evaluate.apps import evaluate_apps
+
+    lines = []
+    result = evaluate_apps(apps_config(tracking), echo=lines.append)
+    return result, lines
+
+
+def test_apps_rows_statuses_and_speedups(apps_run):
+    from backends import STATUSES
+
+    result, lines = apps_run
+    print("\n".join(lines) + "\n" + result.summary())
+    assert result.model == CHAMPION  # the trained champion searched, not the analytical fallback
+    methods = ["naive", "expert", "random", "greedy-random-weights", "greedy", "beam", "hierarchical"]
+    assert [(r.app, r.method) for r in result.rows] == [(a, m) for a in ("blur", "unsharp") for m in methods]
+    for r in result.rows:
+        assert r.status in (*STATUSES, "search_error"), r
+        assert r.model == {"greedy-random-weights": "random:0", "greedy": CHAMPION, "beam": CHAMPION,
+                           "hierarchical": CHAMPION}.get(r.method, "")
+    naive = {r.app: r for r in result.rows if r.method == "naive"}
+    assert all(n.status == "ok" for n in naive.values())
+    for r in result.rows:
+        if r.status == "ok":
+            assert r.runtime_s > 0 and r.speedup == pytest.approx(naive[r.app].runtime_s / r.runtime_s, rel=1e-12)
+        else:
+            assert math.isnan(r.speedup) and r.note
+    assert next(r.note for r in result.rows if r.method == "random").startswith(("2/2 ok", "1/2 ok", "0/2 ok"))
+    assert len(lines) == 1 + len(result.rows) and lines[0].split()[:3] == ["app", "method", "status"]
+    beam = next(g for g in result.geomeans if g.method == "beam")
+    ok = [r.speedup for r in result.rows if r.method == "beam" and r.status == "ok"]
+    assert beam.apps == len(ok) and beam.speedup == pytest.approx(math.prod(ok) ** (1 / len(ok)))
+
+
+def test_apps_table_and_chart_are_in_mlflow(apps_run, tracking, tmp_path):
+    from evaluate.apps import AppRow
+
+    result, _ = apps_run
+    client = _client(tracking)
+    run = client.get_run(result.run_id)
+    assert run.info.status == "FINISHED" and run.data.params["apps"] == "blur,unsharp"
+    assert {"apps.csv", "apps_table.json", "plots"} <= _artifacts(client, result.run_id)
+    assert "plots/speedups.png" in _artifacts(client, result.run_id, "plots")
+    table = list(csv.DictReader(io.StringIO(Path(client.download_artifacts(result.run_id, "apps.csv",
+                                                                             str(tmp_path))).read_text())))
+    assert [(t["app"], t["method"], t["status"]) for t in table] == [(r.app, r.method, r.status) for r in result.rows]
+    assert list(table[0]) == [f.name for f in fields(AppRow)]
+    logged = json.loads(Path(client.download_artifacts(result.run_id, "apps_table.json", str(tmp_path))).read_text())
+    assert logged["columns"] == [f.name for f in fields(AppRow)] and len(logged["data"]) == len(result.rows)
+    for g in result.geomeans:
+        if g.apps:
+            assert run.data.metrics[f"geomean_speedup_{g.method}"] == pytest.approx(g.speedup)
+    assert run.data.metrics["speedup_blur_naive"] == 1.0
+
+
+def test_a_failing_search_is_a_row_not_a_crash(tracking):
+    from evaluate.apps import Method, measure_app
+    from generator.apps import get_app
+
+    rows = measure_app(get_app("blur"), apps_config(tracking),
+                       [Method("naive", "naive"), Method("broken", "search", "no-such-model.pt", "beam")])
+    assert [r.status for r in rows] == ["ok", "search_error"]
+    assert "no-such-model.pt" in rows[1].note and rows[1].model == "no-such-model.pt" and math.isnan(rows[1].speedup)
+
+
+def test_apps_cli_prints_the_table_and_geomeans(tracking, capsys):
+    from evaluate.apps import main
+
+    assert main(["apps=blur", "size=small", "algorithms=greedy", "baselines=", "model=analytical",
+                 "protocol=quick", f"tracking_uri={tracking}", "progress=false"]) == 0
+    out = capsys.readouterr().out
+    assert "blur" in out and "greedy" in out and "geometric mean speedup over naive" in out
+    assert f"open: mlflow ui --backend-store-uri {tracking}" in out
+
+
+def test_apps_cli_bad_inputs_are_one_line(tracking, capsys):
+    from evaluate.apps import main
+
+    def error(*args):
+        return _main_error(capsys, main, "python -m evaluate.apps", *args, f"tracking_uri={tracking}",
+                           "progress=false")
+
+    assert "unknown app 'blurr'" in error("apps=blurr")
+    assert "unknown config key 'beam'" in error("beam=2")
+    assert "small, full" in error("size=huge")
+    assert "greedy, beam, hierarchical" in error("algorithms=mcts")
+    assert "cuda target" in error("target=h200", "apps=blur")
+    assert "no model at" in error("apps=blur", "model=no-such-model.pt")
+
+
+def test_the_example_configs_state_the_defaults():
+    assert load_config(EvalConfig, ROOT / "conf" / "evaluate.yaml") == EvalConfig()
+    assert load_config(AppsConfig, ROOT / "conf" / "evaluate_apps.yaml") == AppsConfig()
+    assert EvalConfig().val_fraction == 0.125 and EvalConfig().min_schedules == 8  # training's defaults
