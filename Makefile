@@ -39,6 +39,8 @@ demo: $(STAMP)
 		tracking_uri=$(DEMO_TRACKING)
 	@echo
 	@echo "demo done. data: $(DEMO)/data   models, runs, plots: $(DEMO)/mlflow.db (+ $(DEMO)/artifacts)"
+	@echo "(the apps ran at their small sizes, microsecond kernels where thread start-up dominates; the papers'"
+	@echo " sizes: $(BIN)/python -m evaluate.apps model=models:/schedlab-host@champion tracking_uri=$(DEMO_TRACKING))"
 	@echo "open: $(BIN)/mlflow ui --backend-store-uri $(DEMO_TRACKING)"
 
 fuzz: $(STAMP)
