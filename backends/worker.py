@@ -76,6 +76,9 @@ class Worker:
         env = dict(os.environ)
         env.update(self.env)
         env["PYTHONPATH"] = _ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env[_PARENT] = str(os.getpid())
+        # the kernel's death signal follows the thread that forks: only a main-thread parent can use it
+        env[_DEATH_SIGNAL] = "1" if threading.current_thread() is threading.main_thread() else ""
         self._proc = subprocess.Popen([sys.executable, "-m", "backends.worker"], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, env=env, cwd=_ROOT)
 
@@ -140,7 +143,38 @@ def default_worker() -> Worker:
     return _default
 
 
+_PARENT = "SCHEDLAB_WORKER_PARENT"
+_DEATH_SIGNAL = "SCHEDLAB_WORKER_DEATH_SIGNAL"
+
+
+def _exit_with_parent() -> None:  # pragma: no cover - runs in the child
+    """A worker outlives nothing: when its parent dies (a killed job, a Ray worker shut down) in the middle of
+    a long compile or a hanging kernel, the worker goes too instead of running on as an orphan. Linux's
+    parent-death signal covers code that holds the GIL; the watcher thread covers the other cases."""
+    parent = int(os.environ.get(_PARENT) or 0)
+    if not parent:
+        return
+    if os.environ.get(_DEATH_SIGNAL) and sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def _serve() -> None:  # pragma: no cover - runs in the child
+    _exit_with_parent()
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # user code printing must not corrupt the channel
     inp = sys.stdin.buffer

@@ -224,3 +224,44 @@ def test_numba_backend_refuses_gpu_targets():
     p = blur_pipeline()
     with pytest.raises(CompileError, match="v100 is a cuda target"):
         backends.compile(p, naive_schedule(p), "v100")
+
+
+_ORPHANING_PARENT = """
+import os, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+from backends.worker import Worker
+from tests import worker_targets as wt
+w = Worker()
+w.call(wt.add, 1, 2)  # the worker is up
+print(w._proc.pid, flush=True)
+threading.Thread(target=w.call, args=(wt.sleep_forever,), daemon=True).start()
+time.sleep(1.0)
+os._exit(0)  # dies mid-call, as a killed job or a shut-down Ray worker does
+"""
+
+
+@pytest.mark.parametrize("thread", ["main", "other"])
+def test_a_worker_whose_parent_dies_mid_call_exits_too(thread):
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parent.parent)
+    script = _ORPHANING_PARENT
+    if thread == "other":  # the worker started from a thread: the watcher thread has to notice
+        script = script.replace("w = Worker()\nw.call(wt.add, 1, 2)",
+                                "w = Worker()\nt = threading.Thread(target=w.call, args=(wt.add, 1, 2)); t.start(); t.join()")
+    r = subprocess.run([sys.executable, "-c", script, root], capture_output=True, text=True, timeout=60, check=False)
+    assert r.returncode == 0, r.stderr
+    child = int(r.stdout.split()[0])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.kill(child, 9)
+    pytest.fail(f"worker {child} outlived its parent by 10 s")

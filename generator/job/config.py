@@ -51,7 +51,7 @@ class RoundTraining:
 @dataclass(frozen=True)
 class JobConfig:
     target: str = "host"
-    backend: Literal["numba"] = "numba"
+    backend: Literal["numba", "halide"] = "numba"  # halide: the halide extra (backends.halide)
     rounds: int = 2
     pipelines_per_round: int = 12
     schedules_per_pipeline: int = 16  # one beam-search sample + random-dropout samples (adams2019 §5)

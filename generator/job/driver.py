@@ -181,7 +181,7 @@ class Job:
         todo = collections.deque()
         for seed in c.pipeline_seeds(r):
             key = BatchKey(c.target, r, seed, c.schedules_per_pipeline, c.max_stages, tuple(c.output_size), c.markov,
-                           c.beam_size, c.passes, c.dropout, c.seed, c.protocol, c.check_outputs)
+                           c.beam_size, c.passes, c.dropout, c.seed, c.protocol, c.check_outputs, c.backend)
             self.summary.batches_planned += 1
             path = batch_path(self.out, self.tgt.name, key.batch_id)
             if path.exists():

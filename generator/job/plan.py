@@ -35,6 +35,7 @@ class BatchKey:
     job_seed: int  # seeds the dropout draws
     protocol: str
     check_outputs: bool
+    backend: str = "numba"  # numba | halide
 
     @property
     def batch_id(self) -> str:

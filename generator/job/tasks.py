@@ -1,8 +1,10 @@
 """The job's Ray work: planning and compiling are parallel CPU tasks; measuring is one actor per node that
 runs one measurement at a time (the papers benchmark sequentially so that runs do not disturb each other).
 
-Compiled kernels land in the node's on-disk cache (backends.numba.compiler), so the benchmarker finds
-the kernel its node compiled; a kernel compiled on another node is simply compiled again. Every compile
+numba kernels land in the node's on-disk cache (backends.numba.compiler), so the benchmarker finds the
+kernel its node compiled; a kernel compiled on another node is simply compiled again. Halide JIT code
+has no disk cache: the compile task checks that the schedule compiles (its status and compile time),
+and the benchmarker compiles it again where it is measured. Every compile
 and measurement runs in a backends worker process with a timeout: a crash or a hang of generated code
 is a Measurement status. A Ray worker process that dies is retried by Ray (`max_retries`) and then
 reported to the driver, which records the sample as `worker_died`.
@@ -49,7 +51,8 @@ def compile_task(plan: BatchPlan, index: int, compile_timeout: float, fault: str
     node = ray.get_runtime_context().get_node_id()
     s = plan.samples[index]
     try:
-        k = backends.compile(plan.pipeline, s.loopnest, plan.key.target, timeout=compile_timeout)
+        k = backends.compile(plan.pipeline, s.loopnest, plan.key.target, timeout=compile_timeout,
+                             backend=plan.key.backend)
     except ScheduleError as e:
         return CompileOutcome("invalid_schedule", str(e), node_id=node)
     except backends.CompileError as e:
@@ -73,7 +76,7 @@ class Benchmarker:
         s = plan.samples[index]
         try:
             k = backends.compile(plan.pipeline, s.loopnest, plan.key.target, timeout=compile_timeout,
-                                 worker=self.worker)
+                                 worker=self.worker, backend=plan.key.backend)
         except ScheduleError as e:
             return Measurement("invalid_schedule", error=str(e))
         except backends.CompileError as e:
