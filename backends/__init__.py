@@ -18,7 +18,7 @@ from .kernel import STATUSES, CompileError, Kernel, Measurement, Protocol
 __all__ = ["compile", "measure", "Kernel", "Measurement", "Protocol", "CompileError", "ScheduleError",
            "STATUSES", "compile_and_measure"]
 
-BACKENDS = ("numba",)
+BACKENDS = ("numba", "halide")
 
 
 def compile(pipeline, loopnest, target="host", *, backend: str = "numba", timeout: float | None = 600.0,
@@ -29,9 +29,11 @@ def compile(pipeline, loopnest, target="host", *, backend: str = "numba", timeou
     from ir.plan import Plan
     from ir.target import get_target
 
-    if backend != "numba":
+    if backend not in BACKENDS:
         raise CompileError(f"unknown backend {backend!r}; available: {', '.join(BACKENDS)}")
     tgt = get_target(target)
+    if backend == "halide":
+        return _compile_halide(pipeline, loopnest, tgt, timeout, isolate, worker)
     if tgt.kind != "cpu":
         raise CompileError(f"the numba backend compiles for CPU targets; {tgt.name} is a {tgt.kind} target")
     plan = Plan(pipeline.dag, loopnest, tgt)
@@ -65,6 +67,16 @@ def compile(pipeline, loopnest, target="host", *, backend: str = "numba", timeou
             raise CompileError(f"numba failed to compile {path.name}: {type(e).__name__}: "
                                f"{str(e).splitlines()[0] if str(e) else ''}") from e
     return NumbaKernel(pipeline, loopnest, tgt, src, path, time.perf_counter() - t0)
+
+
+def _compile_halide(pipeline, loopnest, tgt, timeout, isolate, worker) -> Kernel:
+    if tgt.kind != "cpu":
+        raise CompileError(f"the halide backend compiles for the host CPU; {tgt.name} is a {tgt.kind} target")
+    try:
+        from .halide import compile_halide
+    except ImportError as e:
+        raise CompileError(f"the halide backend needs the halide extra (pip install schedlab[halide]): {e}") from None
+    return compile_halide(pipeline, loopnest, tgt, timeout=timeout, isolate=isolate, worker=worker)
 
 
 def measure(kernel: Kernel, inputs, protocol: Protocol | None = None, *, expected=None, worker=None,

@@ -1,0 +1,99 @@
+"""Halide's own autoschedulers (Adams2019, Mullapudi2016, Li2018) on a schedlab pipeline: the
+baselines schedlab's scheduler is judged against (DESIGN §1, evaluate).
+
+    anchor = autoschedule(pipeline, "Adams2019", params={"parallelism": "8"})
+    kernel = anchor.compile()                      # a Kernel: measure it like any other
+    backends.measure(kernel, inputs, expected=...)
+
+The search runs in the worker process: Halide's plugins abort the process on an unknown or
+unparsable parameter, so parameters are checked against the plugins' own names first, and a crash
+is a CompileError, never a dead caller.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+
+from ..kernel import CompileError
+
+# parameter names each plugin accepts (halide 21), all values are strings
+PARAMS = {
+    "Adams2019": ("parallelism", "beam_size", "random_dropout", "random_dropout_seed", "weights_path",
+                  "disable_subtiling", "disable_memoized_features", "disable_memoized_blocks", "memory_limit"),
+    "Mullapudi2016": ("parallelism", "last_level_cache_size", "balance", "experimental_gpu_schedule"),
+    "Li2018": ("parallelism",),
+}
+
+_loaded: set[str] = set()
+
+
+@dataclass(frozen=True)
+class AnchorSchedule:
+    """What a Halide autoscheduler chose for a pipeline, and how long it searched."""
+
+    scheduler: str
+    params: tuple[tuple[str, str], ...]
+    schedule_source: str  # the chosen schedule as Halide C++ directives
+    search_seconds: float
+    compile_seconds: float
+    pipeline: object  # the schedlab Pipeline
+
+    def compile(self, *, timeout: float | None = 600.0, worker=None, isolate: bool = True):
+        """A Kernel running this schedule (the worker that searched already holds it compiled)."""
+        from ir.target import get_target
+
+        from .compiler import HalideKernel
+
+        spec = _spec(self.pipeline, self.scheduler, self.params)
+        if not isolate:
+            spec.build()
+        return HalideKernel(self.pipeline, None, get_target("host"), spec, self.compile_seconds)
+
+
+def autoschedule(pipeline, scheduler: str, target="host", params: dict[str, str] | None = None, *,
+                 timeout: float | None = 600.0, worker=None, isolate: bool = True) -> AnchorSchedule:
+    """Run Halide's `scheduler` on `pipeline` (estimates from its sizes) for the host CPU."""
+    from ir.target import get_target
+
+    tgt = get_target(target)
+    if tgt.kind != "cpu":
+        raise CompileError(f"Halide's autoschedulers run here for the host CPU; {tgt.name} is a {tgt.kind} target")
+    if scheduler not in PARAMS:
+        raise CompileError(f"unknown Halide autoscheduler {scheduler!r}; choose one of {', '.join(PARAMS)}")
+    given = {"parallelism": str(tgt.cores)} | dict(params or {})
+    bad = [k for k in given if k not in PARAMS[scheduler]]
+    if bad:
+        raise CompileError(f"{scheduler} has no parameter {bad[0]!r}; its parameters are {', '.join(PARAMS[scheduler])}")
+    spec = _spec(pipeline, scheduler, tuple(sorted((k, str(v)) for k, v in given.items())))
+    from .compiler import in_worker
+
+    # a malformed parameter value aborts the plugin's process: a CompileError saying "aborted the worker"
+    source, search_s, compile_s = in_worker(_search_here, spec, scheduler, timeout, worker, isolate)
+    return AnchorSchedule(scheduler, spec.autoscheduler_params, source, search_s, compile_s, pipeline)
+
+
+def _spec(pipeline, scheduler: str, params: tuple[tuple[str, str], ...]):
+    from .compiler import HalideSpec
+
+    return HalideSpec(json.dumps(pipeline.to_json(), sort_keys=True), autoscheduler=scheduler,
+                      autoscheduler_params=params)
+
+
+def _search_here(spec) -> tuple[str, float, float]:
+    c = spec.build()
+    return c.schedule_source, c.search_s, c.compile_s
+
+
+def run_autoscheduler(hpipe, scheduler: str, params: dict[str, str], target) -> tuple[str, float]:
+    """Apply `scheduler` to a Halide Pipeline in place; (schedule source, seconds searched)."""
+    import halide as hl
+
+    if scheduler not in _loaded:
+        hl.load_plugin(os.path.join(hl.install_dir(), "lib64", f"libautoschedule_{scheduler.lower()}.so"))
+        _loaded.add(scheduler)
+    t0 = time.perf_counter()
+    r = hpipe.apply_autoscheduler(target, hl.AutoschedulerParams(scheduler, params))
+    return r.schedule_source, time.perf_counter() - t0

@@ -1,0 +1,154 @@
+"""A LoopNest as Halide scheduling directives on the Funcs of `translate`.
+
+Read off the `Plan` (the one bounds inference): each stage's levels become nested splits of its pure
+Vars (level d of Var x is the Halide Var `x_d`), ordered level by level as the plan orders them;
+the innermost level's SIMD loop is vectorized and its pure loops unrolled; a parallel outermost level
+fuses its loops into one parallel loop; compute and storage sites become `compute_at` / `store_at`
+on the innermost loop of the level (Halide slides windows by itself). Halide schedules never change
+results, so where a construct has no exact Halide form the nearest legal directive is used (each
+one is listed in docs/halide.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import halide as hl
+
+from ir.plan import Chain, Plan
+
+from .translate import HalidePipeline
+
+
+@dataclass
+class _StageLoops:
+    """The Halide loop variables of one scheduled stage, per level (outermost level first)."""
+
+    innermost_of_level: list[hl.Var | None] = field(default_factory=list)  # what compute_at refers to
+
+
+def apply(hp: HalidePipeline, plan: Plan) -> None:
+    """Schedule hp's Funcs as `plan` says (Funcs not in the plan keep Halide's default: inlined)."""
+    loops: dict[int, _StageLoops] = {}
+    for name, fp in plan.funcs.items():
+        f = hp.funcs[name]
+        if fp.inlined:
+            f.compute_inline()
+            continue
+        for ch in fp.chains:
+            loops[id(ch)] = _schedule_chain(hp, fp, ch)
+        _storage_order(hp, fp)
+    for name, fp in plan.funcs.items():
+        if fp.inlined:
+            continue
+        f = hp.funcs[name]
+        site = _loop_level(hp, plan, fp.site, loops)
+        if site is None:
+            f.compute_root()
+        else:
+            f.compute_at(site)
+        if fp.store is not fp.site:
+            store = _loop_level(hp, plan, fp.store, loops)
+            if store is None:
+                f.store_root()
+            else:
+                f.store_at(store)
+
+
+def _stage(f: hl.Func, index: int):
+    return f if index == 0 else f.update(index - 1)
+
+
+def _tail(ch: Chain, j: int, depth: int) -> hl.TailStrategy:
+    """ShiftInwards for pure definitions, as schedlab; GuardWithIf for updates and for a region whose
+    size varies between site iterations (a shifted tile could then read an Input before its region)."""
+    if ch.stage.index == 0 and (depth > 0 or ch.exact[j]):
+        return hl.TailStrategy.ShiftInwards
+    return hl.TailStrategy.GuardWithIf
+
+
+def _schedule_chain(hp: HalidePipeline, fp, ch: Chain) -> _StageLoops:
+    f = hp.funcs[fp.name]
+    st = _stage(f, ch.stage.index)
+    n = len(ch.levels)
+    pure_vars = hp.vars[fp.name]
+    rdom = hp.rdoms.get((fp.name, ch.stage.index))
+    by_level: list[dict[int, object]] = [{} for _ in range(n)]  # level -> loop index -> Halide var
+    split: set[int] = set()
+    tag = "" if ch.stage.index == 0 else f"_u{ch.stage.index - 1}"  # loop names unique across stages
+    for j, l in enumerate(ch.stage.loop):
+        if not l.pure:
+            by_level[n - 1][j] = rdom[l.rvar.index]
+            continue
+        cur = pure_vars[l.func_dim]
+        for d in range(n - 1):
+            lp = ch.levels[d].loops[j]
+            if lp.count > 1:
+                outer, inner = hl.Var(f"{l.name}{tag}_{d}"), hl.Var(f"{l.name}{tag}_{d + 1}")
+                st.split(cur, outer, inner, lp.tile, _tail(ch, j, d))
+                by_level[d][j] = outer
+                cur = inner
+                split.add(j)
+        by_level[n - 1][j] = cur
+    order = [(d, by_level[d][j]) for d in range(n) for j in ch.levels[d].order if j in by_level[d]]
+    if len(order) > 1:
+        st.reorder([hl.VarOrRVar(v) for _, v in reversed(order)])
+    _innermost(st, ch, by_level[n - 1], split)
+    out = _StageLoops([None] * n)
+    for d, v in order:
+        out.innermost_of_level[d] = v
+    if ch.levels[0].node.parallel:
+        out.innermost_of_level[0] = _parallel(st, [v for d, v in order if d == 0], tag)
+    return out
+
+
+def _innermost(st, ch: Chain, inner: dict[int, object], split: set[int]) -> None:
+    node = ch.levels[-1].node
+    depth = len(ch.levels) - 1
+    for j, l in enumerate(ch.stage.loop):
+        size = node.size[j]
+        if not l.pure or size <= 1:
+            continue
+        v = inner[j]
+        if j == node.vectorized_loop:
+            st.vectorize(v) if j in split else st.vectorize(v, size, _tail(ch, j, depth))
+        elif node.unrolled:
+            st.unroll(v) if j in split else st.unroll(v, size, _tail(ch, j, depth))
+
+
+def _parallel(st, level0: list, tag: str) -> hl.Var | None:
+    """Fuse the outermost level's loops (outermost first) into one parallel loop, as schedlab runs them."""
+    if not level0:
+        return None
+    fused = level0[0]
+    for k, v in enumerate(level0[1:]):
+        nxt = hl.Var(f"par{tag}_{k}")
+        st.fuse(v, fused, nxt)
+        fused = nxt
+    st.parallel(fused)
+    return fused
+
+
+def _storage_order(hp: HalidePipeline, fp) -> None:
+    """Non-outputs store their vectorized dimension innermost (ir.plan.storage_layout)."""
+    if fp.node.is_output or len(fp.layout) < 2 or fp.layout[0] == 0:
+        return
+    vs = hp.vars[fp.name]
+    hp.funcs[fp.name].reorder_storage([vs[d] for d in fp.layout])
+
+
+def _loop_level(hp: HalidePipeline, plan: Plan, node, loops: dict[int, _StageLoops]) -> hl.LoopLevel | None:
+    """The Halide loop level of a LoopNest node (None: root). A level whose loops all run once has no
+    Halide loop; the nearest enclosing loop is the same place."""
+    while not node.is_root:
+        lvl = plan.level(node)
+        ch = lvl.chain
+        sl = loops[id(ch)]
+        for d in range(lvl.depth, -1, -1):
+            v = sl.innermost_of_level[d]
+            if v is not None:
+                # stage_index -1: Halide 21's legality check rejects an explicit index; the loop's
+                # name, unique across the Func's stages, picks the stage
+                return hl.LoopLevel(hp.funcs[ch.func], hl.VarOrRVar(v), -1)
+        node = ch.site
+    return None

@@ -1,0 +1,127 @@
+"""The Halide backend against the reference interpreter: apps under their naive and expert schedules,
+random pipelines under random schedules, the semantic corner cases, and clear errors. Real Halide
+JIT compilation in the worker process (skipped without the `halide` extra)."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("halide")
+
+import backends
+from backends import CompileError, Protocol
+from generator.apps import get_app
+from generator.random_pipeline import random_pipeline
+from ir import Func, Input, Pipeline, RDom, Var, cast, clamp, exp, f32, i8, i16, i32, interpret, log, select, u8, u32
+from ir.builder import naive_schedule
+from ir.errors import SchedlabError, ScheduleError
+from ir.sampling import random_schedule
+from ir.target import get_target
+
+from .fuzz import CHECK_ONLY
+
+APPS = ("blur", "unsharp", "harris", "hist_eq", "camera_pipe", "local_laplacian", "iir_blur", "conv_layer",
+        "bilateral_grid", "matmul")
+
+
+def check(p, ln, inputs=None, seed=0):
+    inputs = inputs if inputs is not None else p.random_inputs(seed)
+    expected = interpret(p, inputs)
+    k = backends.compile(p, ln, backend="halide")
+    m = backends.measure(k, inputs, CHECK_ONLY, expected=expected)
+    assert m.status == "ok", m.error
+    return k
+
+
+@pytest.mark.parametrize("name", APPS)
+def test_app_naive_and_expert_schedules_match_interpreter(name):
+    app = get_app(name)
+    p = app.build("small")
+    check(p, naive_schedule(p))
+    if app.schedule is not None:
+        check(p, app.schedule(p, get_target("host")))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_pipelines_under_random_schedules(seed):
+    p = random_pipeline(seed, 8, output_size=(64, 48, 3))
+    tgt = get_target("host")
+    for s in range(2):
+        check(p, random_schedule(p, 1000 * seed + s, tgt)[0], seed=seed)
+
+
+def test_integer_and_float_corner_cases_are_schedlab_semantics():
+    x = Var("x")
+    a, b = Input("a", f32, 1), Input("b", i32, 1)
+    fl = Func("fl")
+    fl[x] = a[x] / 0.0 + a[x] % 2.5 + exp(a[x] * 100.0) + log(a[x]) + select(a[x] < 1.0, a[x], 3.0)
+    ints = Func("ints")
+    ints[x] = b[x] * 65537 + b[x] / (b[x] % 3 - 1) + b[x] % -1 + b[x] / -1 + cast(i32, cast(i8, b[x]))
+    conv = Func("conv")
+    conv[x] = cast(i32, a[x] * 3e9) + cast(i32, cast(u8, a[x] * 300.0)) + cast(i32, cast(i16, a[x] * -1e6))
+    p = Pipeline([fl, ints, conv], {fl: (8,), ints: (8,), conv: (8,)})
+    inputs = {"a": np.array([3.5, -2.0, 0.0, np.nan, np.inf, -np.inf, 1e-40, 0.7], np.float32),
+              "b": np.array([7, -2**31, 2**31 - 1, -5, 0, 1, -1, 3], np.int32)}
+    check(p, naive_schedule(p), inputs)
+
+
+def test_outputs_read_by_other_funcs_and_scatters_beyond_the_output():
+    x = Var("x")
+    img = Input("img", u8, 1)
+    hist = Func("hist")
+    hist[x] = cast(u32, 0)
+    r = RDom((0, 64), name="r")
+    hist[clamp(cast(i32, img[r]), 0, 255)] += 1
+    cdf = Func("cdf")
+    cdf[x] = hist[x] + hist[x + 1]
+    p = Pipeline([hist, cdf], {hist: (16,), cdf: (200,)})
+    check(p, naive_schedule(p))
+
+
+def test_invalid_inputs_and_schedules_give_clear_errors():
+    p = get_app("blur").build("small")
+    k = backends.compile(p, naive_schedule(p), backend="halide")
+    with pytest.raises(SchedlabError, match="must be a float32 array of shape"):
+        k({"input": np.zeros((3, 3), np.float32)})
+    bad = naive_schedule(p).replace(children=())
+    with pytest.raises(ScheduleError):
+        backends.compile(p, bad, backend="halide")
+    with pytest.raises(CompileError, match="halide backend compiles for the host CPU"):
+        backends.compile(p, naive_schedule(p), "h200", backend="halide")
+
+
+def test_kernel_runs_in_process_and_measures():
+    p = get_app("blur").build("small")
+    ln = get_app("blur").schedule(p, get_target("host"))
+    inputs = p.random_inputs(1)
+    k = backends.compile(p, ln, backend="halide", isolate=False)
+    out = k(inputs)
+    want = interpret(p, inputs)
+    for name in want:
+        assert np.allclose(out[name], want[name], rtol=1e-5, atol=1e-6)
+    m = backends.measure(k, inputs, Protocol(max_seconds=0.2), expected=want)
+    assert m.status == "ok" and m.min_s > 0 and k.backend == "halide"
+
+
+@pytest.mark.parametrize("scheduler,params", [("Adams2019", {"beam_size": "1"}), ("Mullapudi2016", None)])
+@pytest.mark.parametrize("name", ["blur", "unsharp"])
+def test_halide_autoschedulers_give_schedules_that_match_interpreter(scheduler, params, name):
+    from backends.halide.autoschedule import autoschedule
+
+    p = get_app(name).build("small")
+    anchor = autoschedule(p, scheduler, params=params)
+    assert anchor.schedule_source and anchor.search_seconds >= 0
+    inputs = p.random_inputs(0)
+    m = backends.measure(anchor.compile(), inputs, CHECK_ONLY, expected=interpret(p, inputs))
+    assert m.status == "ok", m.error
+
+
+def test_unknown_autoscheduler_parameter_is_a_clear_error():
+    from backends.halide.autoschedule import autoschedule
+
+    p = get_app("blur").build("small")
+    with pytest.raises(CompileError, match="has no parameter 'bogus'; its parameters are parallelism"):
+        autoschedule(p, "Adams2019", params={"bogus": "1"})
+    with pytest.raises(CompileError, match="unknown Halide autoscheduler"):
+        autoschedule(p, "adams2019")
+    with pytest.raises(CompileError, match="aborted the worker"):  # the plugin aborts its process
+        autoschedule(p, "Adams2019", params={"beam_size": "abc"})
