@@ -10,6 +10,11 @@ Methods, one row per (app, method):
   random                 the median runtime of `random_schedules` random schedules (ir.sampling)
   greedy-random-weights  greedy search with the hybrid network's random weights (adams2019's first round)
   greedy, beam, hierarchical   the scheduler's searches under the chosen model
+Under Halide (`halide` key: when the halide package is installed), compiled by Halide on this machine:
+  <m>@halide             the same LoopNest as <m> (naive, expert and the searches; not searched again)
+  Adams2019@halide, Mullapudi2016@halide   Halide's own autoschedulers (backends.halide.autoschedule)
+Every row's speedup is over the numba naive row; speedup_same_backend is over the naive row of its own
+backend (naive@halide for Halide rows), and numba_over_halide is runtime(<m>) / runtime(<m>@halide).
 A row's status is backends' (ok, compile_error, runtime_error, crash, timeout, wrong_output,
 invalid_schedule) or search_error (building the schedule raised): a failure is a row, never a dead run.
 """
@@ -17,6 +22,7 @@ invalid_schedule) or search_error (building the schedule raised): a failure is a
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import math
 import sys
@@ -34,6 +40,8 @@ PROG = "python -m evaluate.apps"
 DESCRIPTION = ("Schedules the app suite with the searches and the baselines, measures every schedule and logs the "
                "speedups over the naive schedule to MLflow.")
 NAIVE = "naive"
+HALIDE = "@halide"  # the suffix of the methods compiled by Halide
+HALIDE_NAIVE = NAIVE + HALIDE
 RANDOM_WEIGHTS = "greedy-random-weights"
 TABLE_CSV = "apps.csv"
 TABLE_JSON = "apps_table.json"
@@ -44,20 +52,29 @@ class Method:
     """A way to get an app's schedule: a fixed baseline, random schedules, or a search under a cost model."""
 
     name: str  # the table's label, unique per app
-    kind: Literal["naive", "expert", "random", "search"]
+    kind: Literal["naive", "expert", "random", "search", "halide"]
     model: object = None  # search: a scheduler.cost.CostModel
-    algorithm: str = ""  # search: greedy | beam | hierarchical
+    algorithm: str = ""  # search: greedy | beam | hierarchical; halide: the autoscheduler's name
+
+    @property
+    def has_halide_twin(self) -> bool:
+        """Its LoopNest is also compiled by Halide, as `<name>@halide` (not random schedules, not adams2019's
+        random-weights round)."""
+        return self.kind in ("naive", "expert") or (self.kind == "search" and self.name != RANDOM_WEIGHTS)
 
 
 @dataclass(frozen=True)
 class AppRow:
     app: str
     method: str
-    model: str  # the cost model that searched ('' for fixed and random schedules)
+    backend: str  # numba or halide: what compiled the schedule
+    model: str  # the cost model that searched ('' for fixed and random schedules and Halide's autoschedulers)
     status: str  # ok, a backends status, or search_error
     runtime_s: float  # best measured time of one run (the median over schedules for random); NaN unless ok
-    speedup: float  # naive runtime / runtime; NaN unless both are ok
-    search_s: float  # seconds spent getting the schedule(s): the search, for searches
+    speedup: float  # runtime of the numba naive row / runtime; NaN unless both are ok
+    speedup_same_backend: float  # runtime of the naive row of this row's backend / runtime
+    numba_over_halide: float  # Halide rows of a schedlab LoopNest: runtime(numba, same LoopNest) / runtime
+    search_s: float  # seconds spent getting the schedule(s): the search (for <m>@halide: <m>'s, not repeated)
     note: str = ""  # the failure's first line, or how many random schedules ran
 
 
@@ -66,6 +83,26 @@ class Geomean:
     method: str
     speedup: float  # geometric mean of the speedups over naive of the apps where the method ran
     apps: int  # how many apps that is
+    speedup_same_backend: float = math.nan  # the same of the speedups over naive of its own backend
+
+
+@dataclass(frozen=True)
+class HalideComparison:
+    """The two headline ratios of the side-by-side run under Halide (NaN where nothing was comparable)."""
+
+    beam_over_adams2019: float  # geomean over apps of runtime(Adams2019@halide) / runtime(beam@halide)
+    beam_apps: int
+    numba_over_halide: float  # geomean over (app, LoopNest) pairs of runtime(numba) / runtime(halide)
+    pairs: int
+    pair_methods: tuple[str, ...]  # the LoopNests compared: naive, expert, greedy, ...
+
+    def lines(self) -> list[str]:
+        pairs = ", ".join(self.pair_methods) or "none"
+        beam = (f"beam@halide vs Adams2019@halide: {ratio(self.beam_over_adams2019)}x  (geomean of "
+                f"runtime(Adams2019)/runtime(beam) over {self.beam_apps} apps; > 1: schedlab's beam is faster)")
+        numba = (f"numba vs Halide, same LoopNest:  {ratio(self.numba_over_halide)}x  (geomean of "
+                 f"runtime(numba)/runtime(halide) over {self.pairs} pairs of {pairs}; > 1: Halide runs it faster)")
+        return [beam, numba]
 
 
 @dataclass
@@ -77,6 +114,7 @@ class AppsResult:
     rows: list[AppRow]
     geomeans: list[Geomean]
     seconds: float
+    halide: HalideComparison | None = None  # None: not compared under Halide
 
     def table(self) -> str:
         return "\n".join([HEADER, *map(format_row, self.rows)])
@@ -85,20 +123,33 @@ class AppsResult:
         apps = len({r.app for r in self.rows})
         return "\n".join([
             f"geometric mean speedup over naive ({apps} apps, searches with {self.model or 'no model'}):",
-            *(f"  {g.method:24s} {ratio(g.speedup):>7s}x  over {g.apps} apps" for g in self.geomeans),
+            *map(format_geomean, self.geomeans),
+            *(["compared under Halide:", *(f"  {line}" for line in self.halide.lines())] if self.halide else []),
             f"{len(self.rows)} rows in {self.seconds:.0f}s, {sum(r.status != 'ok' for r in self.rows)} failed",
             f"MLflow run {self.run_id} (experiment {self.experiment_id}) in {self.tracking_uri}",
             f"open: mlflow ui --backend-store-uri {self.tracking_uri}",
         ])
 
 
-HEADER = f"{'app':24s} {'method':24s} {'status':16s} {'runtime':>12s} {'speedup':>8s} {'search':>8s}  note"
+HEADER = (f"{'app':16s} {'method':22s} {'status':14s} {'runtime':>12s} {'speedup':>8s} {'same-bk':>8s} "
+          f"{'nb/hl':>6s} {'search':>8s}  note")
 
 
 def format_row(r: AppRow) -> str:
+    """speedup: over numba naive; same-bk: over the naive schedule of the row's backend; nb/hl: runtime of the
+    same LoopNest under numba / under Halide."""
     runtime = f"{r.runtime_s * 1e3:9.4g} ms" if math.isfinite(r.runtime_s) else f"{'-':>12s}"
-    speedup = f"{ratio(r.speedup):>7s}x" if math.isfinite(r.speedup) else f"{'-':>8s}"
-    return f"{r.app:24s} {r.method:24s} {r.status:16s} {runtime} {speedup} {r.search_s:7.2f}s  {r.note}"
+    return (f"{r.app:16s} {r.method:22s} {r.status:14s} {runtime} {_times(r.speedup, 8)} "
+            f"{_times(r.speedup_same_backend, 8)} {_times(r.numba_over_halide, 6)} {r.search_s:7.2f}s  {r.note}")
+
+
+def format_geomean(g: Geomean) -> str:
+    same = f"  ({ratio(g.speedup_same_backend)}x over {HALIDE_NAIVE})" if g.method.endswith(HALIDE) else ""
+    return f"  {g.method:24s} {ratio(g.speedup):>7s}x  over {g.apps} apps{same}"
+
+
+def _times(x: float, width: int) -> str:
+    return f"{ratio(x):>{width - 1}s}x" if math.isfinite(x) else f"{'-':>{width}s}"
 
 
 def ratio(x: float) -> str:
@@ -142,13 +193,33 @@ def _schedules(method: Method, app, pipeline, target, cfg: AppsConfig) -> list:
                          passes=cfg.passes, seed=cfg.seed).loopnest]
 
 
+def halide_installed() -> bool:
+    return importlib.util.find_spec("halide") is not None
+
+
+def use_halide(cfg: AppsConfig) -> bool:
+    """Whether `cfg` compares under Halide: halide=auto when the package is installed, halide=true always (an
+    EvaluateError without it)."""
+    installed = halide_installed()
+    if cfg.halide is True and not installed:
+        raise EvaluateError("halide=true needs the halide package: pip install schedlab[halide] (or halide=auto)")
+    return installed and cfg.halide is not False
+
+
+def halide_methods(cfg: AppsConfig, methods: list[Method]) -> list[Method]:
+    """The rows measured under Halide: each schedlab LoopNest's twin, then Halide's autoschedulers."""
+    return [*(replace(m, name=m.name + HALIDE) for m in methods if m.has_halide_twin),
+            *(Method(s + HALIDE, "halide", algorithm=s) for s in cfg.halide_autoschedulers)]
+
+
 # --- measuring -----------------------------------------------------------------------------------------------
 
 
 def measure_app(app, cfg: AppsConfig, methods: list[Method], tick: Callable[[str], None] | None = None,
-                ) -> list[AppRow]:
+                halide: bool = False) -> list[AppRow]:
     """One row per method that applies to `app` at `cfg.size`, each schedule checked and timed; speedups over
-    the naive row. `tick(method name)` after each method (progress)."""
+    the naive row. With `halide`, then the rows of `halide_methods`: the same LoopNests (not searched again)
+    and Halide's autoschedulers, compiled by Halide. `tick(method name)` after each method (progress)."""
     import backends
     from generator.datagen import PROTOCOLS
     from ir.target import get_target
@@ -158,6 +229,8 @@ def measure_app(app, cfg: AppsConfig, methods: list[Method], tick: Callable[[str
     pipeline = app.build(cfg.size)
     inputs, expected = reference(pipeline)
     rows = []
+    twins: dict[str, tuple] = {}  # method name -> (its LoopNest, its search seconds) for the Halide rows
+    tick = tick or (lambda name: None)
     for m in methods:
         t0 = time.perf_counter()
         try:
@@ -170,9 +243,40 @@ def measure_app(app, cfg: AppsConfig, methods: list[Method], tick: Callable[[str
             ms = [backends.compile_and_measure(pipeline, ln, inputs, target, PROTOCOLS[cfg.protocol],
                                                expected=expected) for ln in loopnests]
             rows.append(_measured_row(app.name, m, ms, search_s))
-        if tick is not None:
+            if m.has_halide_twin:
+                twins[m.name + HALIDE] = (loopnests[0], search_s)
+        tick(m.name)
+    if halide:
+        for m in halide_methods(cfg, methods):
+            if m.kind == "halide" or m.name in twins:  # else no LoopNest (no expert schedule, a failed search)
+                rows.append(_halide_row(app.name, m, pipeline, target, twins.get(m.name), inputs, expected,
+                                        PROTOCOLS[cfg.protocol]))
             tick(m.name)
     return with_speedups(rows)
+
+
+def _halide_row(app: str, method: Method, pipeline, target, twin, inputs, expected, protocol) -> AppRow:
+    """A LoopNest (`twin`: the LoopNest and its search seconds) or Halide's `method.algorithm` autoscheduler,
+    compiled by Halide, checked and timed; a failure at any step is the row's status."""
+    import backends
+
+    t0 = time.perf_counter()
+    try:
+        if twin is not None:
+            kernel, search_s = backends.compile(pipeline, twin[0], target, backend="halide"), twin[1]
+        else:
+            from backends.halide import autoschedule
+
+            anchor = autoschedule(pipeline, method.algorithm, target, params={"parallelism": str(target.cores)})
+            kernel, search_s = anchor.compile(), anchor.search_seconds
+    except backends.ScheduleError as e:
+        return _row(app, method, "invalid_schedule", [], time.perf_counter() - t0, _first_line(e))
+    except backends.CompileError as e:
+        return _row(app, method, e.status, [], time.perf_counter() - t0, _first_line(e))
+    except Exception as e:  # noqa: BLE001 - a translation or plugin failure is this row's status
+        return _row(app, method, "search_error" if twin is None else "compile_error", [], time.perf_counter() - t0,
+                    _first_line(e))
+    return _measured_row(app, method, [backends.measure(kernel, inputs, protocol, expected=expected)], search_s)
 
 
 def _measured_row(app: str, method: Method, ms: list, search_s: float) -> AppRow:
@@ -190,25 +294,56 @@ def _measured_row(app: str, method: Method, ms: list, search_s: float) -> AppRow
 def _row(app: str, method: Method, status: str, runtimes: list[float], search_s: float, note: str) -> AppRow:
     model = getattr(method.model, "name", str(method.model)) if method.kind == "search" else ""
     runtime = float(np.median(runtimes)) if runtimes else math.nan
-    return AppRow(app, method.name, model, status, runtime, math.nan, search_s, note)
+    backend = "halide" if method.name.endswith(HALIDE) else "numba"
+    return AppRow(app=app, method=method.name, backend=backend, model=model, status=status, runtime_s=runtime,
+                  speedup=math.nan, speedup_same_backend=math.nan, numba_over_halide=math.nan, search_s=search_s,
+                  note=note)
 
 
 def with_speedups(rows: list[AppRow]) -> list[AppRow]:
-    """Each ok row's speedup over the naive row of its app (NaN when either failed)."""
-    naive = {r.app: r.runtime_s for r in rows if r.method == NAIVE and r.status == "ok"}
-    return [replace(r, speedup=naive[r.app] / r.runtime_s) if r.status == "ok" and r.app in naive else r
-            for r in rows]
+    """Each ok row's speedup over the numba naive row of its app, over the naive row of its own backend, and for
+    a Halide row of a schedlab LoopNest the numba/Halide runtime ratio (NaN where either row failed)."""
+    ok = {(r.app, r.method): r.runtime_s for r in rows if r.status == "ok"}
+
+    def over(app: str, method: str, runtime: float) -> float:
+        return ok[(app, method)] / runtime if (app, method) in ok else math.nan
+
+    return [replace(r, speedup=over(r.app, NAIVE, r.runtime_s),
+                    speedup_same_backend=over(r.app, HALIDE_NAIVE if r.backend == "halide" else NAIVE, r.runtime_s),
+                    numba_over_halide=over(r.app, r.method.removesuffix(HALIDE), r.runtime_s)
+                    if r.backend == "halide" else math.nan)
+            if r.status == "ok" else r for r in rows]
 
 
 def geomeans(rows: list[AppRow]) -> list[Geomean]:
-    """Per method but naive, in first-seen order: the geometric mean over the apps where it ran correctly (so
-    methods may be averaged over different apps; `apps` says how many)."""
-    names = list(dict.fromkeys(r.method for r in rows if r.method != NAIVE))
-    out = []
-    for name in names:
-        s = [r.speedup for r in rows if r.method == name and math.isfinite(r.speedup) and r.speedup > 0]
-        out.append(Geomean(name, math.exp(float(np.mean(np.log(s)))) if s else math.nan, len(s)))
-    return out
+    """Per method but the naive ones, in first-seen order: the geometric mean over the apps where it ran
+    correctly (so methods may be averaged over different apps; `apps` says how many)."""
+    names = list(dict.fromkeys(r.method for r in rows if r.method not in (NAIVE, HALIDE_NAIVE)))
+    return [Geomean(name, geomean([r.speedup for r in rows if r.method == name]),
+                    sum(r.method == name and _positive(r.speedup) for r in rows),
+                    geomean([r.speedup_same_backend for r in rows if r.method == name])) for name in names]
+
+
+def halide_comparison(rows: list[AppRow]) -> HalideComparison:
+    """The headline ratios: schedlab's beam against Adams2019, both compiled by Halide, per app; and each
+    schedlab LoopNest under numba against the same LoopNest under Halide, per (app, method)."""
+    ok = {(r.app, r.method): r.runtime_s for r in rows if r.status == "ok"}
+    apps = list(dict.fromkeys(r.app for r in rows))
+    beam = [ok[(a, "Adams2019" + HALIDE)] / ok[(a, "beam" + HALIDE)] for a in apps
+            if (a, "Adams2019" + HALIDE) in ok and (a, "beam" + HALIDE) in ok]
+    pairs = [r for r in rows if _positive(r.numba_over_halide)]
+    return HalideComparison(geomean(beam), len(beam), geomean([r.numba_over_halide for r in pairs]), len(pairs),
+                            tuple(dict.fromkeys(r.method.removesuffix(HALIDE) for r in pairs)))
+
+
+def geomean(values: list[float]) -> float:
+    """The geometric mean of the finite positive values (NaN when there are none)."""
+    v = [x for x in values if _positive(x)]
+    return math.exp(float(np.mean(np.log(v)))) if v else math.nan
+
+
+def _positive(x: float) -> bool:
+    return math.isfinite(x) and x > 0
 
 
 def _first_line(e) -> str:
@@ -247,25 +382,27 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
     if target.kind != "cpu":
         raise EvaluateError(f"target={cfg.target} is a {target.kind} target; the app suite is measured on CPU "
                             "targets (numba)")
+    halide = use_halide(cfg)
     model = load_model(cfg.model, target, cfg.tracking_uri) if cfg.algorithms else None
     ms = methods(cfg, model)
+    per_app = len(ms) + (len(halide_methods(cfg, ms)) if halide else 0)
     echo = echo or (lambda line: None)
     rows: list[AppRow] = []
-    extra = {"model_resolved": getattr(model, "name", ""), "apps_measured": names}
+    extra = {"model_resolved": getattr(model, "name", ""), "apps_measured": names, "halide_compared": halide}
     with tracked_run(cfg.tracking_uri, cfg.experiment, cfg.run_name, cfg, extra) as run, \
-            tqdm(total=len(names) * len(ms), desc="apps", unit="schedule", disable=not cfg.progress,
+            tqdm(total=len(names) * per_app, desc="apps", unit="schedule", disable=not cfg.progress,
                  file=sys.stderr) as bar:
         echo(HEADER)
         for name in names:
             bar.set_postfix_str(name)
-            app_rows = measure_app(get_app(name), cfg, ms, tick=lambda _: bar.update(1))
+            app_rows = measure_app(get_app(name), cfg, ms, tick=lambda _: bar.update(1), halide=halide)
             rows += app_rows
             for r in app_rows:
                 echo(format_row(r))
-            run.log_metrics({f"speedup_{r.app}_{r.method}": r.speedup for r in app_rows})
+            run.log_metrics({metric_key("speedup", r.app, r.method): r.speedup for r in app_rows})
             run.client.log_text(run.run_id, table_csv(rows), TABLE_CSV)  # so far: an interrupted run keeps it
         result = AppsResult(run.run_id, run.experiment_id, run.tracking_uri, extra["model_resolved"], rows,
-                            geomeans(rows), 0.0)
+                            geomeans(rows), 0.0, halide_comparison(rows) if halide else None)
         _log_results(run, result, names, cfg)
     result.seconds = time.time() - t0
     return result
@@ -276,15 +413,40 @@ def _log_results(run, result: AppsResult, names: list[str], cfg: AppsConfig) -> 
 
     from .plots import speedup_bars
 
-    run.log_metrics({f"geomean_speedup_{g.method}": g.speedup for g in result.geomeans})
+    run.log_metrics({metric_key("geomean_speedup", g.method): g.speedup for g in result.geomeans})
+    run.log_metrics({metric_key("geomean_speedup_same_backend", g.method): g.speedup_same_backend
+                     for g in result.geomeans if g.method.endswith(HALIDE)})
+    if result.halide is not None:
+        run.log_metrics({"geomean_beam_over_adams2019": result.halide.beam_over_adams2019,
+                         "geomean_numba_over_halide": result.halide.numba_over_halide})
     run.client.log_table(run.run_id, {f.name: [getattr(r, f.name) for r in result.rows] for f in fields(AppRow)},
                          TABLE_JSON)
-    shown = [g.method for g in result.geomeans]
-    by_key = {(r.app, r.method): r.speedup for r in result.rows}
-    matrix = np.array([[by_key.get((a, m), math.nan) for m in shown] for a in names]).reshape(len(names), len(shown))
     title = f"{cfg.size} apps on {cfg.target}; searches with {result.model or 'no model'}"
-    log_figures(run.run_id, {"speedups": speedup_bars(names, shown, matrix, [g.speedup for g in result.geomeans],
-                                                      title)}, tracking=run.tracking_uri)
+    numba = [g for g in result.geomeans if not g.method.endswith(HALIDE)]
+    figures = {"speedups": speedup_bars(names, [g.method for g in numba], _matrix(result.rows, names, numba, "speedup"),
+                                        [g.speedup for g in numba], title)}
+    if result.halide is not None:
+        shown = [g for name in VS_HALIDE for g in result.geomeans if g.method == name]
+        figures["vs_halide"] = speedup_bars(
+            names, [g.method for g in shown], _matrix(result.rows, names, shown, "speedup_same_backend"),
+            [g.speedup_same_backend for g in shown], f"{title}; all compiled by Halide",
+            ylabel=f"speedup over {HALIDE_NAIVE} (log)")
+    log_figures(run.run_id, figures, tracking=run.tracking_uri)
+
+
+# the bars of plots/vs_halide.png, all over naive@halide
+VS_HALIDE = tuple(m + HALIDE for m in ("beam", "greedy", "expert", "Adams2019", "Mullapudi2016"))
+
+
+def _matrix(rows: list[AppRow], apps: list[str], shown: list[Geomean], column: str) -> np.ndarray:
+    by_key = {(r.app, r.method): getattr(r, column) for r in rows}
+    return np.array([[by_key.get((a, g.method), math.nan) for g in shown] for a in apps]).reshape(len(apps),
+                                                                                                    len(shown))
+
+
+def metric_key(*parts: str) -> str:
+    """An MLflow metric name ('@' is not allowed in one): speedup_blur_beam@halide -> speedup_blur_beam_halide."""
+    return "_".join(parts).replace("@", "_")
 
 
 def table_csv(rows: list[AppRow]) -> str:

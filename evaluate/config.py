@@ -13,6 +13,8 @@ ALGORITHMS = ("greedy", "beam", "hierarchical")  # the searches evaluate.apps ru
 BASELINES = ("expert", "random", "random_weights")  # besides naive, which is always measured (the denominator)
 Algorithm = Literal["greedy", "beam", "hierarchical"]
 Baseline = Literal["expert", "random", "random_weights"]
+HALIDE_AUTOSCHEDULERS = ("Adams2019", "Mullapudi2016")  # Halide's own searches evaluate.apps compares against
+HalideAutoscheduler = Literal["Adams2019", "Mullapudi2016", "Li2018"]
 
 
 class EvaluateError(SchedlabError):
@@ -58,6 +60,10 @@ class AppsConfig:
     baselines: tuple[Baseline, ...] = BASELINES
     random_schedules: int = 8  # the random baseline: the median runtime of this many random schedules
     protocol: Literal["quick", "default"] = "default"  # generator.datagen.PROTOCOLS: benchmarking effort
+    # also compile naive, expert and the searched LoopNests with Halide, and run Halide's autoschedulers:
+    # auto = when the halide package is installed; true = required (an error without it); false = never
+    halide: bool | Literal["auto"] = "auto"
+    halide_autoschedulers: tuple[HalideAutoscheduler, ...] = HALIDE_AUTOSCHEDULERS
     tracking_uri: str | None = None
     experiment: str = "schedlab-evaluate-apps"
     run_name: str | None = None
@@ -67,7 +73,9 @@ class AppsConfig:
         for name in ("beam_size", "passes", "random_schedules"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("apps", "algorithms", "baselines"):
+        if self.halide not in (True, False, "auto"):
+            raise ValueError(f"halide must be auto, true or false, got {self.halide!r}")
+        for name in ("apps", "algorithms", "baselines", "halide_autoschedulers"):
             values = getattr(self, name)
             if len(set(values)) != len(values):
                 raise ValueError(f"{name} lists a value twice: {', '.join(values)}")

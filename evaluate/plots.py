@@ -1,4 +1,4 @@
-"""The MLflow run an evaluate command logs into, and the speedup bar chart of evaluate.apps.
+"""The MLflow run an evaluate command logs into, and the speedup bar charts of evaluate.apps.
 
 Figures are matplotlib `Figure` objects rendered by Agg (never pyplot), logged with train.plots.log_figures,
 as training's are.
@@ -69,8 +69,8 @@ def _param(value) -> str:
 
 
 def speedup_bars(apps: list[str], methods: list[str], speedups: np.ndarray, geomeans: list[float],
-                 title: str) -> Figure:
-    """Grouped bars of speedup over the naive schedule, one group per app and a last group of geometric means;
+                 title: str, ylabel: str = "speedup over naive (log)") -> Figure:
+    """Grouped bars of speedup over a naive schedule, one group per app and a last group of geometric means;
     `speedups` is [apps, methods] with NaN where a method failed or does not apply (no bar). Log scale, so
     2x faster and 2x slower are the same height above and below the 1x line."""
     values = np.vstack([np.asarray(speedups, np.float64).reshape(len(apps), len(methods)),
@@ -91,7 +91,7 @@ def speedup_bars(apps: list[str], methods: list[str], speedups: np.ndarray, geom
     ax.yaxis.set_major_formatter(speedup_label)
     ax.yaxis.set_minor_formatter(speedup_label)
     ax.set_xticks(x, groups, rotation=30, ha="right")
-    ax.set_ylabel("speedup over naive (log)")
+    ax.set_ylabel(ylabel)
     ax.set_title(f"{title}\nno bar: failed or not applicable (see apps.csv)")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3, which="both")

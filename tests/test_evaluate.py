@@ -186,9 +186,10 @@ def test_cli_bad_inputs_are_one_line(trained, dataset, tracking, tmp_path, capsy
 
 
 def apps_config(tracking, **kw) -> AppsConfig:
+    """The numba-only suite (the comparison under Halide has its own tests below)."""
     return AppsConfig(**{"apps": ("blur", "unsharp"), "size": "small", "model": "champion", "beam_size": 2,
-                         "passes": 1, "random_schedules": 2, "protocol": "quick", "tracking_uri": tracking,
-                         "progress": False, **kw})
+                         "passes": 1, "random_schedules": 2, "protocol": "quick", "halide": False,
+                         "tracking_uri": tracking, "progress": False, **kw})
 
 
 @pytest.fixture(scope="module")
@@ -261,7 +262,7 @@ def test_apps_cli_prints_the_table_and_geomeans(tracking, capsys):
     from evaluate.apps import main
 
     assert main(["apps=blur", "size=small", "algorithms=greedy", "baselines=", "model=analytical",
-                 "protocol=quick", f"tracking_uri={tracking}", "progress=false"]) == 0
+                 "protocol=quick", "halide=off", f"tracking_uri={tracking}", "progress=false"]) == 0
     out = capsys.readouterr().out
     assert "blur" in out and "greedy" in out and "geometric mean speedup over naive" in out
     assert f"open: mlflow ui --backend-store-uri {tracking}" in out
@@ -280,9 +281,98 @@ def test_apps_cli_bad_inputs_are_one_line(tracking, capsys):
     assert "greedy, beam, hierarchical" in error("algorithms=mcts")
     assert "cuda target" in error("target=h200", "apps=blur")
     assert "no model at" in error("apps=blur", "model=no-such-model.pt")
+    assert "'halide' must be true or false" in error("halide=maybe")
 
 
 def test_the_example_configs_state_the_defaults():
     assert load_config(EvalConfig, ROOT / "conf" / "evaluate.yaml") == EvalConfig()
     assert load_config(AppsConfig, ROOT / "conf" / "evaluate_apps.yaml") == AppsConfig()
     assert EvalConfig().val_fraction == 0.125 and EvalConfig().min_schedules == 8  # training's defaults
+
+
+# -- python -m evaluate.apps, compared under Halide -------------------------------------------------------------
+
+HALIDE_ROWS = ["naive@halide", "expert@halide", "greedy@halide", "beam@halide", "Adams2019@halide",
+               "Mullapudi2016@halide"]
+
+
+@pytest.fixture(scope="module")
+def halide_run(tracking):
+    """blur and unsharp at size small, greedy and beam under the analytical model, under numba and Halide."""
+    pytest.importorskip("halide")
+    from evaluate.apps import evaluate_apps
+
+    lines = []
+    cfg = apps_config(tracking, model="analytical", algorithms=("greedy", "beam"), baselines=("expert",),
+                      halide=True, run_name="vs_halide")
+    return evaluate_apps(cfg, echo=lines.append), lines
+
+
+def test_halide_rows_speedups_and_ratios(halide_run):
+    from backends import STATUSES
+
+    result, lines = halide_run
+    print("\n".join(lines) + "\n" + result.summary())
+    methods = ["naive", "expert", "greedy", "beam", *HALIDE_ROWS]
+    assert [(r.app, r.method) for r in result.rows] == [(a, m) for a in ("blur", "unsharp") for m in methods]
+    assert len(lines) == 1 + len(result.rows)
+    by = {(r.app, r.method): r for r in result.rows}
+    for r in result.rows:
+        assert r.status in (*STATUSES, "search_error"), r
+        assert r.backend == ("halide" if r.method.endswith("@halide") else "numba")
+    for app in ("blur", "unsharp"):
+        for s in ("Adams2019", "Mullapudi2016"):
+            row = by[(app, f"{s}@halide")]
+            assert row.status == "ok" and row.search_s > 0 and math.isnan(row.numba_over_halide), row
+        naive, naive_halide = by[(app, "naive")], by[(app, "naive@halide")]
+        assert naive.status == naive_halide.status == "ok"
+        for r in (r for r in result.rows if r.app == app and r.status == "ok"):
+            assert r.speedup == pytest.approx(naive.runtime_s / r.runtime_s, rel=1e-12)
+            base = naive_halide if r.backend == "halide" else naive
+            assert r.speedup_same_backend == pytest.approx(base.runtime_s / r.runtime_s, rel=1e-12)
+        for m in ("naive", "expert", "greedy", "beam"):  # the same LoopNest, not searched twice
+            twin = by[(app, f"{m}@halide")]
+            assert twin.search_s == by[(app, m)].search_s and twin.model == by[(app, m)].model
+            if twin.status == "ok":
+                assert twin.numba_over_halide == pytest.approx(by[(app, m)].runtime_s / twin.runtime_s, rel=1e-12)
+    adams = [by[(a, "Adams2019@halide")].runtime_s / by[(a, "beam@halide")].runtime_s for a in ("blur", "unsharp")]
+    assert result.halide.beam_apps == 2 and result.halide.beam_over_adams2019 == pytest.approx(math.prod(adams) ** 0.5)
+    pairs = [by[(a, m)].runtime_s / by[(a, m + "@halide")].runtime_s for a in ("blur", "unsharp")
+             for m in ("naive", "expert", "greedy", "beam") if by[(a, m + "@halide")].status == "ok"]
+    assert result.halide.pairs == len(pairs) >= 6
+    assert result.halide.numba_over_halide == pytest.approx(math.prod(pairs) ** (1 / len(pairs)))
+    g = next(g for g in result.geomeans if g.method == "beam@halide")
+    assert g.speedup_same_backend == pytest.approx(
+        math.prod(by[(a, "beam@halide")].speedup_same_backend for a in ("blur", "unsharp")) ** 0.5)
+    summary = result.summary()
+    assert "beam@halide vs Adams2019@halide" in summary and "pairs of naive, expert, greedy, beam" in summary
+
+
+def test_halide_metrics_table_and_chart_are_in_mlflow(halide_run, tracking, tmp_path):
+    result, _ = halide_run
+    client = _client(tracking)
+    run = client.get_run(result.run_id)
+    assert run.info.status == "FINISHED" and run.data.params["halide"] == "True"
+    assert {"plots/speedups.png", "plots/vs_halide.png"} <= _artifacts(client, result.run_id, "plots")
+    m = run.data.metrics
+    table = list(csv.DictReader(io.StringIO(Path(client.download_artifacts(result.run_id, "apps.csv",
+                                                                             str(tmp_path))).read_text())))
+    runtime = {(t["app"], t["method"]): float(t["runtime_s"]) for t in table if t["status"] == "ok"}
+    adams = [runtime[(a, "Adams2019@halide")] / runtime[(a, "beam@halide")] for a in ("blur", "unsharp")]
+    assert m["geomean_beam_over_adams2019"] == pytest.approx(math.prod(adams) ** 0.5, rel=1e-9)
+    pairs = [runtime[(a, n)] / runtime[(a, n + "@halide")] for a in ("blur", "unsharp")
+             for n in ("naive", "expert", "greedy", "beam") if (a, n + "@halide") in runtime]
+    assert m["geomean_numba_over_halide"] == pytest.approx(math.prod(pairs) ** (1 / len(pairs)), rel=1e-9)
+    assert m["speedup_blur_naive_halide"] == pytest.approx(runtime[("blur", "naive")] / runtime[("blur", "naive@halide")])
+    assert m["geomean_speedup_same_backend_Adams2019_halide"] > 0
+
+
+def test_halide_on_without_the_package_is_one_line(tracking, capsys, monkeypatch):
+    from evaluate import apps
+
+    monkeypatch.setattr(apps, "halide_installed", lambda: False)
+    err = _main_error(capsys, apps.main, "python -m evaluate.apps", "apps=blur", "halide=true",
+                      f"tracking_uri={tracking}", "progress=false")
+    assert "pip install schedlab[halide]" in err
+    assert not apps.use_halide(AppsConfig(halide="auto")) and not apps.use_halide(AppsConfig(halide=False))
+
