@@ -103,7 +103,7 @@ def test_kernel_runs_in_process_and_measures():
 
 
 @pytest.mark.parametrize("scheduler,params", [("Adams2019", {"beam_size": "1"}), ("Mullapudi2016", None)])
-@pytest.mark.parametrize("name", ["blur", "unsharp"])
+@pytest.mark.parametrize("name", ["blur", "unsharp", "local_laplacian"])
 def test_halide_autoschedulers_give_schedules_that_match_interpreter(scheduler, params, name):
     from backends.halide.autoschedule import autoschedule
 
