@@ -392,11 +392,14 @@ def run_job(cfg: JobConfig, progress: bool | None = None) -> JobSummary:
     total = cfg.rounds * cfg.pipelines_per_round * cfg.schedules_per_pipeline
     bar = tqdm(total=total, unit="sample", file=sys.stderr, dynamic_ncols=True, disable=not show,
                mininterval=0.5 if sys.stderr.isatty() else 10.0)
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # `ray job stop` sends SIGTERM: end like Ctrl-C
+    # `ray job stop` sends SIGTERM: end like Ctrl-C. SIGINT is set too: a process started with SIGINT ignored
+    # (by nohup, or under a test runner's workers) would otherwise be deaf to Ctrl-C
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         return Job(cfg, out, tracking, tgt, cpus, bar if show else None).run()
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         bar.close()
         ray.shutdown()
 
