@@ -397,3 +397,15 @@ def test_one_status_vocabulary():
     from generator.job.tasks import WORKER_DIED
 
     assert WORKER_DIED is Status.WORKER_DIED
+
+
+def test_configs_naming_the_old_default_protocol_still_load(tmp_path):
+    from evaluate.config import AppsConfig
+    from generator.job.config import JobConfig
+    from ir.config import load_config
+
+    (tmp_path / "c.yaml").write_text("protocol: default\n")
+    for cls in (AppsConfig, JobConfig):
+        cfg = load_config(cls, tmp_path / "c.yaml")
+        assert cfg.protocol == "default" and backends.get_protocol(cfg.protocol) is backends.PROTOCOLS["full"]
+        assert load_config(cls, None, ["protocol=check"]).protocol == "check"
