@@ -10,21 +10,20 @@ import numpy as np
 
 from ir.errors import SchedlabError
 
-# crash: the process running the kernel died (segfault, abort, killed for memory) — the worker survives it
-STATUSES = ("ok", "compile_error", "runtime_error", "crash", "timeout", "wrong_output", "invalid_schedule")
+from .status import STATUSES, Status  # noqa: F401 - re-exported: the one status vocabulary
 
 
 class CompileError(SchedlabError):
     """Compilation failed or timed out; `status` is compile_error or timeout."""
 
-    def __init__(self, message: str, status: str = "compile_error"):
+    def __init__(self, message: str, status: str = Status.COMPILE_ERROR):
         super().__init__(message)
         self.status = status
 
 
 @dataclass
 class Measurement:
-    status: str  # one of STATUSES
+    status: str  # one of backends.status.STATUSES
     min_s: float = math.nan  # best time of one run
     median_s: float = math.nan
     spread: float = math.nan  # (third best - best) / best over the samples
@@ -35,7 +34,7 @@ class Measurement:
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        return self.status == Status.OK
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -13,6 +13,7 @@ from statistics import median
 import numpy as np
 
 from .kernel import Kernel, Measurement, Protocol
+from .status import Status
 
 
 def time_callable(fn, protocol: Protocol) -> tuple[float, float, float, int, int]:
@@ -75,19 +76,19 @@ def run_measurement(spec, output_meta: dict, inputs: dict[str, np.ndarray], prot
     try:
         run = spec.runner()
     except Exception as e:  # noqa: BLE001 - a failing compile is a status
-        return Measurement("compile_error", error=f"{type(e).__name__}: {_first_line(e)}")
+        return Measurement(Status.COMPILE_ERROR, error=f"{type(e).__name__}: {_first_line(e)}")
     outputs = {n: np.empty(size, dtype) for n, (size, dtype, _) in output_meta.items()}
     try:
         run(inputs, outputs)
     except Exception as e:  # noqa: BLE001
-        return Measurement("runtime_error", error=f"{type(e).__name__}: {_first_line(e)}")
+        return Measurement(Status.RUNTIME_ERROR, error=f"{type(e).__name__}: {_first_line(e)}")
     if expected is not None:
         shaped = {n: outputs[n].reshape(shape, order="F") for n, (_, _, shape) in output_meta.items()}
         why = compare_outputs(types or {}, shaped, expected)
         if why is not None:
-            return Measurement("wrong_output", error=why)
+            return Measurement(Status.WRONG_OUTPUT, error=why)
     best, med, spread, samples, iters = time_callable(lambda: run(inputs, outputs), protocol)
-    return Measurement("ok", best, med, spread, samples, iters)
+    return Measurement(Status.OK, best, med, spread, samples, iters)
 
 
 def _first_line(e: BaseException) -> str:
@@ -112,10 +113,10 @@ def measure_kernel(kernel: Kernel, inputs, protocol: Protocol | None = None, exp
         try:
             m = w.call(run_measurement, spec, meta, bound, protocol, expected, types, timeout=protocol.timeout)
         except WorkerTimeout as e:
-            m = Measurement("timeout", error=str(e))
+            m = Measurement(Status.TIMEOUT, error=str(e))
         except WorkerCrashed as e:
-            m = Measurement("crash", error=str(e))
+            m = Measurement(Status.CRASH, error=str(e))
         except RemoteError as e:
-            m = Measurement("runtime_error", error=str(e))
+            m = Measurement(Status.RUNTIME_ERROR, error=str(e))
     m.compile_s = kernel.compile_s
     return m

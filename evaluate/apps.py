@@ -220,8 +220,8 @@ def measure_app(app, cfg: AppsConfig, methods: list[Method], tick: Callable[[str
     """One row per method that applies to `app` at `cfg.size`, each schedule checked and timed; speedups over
     the naive row. With `halide`, then the rows of `halide_methods`: the same LoopNests (not searched again)
     and Halide's autoschedulers, compiled by Halide. `tick(method name)` after each method (progress)."""
-    import backends
-    from generator.datagen import PROTOCOLS
+    from backends.measure import MeasureInput, measure_many
+    from backends.protocols import get_protocol
     from ir.target import get_target
     from scheduler.modes import reference
 
@@ -240,8 +240,8 @@ def measure_app(app, cfg: AppsConfig, methods: list[Method], tick: Callable[[str
             loopnests = None
         search_s = time.perf_counter() - t0
         if loopnests:
-            ms = [backends.compile_and_measure(pipeline, ln, inputs, target, PROTOCOLS[cfg.protocol],
-                                               expected=expected) for ln in loopnests]
+            ms = measure_many([MeasureInput(pipeline, ln, inputs, expected) for ln in loopnests], target,
+                              protocol=cfg.protocol)
             rows.append(_measured_row(app.name, m, ms, search_s))
             if m.has_halide_twin:
                 twins[m.name + HALIDE] = (loopnests[0], search_s)
@@ -250,7 +250,7 @@ def measure_app(app, cfg: AppsConfig, methods: list[Method], tick: Callable[[str
         for m in halide_methods(cfg, methods):
             if m.kind == "halide" or m.name in twins:  # else no LoopNest (no expert schedule, a failed search)
                 rows.append(_halide_row(app.name, m, pipeline, target, twins.get(m.name), inputs, expected,
-                                        PROTOCOLS[cfg.protocol]))
+                                        get_protocol(cfg.protocol)))
             tick(m.name)
     return with_speedups(rows)
 

@@ -59,7 +59,7 @@ class AppsConfig:
     seed: int = 0  # seeds the searches, the random schedules and the random weights
     baselines: tuple[Baseline, ...] = BASELINES
     random_schedules: int = 8  # the random baseline: the median runtime of this many random schedules
-    protocol: Literal["quick", "default"] = "default"  # generator.datagen.PROTOCOLS: benchmarking effort
+    protocol: Literal["quick", "full", "check", "default"] = "full"  # backends.PROTOCOLS; "default" = full
     # also compile naive, expert and the searched LoopNests with Halide, and run Halide's autoschedulers:
     # auto = when the halide package is installed; true = required (an error without it); false = never
     halide: bool | Literal["auto"] = "auto"

@@ -244,7 +244,9 @@ def _screen(df):
     """Split off rows a model must not be trained on, with the reason."""
     import polars as pl
 
-    ok = pl.col("status") == "ok"
+    from backends.status import Status
+
+    ok = pl.col("status") == Status.OK
     feats = pl.col("schedule_features").list.eval(pl.element().list.eval(
         pl.element().is_finite() & (pl.element() >= 0) & (pl.element() <= MAX_FEATURE)).list.all()).list.all()
     pfeats = pl.col("pipeline_features").list.eval(pl.element().list.eval(

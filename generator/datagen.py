@@ -31,20 +31,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from backends import Protocol
+from backends.protocols import PROTOCOLS, QUICK, get_protocol  # the named protocols, defined once
 from ir.errors import SchedlabError
 
 from . import cli
 
 __all__ = ["PROTOCOLS", "QUICK", "BatchSpec", "BatchSummary", "derived_seed", "generate_batch", "prepare_pipeline",
            "sample_schedules"]
-
-# Few samples and a short cap: ranking schedules of one pipeline needs their relative speed, which a ~5 %
-# error on a min over >= 3 samples preserves for all but near-ties; the full protocol (Protocol()) spends
-# up to 2 s per schedule. `timeout` bounds one measurement in the worker.
-QUICK = Protocol(warmup=1, min_samples=3, max_samples=20, accuracy=0.03, min_seconds=0.0, max_seconds=0.25,
-                 sample_seconds=1e-3, timeout=60.0)
-PROTOCOLS = {"quick": QUICK, "default": Protocol()}
 
 # 64 x 48 x 3 outputs: every stage is a few thousand points, so a schedule compiles in ~1-2 s and runs in
 # micro- to milliseconds, while tiling, vectorization and parallelism still change runtimes by 10-1000x.
@@ -73,8 +66,7 @@ class BatchSpec:
             raise ValueError("a batch needs at least one pipeline seed")
         if self.schedules_per_pipeline < 1:
             raise ValueError(f"schedules_per_pipeline must be >= 1, got {self.schedules_per_pipeline}")
-        if self.protocol not in PROTOCOLS:
-            raise ValueError(f"unknown protocol {self.protocol!r}; use one of {', '.join(PROTOCOLS)}")
+        get_protocol(self.protocol)  # a ProtocolError (a ValueError) listing the names
         if len(self.output_size) != 3 or min(self.output_size) < 1:
             raise ValueError(f"output_size must be three positive ints, got {self.output_size}")
 
@@ -169,7 +161,7 @@ def _measure_pipeline(spec, target, seed, p, inputs, expected, worker, tick) -> 
     from featurize.dataset import Sample
 
     samples, errors = [], []
-    protocol = PROTOCOLS[spec.protocol]
+    protocol = get_protocol(spec.protocol)
     for name, loopnest in sample_schedules(p, spec, seed):
         try:
             features = featurize(p, loopnest, target)
@@ -177,8 +169,8 @@ def _measure_pipeline(spec, target, seed, p, inputs, expected, worker, tick) -> 
             errors.append(f"seed {seed} {name} {loopnest.fingerprint}: featurize failed: {type(e).__name__}: {e}")
             tick(f"seed {seed}: featurize_error")
             continue
-        m = backends.compile_and_measure(p, loopnest, inputs, target, protocol, expected=expected,
-                                         compile_timeout=spec.compile_timeout, worker=worker)
+        m = backends.measure_many([backends.MeasureInput(p, loopnest, inputs, expected)], target, protocol=protocol,
+                                  compile_timeout=spec.compile_timeout, worker=worker)[0]
         samples.append(Sample.build(p, loopnest, features, m, sampler=name, backend="numba"))
         tick(f"seed {seed} {name}: {m.status}" + (f" {m.min_s * 1e3:.3g} ms" if m.ok else ""))
     return samples, errors

@@ -218,21 +218,11 @@ def prepare(seed: int, max_stages: int, size, markov: bool):
 
 def compile_and_check(p, inputs, expected, worker=None, schedule: str = "simple"):
     """The property check: numba under the default schedule equals the interpreter. Returns (status, error)."""
-    import backends
-    from backends import CompileError, Protocol
+    from backends.measure import MeasureInput, measure_many
     from ir.builder import naive_schedule, simple_schedule
-    from ir.errors import ScheduleError
 
-    check_only = Protocol(warmup=0, min_samples=1, max_samples=1, min_seconds=0, max_seconds=0, sample_seconds=0,
-                          timeout=120)
-    try:
-        make = simple_schedule if schedule == "simple" else naive_schedule
-        k = backends.compile(p, make(p), worker=worker)
-    except ScheduleError as e:
-        return "invalid_schedule", str(e)
-    except CompileError as e:
-        return e.status, str(e)
-    m = backends.measure(k, inputs, check_only, expected=expected, worker=worker)
+    make = simple_schedule if schedule == "simple" else naive_schedule
+    (m,) = measure_many([MeasureInput(p, make(p), inputs, expected)], protocol="check", worker=worker)
     return m.status, m.error
 
 

@@ -27,11 +27,11 @@ def reference(pipeline) -> tuple[dict, dict]:
 
 def measure_loopnest(pipeline, loopnest, target, inputs=None, expected=None) -> float:
     """Best runtime (seconds) of a schedule, checked against the interpreter; inf when it fails."""
-    import backends
+    from backends.measure import MeasureInput, measure_many
 
     if inputs is None or expected is None:
         inputs, expected = reference(pipeline)
-    m = backends.compile_and_measure(pipeline, loopnest, inputs, target, expected=expected)
+    (m,) = measure_many([MeasureInput(pipeline, loopnest, inputs, expected)], target, protocol="full")
     if m.status != "ok":
         return math.inf
     return float(m.min_s)

@@ -15,8 +15,8 @@ import sys
 import time
 from dataclasses import dataclass, replace
 
-import backends
-from backends import Protocol
+from backends.measure import MeasureInput, measure_many
+from backends.protocols import CHECK
 from ir import interpret
 from ir.builder import FuncDecision, ScheduleBuilder, StageSpec
 from ir.errors import ScheduleError
@@ -24,8 +24,7 @@ from ir.sampling import random_schedule
 
 from .fuzz_pipelines import random_test_pipeline
 
-CHECK_ONLY = Protocol(warmup=0, min_samples=1, max_samples=1, min_seconds=0, max_seconds=0, sample_seconds=0,
-                      timeout=120)
+CHECK_ONLY = CHECK
 
 
 @dataclass
@@ -37,7 +36,7 @@ class Outcome:
 def run_pair(pipeline, loopnest, seed: int) -> Outcome:
     inputs = pipeline.random_inputs(seed)
     expected = interpret(pipeline, inputs)
-    m = backends.compile_and_measure(pipeline, loopnest, inputs, protocol=CHECK_ONLY, expected=expected)
+    (m,) = measure_many([MeasureInput(pipeline, loopnest, inputs, expected)], protocol=CHECK_ONLY)
     return Outcome(m.status, m.error)
 
 

@@ -265,3 +265,147 @@ def test_a_worker_whose_parent_dies_mid_call_exits_too(thread):
         time.sleep(0.2)
     os.kill(child, 9)
     pytest.fail(f"worker {child} outlived its parent by 10 s")
+
+
+# -- the Backend registry, the one measurement path, protocols and statuses ------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class InterpretSpec:
+    """The toy backend's kernel in the worker: ir.interpret on the flat arrays the harness passes."""
+
+    pipeline: Pipeline
+
+    def runner(self):
+        p = self.pipeline
+
+        def run(inputs, outputs):
+            shaped = {i.name: inputs[i.name].reshape(tuple(e for _, e in p.input_regions[i.name]), order="F")
+                      for i in p.inputs}
+            for name, a in interpret(p, shaped).items():
+                outputs[name][:] = a.ravel(order="F")
+
+        return run
+
+
+@backends.register_backend("interpret")  # the one registration line
+class InterpretBackend(backends.Backend):
+    """A toy backend: one class, one registration line; its kernels run the reference interpreter."""
+
+    def build(self, pipeline, loopnest, target, *, timeout=600.0, worker=None, isolate=True):
+        from ir.plan import Plan
+
+        Plan(pipeline.dag, loopnest, target)  # an invalid schedule is refused as by every backend
+        k = backends.Kernel(pipeline, loopnest, target, self.name, compile_s=0.0)
+        k.spec = InterpretSpec(pipeline)
+        return k
+
+
+def test_backend_registry_lookup_and_unknown_name():
+    assert isinstance(backends.get_backend("numba"), backends.Backend)
+    assert backends.get_backend("numba").name == "numba" and {"numba", "halide"} <= set(backends.backend_names())
+    with pytest.raises(CompileError, match=r"unknown backend 'tvm'; available: halide, (\w+, )*numba") as e:
+        backends.get_backend("tvm")
+    assert "\n" not in str(e.value)
+    p = blur_pipeline()
+    with pytest.raises(CompileError, match="unknown backend 'tvm'"):
+        backends.compile(p, naive_schedule(p), backend="tvm")
+    with pytest.raises(CompileError, match="unknown backend 'tvm'"):  # a wrong name raises, a bad sample does not
+        backends.measure_many([backends.MeasureInput(p, naive_schedule(p), p.random_inputs(0))], backend="tvm")
+
+
+def test_a_backend_whose_package_is_missing_says_to_install_the_extra(monkeypatch):
+    from backends import base
+
+    monkeypatch.setitem(base._LAZY, "fancy", ("backends.fancy", "no_such_package_schedlab", "fancy"))
+    with pytest.raises(CompileError, match=r"fancy backend needs the no_such_package_schedlab package: "
+                                           r"pip install schedlab\[fancy\]"):
+        backends.get_backend("fancy")
+
+
+def test_a_toy_backend_is_built_and_run_through_measure_many():
+    p = blur_pipeline((24, 16))
+    inputs = p.random_inputs(0)
+    expected = interpret(p, inputs)
+    bad = naive_schedule(p).replace(children=naive_schedule(p).children[::-1])
+    wrong = {k: v + 1 for k, v in expected.items()}
+    items = [backends.MeasureInput(p, naive_schedule(p), inputs, expected),
+             backends.MeasureInput(p, bad, inputs, expected),
+             backends.MeasureInput(p, simple_schedule(p), inputs, wrong)]
+    seen = []
+    ms = backends.measure_many(items, backend="interpret", protocol="check", progress=lambda i, m: seen.append(i))
+    assert [m.status for m in ms] == ["ok", "invalid_schedule", "wrong_output"], [m.error for m in ms]
+    assert ms[0].min_s > 0 and seen == [0, 1, 2]
+    k = backends.compile(p, naive_schedule(p), backend="interpret")  # the raising single-item API dispatches too
+    assert k.backend == "interpret" and backends.measure(k, inputs, "check", expected=expected).ok
+
+
+def test_a_backend_refuses_a_target_kind_it_does_not_build_for():
+    p = blur_pipeline()
+    with pytest.raises(CompileError, match="the interpret backend compiles for cpu targets; v100 is a cuda target"):
+        backends.compile(p, naive_schedule(p), "v100", backend="interpret")
+    built = backends.build(p, naive_schedule(p), "v100")
+    assert built.kernel is None and built.status == "compile_error" and "numba backend" in built.error
+
+
+def test_measure_many_gives_every_sample_a_status(tmp_path, monkeypatch):
+    """Real numba: an ok sample, an invalid schedule, a module that fails to compile and a wrong output, in
+    order, none raising. The failing module is a broken file where the content-addressed cache looks."""
+    from backends.numba.codegen import generate
+    from backends.numba.compiler import module_path
+    from ir.plan import Plan
+
+    monkeypatch.setenv("SCHEDLAB_CACHE_DIR", str(tmp_path))
+    p, q = blur_pipeline((24, 16)), blur_pipeline((20, 12))
+    module_path(generate(Plan(q.dag, naive_schedule(q)))).write_text("def broken(:\n")
+    bad = naive_schedule(p).replace(children=naive_schedule(p).children[::-1])
+    pin, qin = p.random_inputs(0), q.random_inputs(0)
+    want = interpret(p, pin)
+    items = [backends.MeasureInput(p, simple_schedule(p), pin, want),
+             backends.MeasureInput(p, bad, pin, want),
+             backends.MeasureInput(q, naive_schedule(q), qin, interpret(q, qin)),
+             backends.MeasureInput(p, naive_schedule(p), pin, {k: v * 2 + 1 for k, v in want.items()})]
+    w = Worker()
+    ms = backends.measure_many(items, protocol="check", worker=w)
+    w.close()
+    assert [m.status for m in ms] == ["ok", "invalid_schedule", "compile_error", "wrong_output"], [m.error for m in ms]
+    assert "SyntaxError" in ms[2].error and "before" in ms[1].error
+    assert ms[0].compile_s >= 0 and np.isnan(ms[1].compile_s)
+    built = backends.build(q, naive_schedule(q))
+    assert built.status == "compile_error" and backends.run(built, qin, "check").status == "compile_error"
+
+
+def test_protocols_are_named_once():
+    from backends.protocols import CHECK, FULL, QUICK
+
+    assert backends.PROTOCOLS == {"quick": QUICK, "full": FULL, "check": CHECK}
+    assert backends.get_protocol("default") is FULL  # the old name, still accepted in configs
+    assert backends.get_protocol(QUICK) is QUICK and CHECK.max_samples == 1
+    with pytest.raises(SchedlabError, match="unknown protocol 'slow'; use one of quick, full, check"):
+        backends.get_protocol("slow")
+    p = blur_pipeline()
+    with pytest.raises(SchedlabError, match="unknown protocol 'slow'"):
+        backends.measure_many([backends.MeasureInput(p, naive_schedule(p), p.random_inputs(0))], protocol="slow")
+
+
+def test_one_status_vocabulary():
+    from backends.status import MEANING, STATUSES, Status
+
+    assert STATUSES == ("ok", "compile_error", "runtime_error", "crash", "timeout", "wrong_output",
+                        "invalid_schedule", "worker_died")
+    assert all(MEANING[s] for s in STATUSES) and Status.WORKER_DIED == "worker_died"
+    from generator.job.tasks import WORKER_DIED
+
+    assert WORKER_DIED is Status.WORKER_DIED
+
+
+def test_configs_naming_the_old_default_protocol_still_load(tmp_path):
+    from evaluate.config import AppsConfig
+    from generator.job.config import JobConfig
+    from ir.config import load_config
+
+    (tmp_path / "c.yaml").write_text("protocol: default\n")
+    for cls in (AppsConfig, JobConfig):
+        cfg = load_config(cls, tmp_path / "c.yaml")
+        assert cfg.protocol == "default" and backends.get_protocol(cfg.protocol) is backends.PROTOCOLS["full"]
+        assert load_config(cls, None, ["protocol=check"]).protocol == "check"

@@ -85,7 +85,7 @@ def test_invalid_inputs_and_schedules_give_clear_errors():
     bad = naive_schedule(p).replace(children=())
     with pytest.raises(ScheduleError):
         backends.compile(p, bad, backend="halide")
-    with pytest.raises(CompileError, match="halide backend compiles for the host CPU"):
+    with pytest.raises(CompileError, match="the halide backend compiles for cpu targets; h200 is a cuda target"):
         backends.compile(p, naive_schedule(p), "h200", backend="halide")
 
 
@@ -125,3 +125,25 @@ def test_unknown_autoscheduler_parameter_is_a_clear_error():
         autoschedule(p, "adams2019")
     with pytest.raises(CompileError, match="aborted the worker"):  # the plugin aborts its process
         autoschedule(p, "Adams2019", params={"beam_size": "abc"})
+
+
+def test_halide_is_a_registered_backend_measured_through_measure_many():
+    from backends.halide import HalideBackend
+
+    assert isinstance(backends.get_backend("halide"), HalideBackend)
+    assert backends.get_backend("halide").target_kinds == frozenset({"cpu"})
+    p = get_app("blur").build("small")
+    inputs = p.random_inputs(0)
+    want = interpret(p, inputs)
+    bad = naive_schedule(p).replace(children=())
+    ms = backends.measure_many([backends.MeasureInput(p, naive_schedule(p), inputs, want),
+                                backends.MeasureInput(p, bad, inputs, want)], backend="halide", protocol="check")
+    assert [m.status for m in ms] == ["ok", "invalid_schedule"], [m.error for m in ms]
+
+
+def test_halide_autoschedulers_refuse_a_gpu_target_like_the_backend():
+    from backends.halide.autoschedule import autoschedule
+
+    p = get_app("blur").build("small")
+    with pytest.raises(CompileError, match="the halide backend compiles for cpu targets; h200 is a cuda target"):
+        autoschedule(p, "Adams2019", "h200")

@@ -158,7 +158,9 @@ def _ok_merged(samples, stats: DataStats):
     """Rows with status ok, one per (pipeline, schedule) with the minimum runtime."""
     import polars as pl
 
-    ok = samples.filter(pl.col("status") == "ok")
+    from backends.status import Status
+
+    ok = samples.filter(pl.col("status") == Status.OK)
     stats.failed_dropped = samples.height - ok.height
     merged = (ok.group_by("sample_id")
               .agg(pl.col("pipeline_id").first(), pl.col("schedule_id").first(), pl.col("runtime_s").min())

@@ -58,9 +58,10 @@ def autoschedule(pipeline, scheduler: str, target="host", params: dict[str, str]
     """Run Halide's `scheduler` on `pipeline` (estimates from its sizes) for the host CPU."""
     from ir.target import get_target
 
+    from ..base import compile_in_worker, get_backend
+
     tgt = get_target(target)
-    if tgt.kind != "cpu":
-        raise CompileError(f"Halide's autoschedulers run here for the host CPU; {tgt.name} is a {tgt.kind} target")
+    get_backend("halide").check_target(tgt)
     if scheduler not in PARAMS:
         raise CompileError(f"unknown Halide autoscheduler {scheduler!r}; choose one of {', '.join(PARAMS)}")
     given = {"parallelism": str(tgt.cores)} | dict(params or {})
@@ -68,10 +69,9 @@ def autoschedule(pipeline, scheduler: str, target="host", params: dict[str, str]
     if bad:
         raise CompileError(f"{scheduler} has no parameter {bad[0]!r}; its parameters are {', '.join(PARAMS[scheduler])}")
     spec = _spec(pipeline, scheduler, tuple(sorted((k, str(v)) for k, v in given.items())))
-    from .compiler import in_worker
-
     # a malformed parameter value aborts the plugin's process: a CompileError saying "aborted the worker"
-    source, search_s, compile_s = in_worker(_search_here, spec, scheduler, timeout, worker, isolate)
+    source, search_s, compile_s = compile_in_worker(scheduler, _search_here, spec, timeout=timeout, worker=worker,
+                                                    isolate=isolate)
     return AnchorSchedule(scheduler, spec.autoscheduler_params, source, search_s, compile_s, pipeline)
 
 

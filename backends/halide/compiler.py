@@ -15,6 +15,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ..base import compile_in_worker
 from ..kernel import CompileError, Kernel
 
 _compiled: dict[tuple, _Compiled] = {}
@@ -145,25 +146,6 @@ def compile_halide(pipeline, loopnest, tgt, *, timeout: float | None, isolate: b
     Plan(pipeline.dag, loopnest, tgt)  # ScheduleError before any compile
     spec = HalideSpec(json.dumps(pipeline.to_json(), sort_keys=True), loopnest.dumps(), strict_float)
     t0 = time.perf_counter()
-    in_worker(compile_here, spec, "Halide compilation", timeout, worker, isolate)
+    compile_in_worker("Halide compilation", compile_here, spec, timeout=timeout, worker=worker, isolate=isolate)
     return HalideKernel(pipeline, loopnest, tgt, spec, time.perf_counter() - t0)
 
-
-def in_worker(fn, spec: HalideSpec, what: str, timeout: float | None, worker, isolate: bool):
-    """fn(spec) in the worker process (or here with isolate=False); every failure, an abort of the
-    process included, is a CompileError naming `what`."""
-    if not isolate:
-        try:
-            return fn(spec)
-        except Exception as e:
-            raise CompileError(f"{what} failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
-    from ..worker import RemoteError, WorkerCrashed, WorkerTimeout, default_worker
-
-    try:
-        return (worker or default_worker()).call(fn, spec, timeout=timeout)
-    except WorkerTimeout:
-        raise CompileError(f"{what} timed out after {timeout:.0f} s", "timeout") from None
-    except WorkerCrashed as e:
-        raise CompileError(f"{what} aborted the worker process: {e}") from None
-    except RemoteError as e:
-        raise CompileError(f"{what} failed: {e}") from None

@@ -62,7 +62,7 @@ class JobConfig:
     beam_size: int = 8  # the beam-search sample
     passes: int = 2
     dropout: float = 1.0  # % chance that a dropout sample is the fully greedy schedule (HL_RANDOM_DROPOUT)
-    protocol: Literal["quick", "default"] = "quick"  # generator.datagen.PROTOCOLS
+    protocol: Literal["quick", "full", "check", "default"] = "quick"  # backends.PROTOCOLS; "default" = full
     compile_timeout: float = 600.0  # seconds per compilation (adams2019 §5: a 10-minute kill)
     benchmark_timeout: float = 60.0  # seconds per measurement, output check included
     check_outputs: bool = True  # every schedule's output against the reference interpreter

@@ -19,10 +19,9 @@ import numpy as np
 import ray
 
 from backends.kernel import Measurement
+from backends.status import WORKER_DIED  # noqa: F401 - a status of the job (a dead Ray worker), for the driver
 
 from .plan import BatchKey, BatchPlan, SamplingModel, plan_batch
-
-WORKER_DIED = "worker_died"  # a status of the job, beside backends.STATUSES
 
 
 @dataclass(frozen=True)
@@ -43,21 +42,14 @@ def plan_task(key: BatchKey, model: SamplingModel) -> BatchPlan:
 @ray.remote
 def compile_task(plan: BatchPlan, index: int, compile_timeout: float, fault: str = "") -> CompileOutcome:
     """Compile one sample into this node's kernel cache; `fault` "die" kills this Ray worker (testing)."""
-    import backends
-    from ir.errors import ScheduleError
+    from backends.measure import build
 
     if fault == "die":
         os._exit(3)
     node = ray.get_runtime_context().get_node_id()
     s = plan.samples[index]
-    try:
-        k = backends.compile(plan.pipeline, s.loopnest, plan.key.target, timeout=compile_timeout,
-                             backend=plan.key.backend)
-    except ScheduleError as e:
-        return CompileOutcome("invalid_schedule", str(e), node_id=node)
-    except backends.CompileError as e:
-        return CompileOutcome(e.status, str(e), node_id=node)
-    return CompileOutcome("ok", compile_s=k.compile_s, node_id=node)
+    b = build(plan.pipeline, s.loopnest, plan.key.target, backend=plan.key.backend, timeout=compile_timeout)
+    return CompileOutcome(b.status, b.error, b.compile_s if b.ok else float("nan"), node_id=node)
 
 
 @ray.remote(max_concurrency=1)
@@ -70,21 +62,15 @@ class Benchmarker:
         self.worker = Worker()
 
     def measure(self, plan: BatchPlan, index: int, protocol, compile_timeout: float, fault: str = "") -> Measurement:
-        import backends
-        from ir.errors import ScheduleError
+        from backends.measure import build, run
 
         s = plan.samples[index]
-        try:
-            k = backends.compile(plan.pipeline, s.loopnest, plan.key.target, timeout=compile_timeout,
-                                 worker=self.worker, backend=plan.key.backend)
-        except ScheduleError as e:
-            return Measurement("invalid_schedule", error=str(e))
-        except backends.CompileError as e:
-            return Measurement(e.status, error=str(e))
-        if fault in ("crash", "hang"):
-            k.spec = FaultyKernel(fault)
+        built = build(plan.pipeline, s.loopnest, plan.key.target, backend=plan.key.backend, timeout=compile_timeout,
+                      worker=self.worker)
+        if fault in ("crash", "hang") and built.kernel is not None:
+            built.kernel.spec = FaultyKernel(fault)
         inputs = {n: np.array(a) for n, a in plan.inputs.items()}  # Ray hands out read-only views
-        return backends.measure(k, inputs, protocol, expected=plan.expected, worker=self.worker)
+        return run(built, inputs, protocol, expected=plan.expected, worker=self.worker)
 
     def node_id(self) -> str:
         return ray.get_runtime_context().get_node_id()
@@ -109,6 +95,6 @@ class FaultyKernel:
 
 
 def job_protocol(name: str, benchmark_timeout: float):
-    from generator.datagen import PROTOCOLS
+    from backends.protocols import get_protocol
 
-    return replace(PROTOCOLS[name], timeout=benchmark_timeout)
+    return replace(get_protocol(name), timeout=benchmark_timeout)

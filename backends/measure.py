@@ -1,0 +1,88 @@
+"""One measurement path for every caller (MetaSchedule's Builder/Runner): `build` a (pipeline, LoopNest) into a
+`BuildResult`, `run` it into a `Measurement`, or `measure_many` a batch. Nothing here raises for a failing
+sample — its status says what went wrong (backends.status); only a wrong name (backend, protocol) raises."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from ir.errors import ScheduleError
+
+from .base import get_backend
+from .kernel import CompileError, Kernel, Measurement, Protocol
+from .protocols import get_protocol
+from .status import Status
+
+
+@dataclass
+class BuildResult:
+    """A built kernel, or why there is none."""
+
+    kernel: Kernel | None  # None unless status is ok
+    status: str  # ok, invalid_schedule, compile_error or timeout
+    error: str = ""
+    compile_s: float = math.nan
+
+    @property
+    def ok(self) -> bool:
+        return self.status == Status.OK
+
+
+@dataclass(frozen=True)
+class MeasureInput:
+    """One sample to measure: a schedule of a pipeline, the inputs it runs on and, to check it, the outputs
+    it must produce (ir.interpret's)."""
+
+    pipeline: Any
+    loopnest: Any
+    inputs: Any
+    expected: Any = None
+
+
+def build(pipeline, loopnest, target="host", *, backend: str = "numba", timeout: float | None = 600.0,
+          worker=None) -> BuildResult:
+    """Compile one schedule with `backend`; a failure is the BuildResult's status."""
+    from ir.target import get_target
+
+    b, tgt = get_backend(backend), get_target(target)
+    t0 = time.perf_counter()
+    try:
+        b.check_target(tgt)
+        k = b.build(pipeline, loopnest, tgt, timeout=timeout, worker=worker)
+    except ScheduleError as e:
+        return BuildResult(None, Status.INVALID_SCHEDULE, str(e), time.perf_counter() - t0)
+    except CompileError as e:
+        return BuildResult(None, e.status, str(e), time.perf_counter() - t0)
+    except Exception as e:  # noqa: BLE001 - a backend bug is this sample's status, not a dead batch
+        return BuildResult(None, Status.COMPILE_ERROR, f"{type(e).__name__}: {e}", time.perf_counter() - t0)
+    return BuildResult(k, Status.OK, "", k.compile_s)
+
+
+def run(built: BuildResult, inputs, protocol: Protocol | str | None = "full", *, expected=None,
+        worker=None) -> Measurement:
+    """Check and time a built kernel under `protocol` (a Protocol or its name); a failed build is returned
+    as a Measurement of its status."""
+    protocol = get_protocol(protocol) if protocol is not None else None
+    if built.kernel is None:
+        return Measurement(built.status, error=built.error)
+    return get_backend(built.kernel.backend).run(built.kernel, inputs, protocol, expected=expected, worker=worker)
+
+
+def measure_many(items: Sequence[MeasureInput], target="host", *, backend: str = "numba",
+                 protocol: Protocol | str = "full", compile_timeout: float | None = 600.0, worker=None,
+                 progress: Callable[[int, Measurement], None] | None = None) -> list[Measurement]:
+    """run(build(item)) for each item, in order, one at a time (measurements must not disturb each other);
+    `progress(index, measurement)` after each."""
+    get_backend(backend)  # a wrong name is the caller's error, raised before any work
+    protocol = get_protocol(protocol)
+    out = []
+    for i, it in enumerate(items):
+        built = build(it.pipeline, it.loopnest, target, backend=backend, timeout=compile_timeout, worker=worker)
+        m = run(built, it.inputs, protocol, expected=it.expected, worker=worker)
+        out.append(m)
+        if progress is not None:
+            progress(i, m)
+    return out

@@ -1,0 +1,35 @@
+"""The named measurement protocols, defined once: `quick` (the data generator's), `full` (evaluation's,
+RunGen-style until the best runs agree) and `check` (one run, outputs checked, nothing timed worth keeping).
+Configs name a protocol; `get_protocol` turns the name into a `Protocol`."""
+
+from __future__ import annotations
+
+from ir.errors import SchedlabError
+
+from .kernel import Protocol
+
+# quick: few samples and a short cap: ranking schedules of one pipeline needs their relative speed, which a
+# ~5 % error on a min over >= 3 samples preserves for all but near-ties; full (Protocol()) spends up to 2 s per
+# schedule. `timeout` bounds one measurement in the worker.
+QUICK = Protocol(warmup=1, min_samples=3, max_samples=20, accuracy=0.03, min_seconds=0.0, max_seconds=0.25,
+                 sample_seconds=1e-3, timeout=60.0)
+FULL = Protocol()
+# check: one run, its outputs compared with the interpreter's (property tests, `generator.random --check`)
+CHECK = Protocol(warmup=0, min_samples=1, max_samples=1, min_seconds=0, max_seconds=0, sample_seconds=0, timeout=120)
+
+PROTOCOLS: dict[str, Protocol] = {"quick": QUICK, "full": FULL, "check": CHECK}
+DEPRECATED = {"default": "full"}  # old config names still accepted
+
+
+class ProtocolError(SchedlabError, ValueError):
+    """An unknown protocol name."""
+
+
+def get_protocol(name: str | Protocol) -> Protocol:
+    """The Protocol named `name` (a Protocol is returned as is)."""
+    if isinstance(name, Protocol):
+        return name
+    name = DEPRECATED.get(name, name)
+    if name not in PROTOCOLS:
+        raise ProtocolError(f"unknown protocol {name!r}; use one of {', '.join(PROTOCOLS)}")
+    return PROTOCOLS[name]
