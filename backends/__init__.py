@@ -16,7 +16,7 @@ from ir.errors import ScheduleError
 from . import numba as _numba  # noqa: F401 - registers the numba backend (halide registers when first asked for)
 from .base import Backend, backend_names, get_backend, register_backend
 from .kernel import CompileError, Kernel, Measurement, Protocol
-from .measure import BuildResult, MeasureInput, build, measure_many, run
+from .measuring import BuildResult, MeasureInput, build, measure_many, run
 from .protocols import PROTOCOLS, get_protocol
 from .status import STATUSES, Status
 

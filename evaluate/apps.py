@@ -220,7 +220,7 @@ def measure_app(app, cfg: AppsConfig, methods: list[Method], tick: Callable[[str
     """One row per method that applies to `app` at `cfg.size`, each schedule checked and timed; speedups over
     the naive row. With `halide`, then the rows of `halide_methods`: the same LoopNests (not searched again)
     and Halide's autoschedulers, compiled by Halide. `tick(method name)` after each method (progress)."""
-    from backends.measure import MeasureInput, measure_many
+    from backends import MeasureInput, measure_many
     from backends.protocols import get_protocol
     from ir.target import get_target
     from scheduler.modes import reference

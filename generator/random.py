@@ -218,7 +218,7 @@ def prepare(seed: int, max_stages: int, size, markov: bool):
 
 def compile_and_check(p, inputs, expected, worker=None, schedule: str = "simple"):
     """The property check: numba under the default schedule equals the interpreter. Returns (status, error)."""
-    from backends.measure import MeasureInput, measure_many
+    from backends import MeasureInput, measure_many
     from ir.builder import naive_schedule, simple_schedule
 
     make = simple_schedule if schedule == "simple" else naive_schedule

@@ -27,7 +27,7 @@ def reference(pipeline) -> tuple[dict, dict]:
 
 def measure_loopnest(pipeline, loopnest, target, inputs=None, expected=None) -> float:
     """Best runtime (seconds) of a schedule, checked against the interpreter; inf when it fails."""
-    from backends.measure import MeasureInput, measure_many
+    from backends import MeasureInput, measure_many
 
     if inputs is None or expected is None:
         inputs, expected = reference(pipeline)

@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 
-from backends.measure import MeasureInput, measure_many
+from backends import MeasureInput, measure_many
 from backends.protocols import CHECK
 from ir import interpret
 from ir.builder import FuncDecision, ScheduleBuilder, StageSpec

@@ -42,7 +42,7 @@ def plan_task(key: BatchKey, model: SamplingModel) -> BatchPlan:
 @ray.remote
 def compile_task(plan: BatchPlan, index: int, compile_timeout: float, fault: str = "") -> CompileOutcome:
     """Compile one sample into this node's kernel cache; `fault` "die" kills this Ray worker (testing)."""
-    from backends.measure import build
+    from backends import build
 
     if fault == "die":
         os._exit(3)
@@ -62,7 +62,7 @@ class Benchmarker:
         self.worker = Worker()
 
     def measure(self, plan: BatchPlan, index: int, protocol, compile_timeout: float, fault: str = "") -> Measurement:
-        from backends.measure import build, run
+        from backends import build, run
 
         s = plan.samples[index]
         built = build(plan.pipeline, s.loopnest, plan.key.target, backend=plan.key.backend, timeout=compile_timeout,
