@@ -39,6 +39,17 @@ def pointwise_chain() -> Pipeline:
     return Pipeline([g], {g: (64, 64)})
 
 
+def with_update(stencil: bool) -> Pipeline:
+    """f with an update definition (a 4-tap RDom sum), read by g pointwise or as a vertical stencil."""
+    inp = Input("inp", f32, 2)
+    f, g = Func("f"), Func("g")
+    r = RDom([(0, 4)])
+    f[x, y] = inp[x, y]
+    f[x, y] += inp[x + r.x, y]
+    g[x, y] = f[x, y - 1] + f[x, y + 1] if stencil else f[x, y] + 1
+    return Pipeline([g], {g: (64, 64)})
+
+
 def first_state(sp: SearchSpace, tiles=None):
     """The state after g (the output) is placed and given its parallel tiling (`tiles`, or the first)."""
     s = sp.initial()
@@ -123,13 +134,7 @@ def test_a_stencil_producer_is_not_a_must_inline():
 
 def test_only_inlinable_funcs_are_offered_inlining():
     """A Func with an update definition is never inlined (phase 0: inline if it has one stage)."""
-    inp = Input("inp", f32, 2)
-    f, g = Func("f"), Func("g")
-    r = RDom([(0, 4)])
-    f[x, y] = inp[x, y]
-    f[x, y] += inp[x + r.x, y]
-    g[x, y] = f[x, y] + 1
-    sp = SearchSpace(Pipeline([g], {g: (64, 64)}))
+    sp = SearchSpace(with_update(stencil=False))
     s = first_state(sp)
     kinds = [c.decision.kind for c in candidates(sp, s, shortcuts=False)]
     assert kinds and "inline" not in kinds
@@ -185,13 +190,7 @@ def test_sliding_window_only_over_one_moving_loop():
 
 
 def test_sliding_window_never_for_funcs_with_updates():
-    inp = Input("inp", f32, 2)
-    f, g = Func("f"), Func("g")
-    r = RDom([(0, 4)])
-    f[x, y] = inp[x, y]
-    f[x, y] += inp[x + r.x, y]
-    g[x, y] = f[x, y - 1] + f[x, y + 1]
-    sp = SearchSpace(Pipeline([g], {g: (64, 64)}))
+    sp = SearchSpace(with_update(stencil=True))
     s = first_state(sp, tiles=[{"x": 64, "y": 32}, {"x": 64, "y": 1}])
     at = [c for c in candidates(sp, s) if c.decision.kind == "at"]
     assert at and all(c.decision.store_level is None for c in at)
