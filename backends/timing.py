@@ -12,6 +12,8 @@ from statistics import median
 
 import numpy as np
 
+from ir.errors import first_line
+
 from .kernel import Kernel, Measurement, Protocol
 from .status import Status
 
@@ -76,12 +78,12 @@ def run_measurement(spec, output_meta: dict, inputs: dict[str, np.ndarray], prot
     try:
         run = spec.runner()
     except Exception as e:  # noqa: BLE001 - a failing compile is a status
-        return Measurement(Status.COMPILE_ERROR, error=f"{type(e).__name__}: {_first_line(e)}")
+        return Measurement(Status.COMPILE_ERROR, error=f"{type(e).__name__}: {first_line(e)}")
     outputs = {n: np.empty(size, dtype) for n, (size, dtype, _) in output_meta.items()}
     try:
         run(inputs, outputs)
     except Exception as e:  # noqa: BLE001
-        return Measurement(Status.RUNTIME_ERROR, error=f"{type(e).__name__}: {_first_line(e)}")
+        return Measurement(Status.RUNTIME_ERROR, error=f"{type(e).__name__}: {first_line(e)}")
     if expected is not None:
         shaped = {n: outputs[n].reshape(shape, order="F") for n, (_, _, shape) in output_meta.items()}
         why = compare_outputs(types or {}, shaped, expected)
@@ -89,11 +91,6 @@ def run_measurement(spec, output_meta: dict, inputs: dict[str, np.ndarray], prot
             return Measurement(Status.WRONG_OUTPUT, error=why)
     best, med, spread, samples, iters = time_callable(lambda: run(inputs, outputs), protocol)
     return Measurement(Status.OK, best, med, spread, samples, iters)
-
-
-def _first_line(e: BaseException) -> str:
-    s = str(e)
-    return s.splitlines()[0] if s else ""
 
 
 def measure_kernel(kernel: Kernel, inputs, protocol: Protocol | None = None, expected=None,

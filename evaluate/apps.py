@@ -34,6 +34,8 @@ from typing import Literal
 
 import numpy as np
 
+from ir.errors import first_line
+
 from .config import AppsConfig, EvaluateError, run_command
 
 PROG = "python -m evaluate.apps"
@@ -236,7 +238,7 @@ def measure_app(app, cfg: AppsConfig, methods: list[Method], tick: Callable[[str
         try:
             loopnests = _schedules(m, app, pipeline, target, cfg)
         except Exception as e:  # noqa: BLE001 - a search or schedule that fails is this row's status
-            rows.append(_row(app.name, m, "search_error", [], time.perf_counter() - t0, _first_line(e)))
+            rows.append(_row(app.name, m, "search_error", [], time.perf_counter() - t0, first_line(e)))
             loopnests = None
         search_s = time.perf_counter() - t0
         if loopnests:
@@ -270,12 +272,12 @@ def _halide_row(app: str, method: Method, pipeline, target, twin, inputs, expect
             anchor = autoschedule(pipeline, method.algorithm, target, params={"parallelism": str(target.cores)})
             kernel, search_s = anchor.compile(), anchor.search_seconds
     except backends.ScheduleError as e:
-        return _row(app, method, "invalid_schedule", [], time.perf_counter() - t0, _first_line(e))
+        return _row(app, method, "invalid_schedule", [], time.perf_counter() - t0, first_line(e))
     except backends.CompileError as e:
-        return _row(app, method, e.status, [], time.perf_counter() - t0, _first_line(e))
+        return _row(app, method, e.status, [], time.perf_counter() - t0, first_line(e))
     except Exception as e:  # noqa: BLE001 - a translation or plugin failure is this row's status
         return _row(app, method, "search_error" if twin is None else "compile_error", [], time.perf_counter() - t0,
-                    _first_line(e))
+                    first_line(e))
     return _measured_row(app, method, [backends.measure(kernel, inputs, protocol, expected=expected)], search_s)
 
 
@@ -286,7 +288,7 @@ def _measured_row(app: str, method: Method, ms: list, search_s: float) -> AppRow
     if method.kind == "random":
         note = f"{len(ok)}/{len(ms)} ok" + "".join(f", {n} {s}" for s, n in failed.most_common())
     else:
-        note = next((_first_line(m.error) for m in ms if not m.ok), "")
+        note = next((first_line(m.error) for m in ms if not m.ok), "")
     status = "ok" if ok else failed.most_common(1)[0][0]
     return _row(app, method, status, ok, search_s, note)
 
@@ -344,11 +346,6 @@ def geomean(values: list[float]) -> float:
 
 def _positive(x: float) -> bool:
     return math.isfinite(x) and x > 0
-
-
-def _first_line(e) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
 
 
 # --- the command ---------------------------------------------------------------------------------------------

@@ -82,25 +82,19 @@ class AppsConfig:
 
 
 def run_command(prog: str, description: str, config_cls, default_config: str, evaluate, argv=None) -> int:
-    """Both commands' shape, as python -m train's: parse `--config` and key=value overrides into `config_cls`,
-    run `evaluate` on it, print its summary; a SchedlabError is one line on stderr and exit status 2, an
-    interrupt exit status 130."""
-    import argparse
+    """Both commands' shape, as python -m train's (ir.config.run_cli): run `evaluate` on the config, print its
+    summary; a SchedlabError is one line on stderr and exit status 2, an interrupt exit status 130."""
     import sys
 
-    from ir.config import load_config
+    from ir.config import run_cli
 
-    ap = argparse.ArgumentParser(prog=prog, description=description)
-    ap.add_argument("--config", default=None, help=f"YAML config (default: the built-in defaults, as {default_config})")
-    ap.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
-    a = ap.parse_args(argv)
-    try:
-        result = evaluate(load_config(config_cls, a.config, a.overrides))
-    except SchedlabError as e:
-        print(f"{prog}: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted; the MLflow run is marked FAILED and keeps what was logged", file=sys.stderr)
-        return 130
-    print(result.summary())
-    return 0
+    def run(cfg) -> int:
+        try:
+            result = evaluate(cfg)
+        except KeyboardInterrupt:
+            print(f"{prog}: interrupted; the MLflow run is marked FAILED and keeps what was logged", file=sys.stderr)
+            return 130
+        print(result.summary())
+        return 0
+
+    return run_cli(config_cls, run, argv, prog, description, default_config=default_config)

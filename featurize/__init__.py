@@ -58,11 +58,7 @@ def featurize(pipeline, loopnest, target="host", pending_parallel=frozenset(), c
 
 
 def cached_pipeline_features(dag) -> dict:
-    """Per-stage algorithm features of a FunctionDAG, computed once and kept on it."""
-    cached = getattr(dag, "_pipeline_features", None)
-    if cached is None:
-        from .algorithm import pipeline_features
+    """Per-stage algorithm features of a FunctionDAG, computed once and kept in its analysis cache."""
+    from .algorithm import pipeline_features
 
-        cached = pipeline_features(dag)
-        dag._pipeline_features = cached
-    return cached
+    return dag.analysis("featurize.pipeline_features", lambda: pipeline_features(dag))

@@ -490,11 +490,7 @@ class _StaticFacts:
 
 
 def _static_facts(dag: FunctionDAG) -> _StaticFacts:
-    facts = getattr(dag, "_featurize_static", None)
-    if facts is None:
-        facts = _StaticFacts(dag)
-        dag._featurize_static = facts
-    return facts
+    return dag.analysis("featurize.static_facts", lambda: _StaticFacts(dag))
 
 
 def points_computed_minimum(dag: FunctionDAG) -> dict[tuple[str, int], float]:
@@ -586,7 +582,7 @@ def _loads(dag: FunctionDAG, inlined: frozenset, stage: Stage) -> list[tuple[str
     """(producer, Jacobian w.r.t. the stage's loops, count) of the stage's loads, looking through inlined
     Funcs; loads of one producer with the same Jacobian are one entry (a stencil's taps), so chains of
     inlined stencils cost one composition per distinct Jacobian, not one per path."""
-    cache = dag.__dict__.setdefault("_loads_cache", {})
+    cache = dag.analysis("featurize.loads", dict)  # (func, stage, inlined) -> loads
     key = (stage.func, stage.index, inlined)
     hit = cache.get(key)
     if hit is not None:

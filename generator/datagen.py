@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from backends.protocols import PROTOCOLS, QUICK, get_protocol  # the named protocols, defined once
-from ir.errors import SchedlabError
+from ir.errors import SchedlabError, first_line
 
 from . import cli
 
@@ -208,7 +208,7 @@ def generate_batch(spec: BatchSpec, root: Path | str, worker=None, progress: Pro
             try:
                 p, inputs, expected = _prepare(spec, seed)
             except Exception as e:  # noqa: BLE001 - a broken random pipeline is skipped and counted
-                errors.append(f"seed {seed}: pipeline failed: {type(e).__name__}: {_first_line(e)}")
+                errors.append(f"seed {seed}: pipeline failed: {type(e).__name__}: {first_line(e)}")
                 planned -= spec.schedules_per_pipeline
                 if progress is not None:
                     progress(done, planned, f"seed {seed}: pipeline skipped")
@@ -240,10 +240,6 @@ def _cpu_target(name: str):
         raise SchedlabError(f"target {tgt.name} is a {tgt.kind} target; local data generation measures CPU targets "
                             "with the numba backend")
     return tgt
-
-
-def _first_line(e: BaseException) -> str:
-    return str(e).splitlines()[0] if str(e) else ""
 
 
 def _write(root, target: str, batch_id: str, samples: list, path: Path) -> None:

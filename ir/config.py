@@ -4,7 +4,7 @@
 
 Every command of schedlab takes its settings this way, so a run is reproducible from one file plus
 the overrides printed in its summary. An unknown key or a value of the wrong type raises ConfigError
-naming the key and what it accepts; nothing is silently ignored.
+naming the key and what it accepts; nothing is silently ignored. `run_cli` is every such command's main.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from .errors import SchedlabError
+from .errors import SchedlabError, first_line
 
 _NONE = {"none", "null", "~"}
 
@@ -36,6 +36,26 @@ def load_config(cls, path: str | Path | None = None, overrides: list[str] = ()):
             raise ConfigError(f"override {item!r} is not key=value")
         _set_dotted(values, key.strip(), yaml.safe_load(text) if text.strip() else "")
     return from_dict(cls, values)
+
+
+def run_cli(config_cls, run, argv=None, prog: str = "", description: str = "",
+            default_config: str | None = None) -> int:
+    """A config-driven command's main: `--config FILE` and key=value overrides -> `config_cls` -> `run(cfg)`,
+    which prints its result and returns the exit status. A SchedlabError (a bad key, value, file, dataset,
+    ...) is one line `<prog>: error: <what to fix>` on stderr and exit status 2."""
+    import argparse
+    import sys
+
+    default = "the built-in defaults" + (f", as {default_config}" if default_config else "")
+    ap = argparse.ArgumentParser(prog=prog or None, description=description)
+    ap.add_argument("--config", default=None, help=f"YAML config (default: {default})")
+    ap.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    a = ap.parse_args(argv)
+    try:
+        return run(load_config(config_cls, a.config, a.overrides))
+    except SchedlabError as e:
+        print(f"{prog or ap.prog}: error: {first_line(e)}", file=sys.stderr)
+        return 2
 
 
 def from_dict(cls, values: dict, where: str = ""):

@@ -6,11 +6,16 @@ access with its Jacobian (exact rationals, or None where non-affine), op histogr
 relation between consumers and producers. The global regions computed here (every Func over what the
 outputs need, as if everything were computed at root) are the regions the interpreter computes and
 the outer limit of what any schedule computes, so they fix the input regions once for all schedules.
+
+Analyses other packages derive from a DAG (algorithm features, inlined-call counts, load Jacobians through
+inlined Funcs, ...) are kept in its one explicit cache, `dag.analysis(key, compute)`, not in attributes
+set on it from outside; the DAG never changes, so nothing there is ever invalidated.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Optional
@@ -174,8 +179,23 @@ class FunctionDAG:
         self._by_name = {n.name: n for n in self.nodes}
         self.inputs: dict[str, InputNode] = {
             i.name: InputNode(i.name, i.type, i.dimensions) for i in pipeline.inputs}
+        self._analyses: dict[Hashable, object] = {}
         self._link()
         self._infer_regions()
+
+    # -- derived analyses ------------------------------------------------------------------------
+
+    def analysis(self, key: Hashable, compute: Callable[[], object]):
+        """The analysis `key` of this DAG: `compute()` the first time, the kept result afterwards.
+
+        Keys name the package and the analysis, `"featurize.pipeline_features"`, with its arguments in a
+        tuple where it has some: `("ir.plan.inlined_calls", inlined)`. Results must not depend on anything
+        but the DAG and the key (a model's weights do not belong here)."""
+        try:
+            return self._analyses[key]
+        except KeyError:
+            value = self._analyses[key] = compute()
+            return value
 
     # -- lookup ----------------------------------------------------------------------------------
 

@@ -11,3 +11,12 @@ class PipelineError(SchedlabError):
 
 class ScheduleError(SchedlabError):
     """A LoopNest that is not a valid schedule of its pipeline (or violates the target's limits)."""
+
+
+def first_line(e: BaseException | str, *, last: bool = False) -> str:
+    """An error (or its text) as one line for a report: its first non-empty line, stripped (`last`: its
+    last one, the message under a remote traceback such as Ray's); the type's name when there is no text."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    if lines:
+        return lines[-1] if last else lines[0]
+    return type(e).__name__ if isinstance(e, BaseException) else ""

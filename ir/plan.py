@@ -22,7 +22,10 @@ from .loopnest import LoopNest
 from .symbolic import INF, Lin, Sym, const, exact_diff, floordiv, lmax, lmin, monotonicity, upper_diff
 from .target import Target
 
-MAX_UNROLL = 16  # iterations of a fully unrolled innermost level (adams2019 §3.3)
+# Iterations of a fully unrolled innermost level: Halide's adams2019 LoopNest::apply unrolls the innermost pure
+# loops when their product is <= 12 on CPU (16 on GPU; reference/halide-autoschedulers.md, "Applying the
+# schedule"; the paper's §3.3 text says 16). One limit: Plan's legality check and scheduler.tilings' heuristic.
+UNROLL_LIMIT = 12
 MAX_VECTOR = 64  # lanes of one SIMD loop
 
 Region = list[tuple[Lin, Lin]]  # inclusive (lo, hi) forms per dimension
@@ -628,8 +631,8 @@ class Plan:
                 raise ScheduleError(f"{where}: a SIMD loop needs 2 to {MAX_VECTOR} lanes, got {n.size[j]}")
         if n.unrolled:
             k = math.prod(s for j, s in enumerate(n.size) if j != n.vectorized_loop and ch.stage.loop[j].pure)
-            if k > MAX_UNROLL:
-                raise ScheduleError(f"{where}: unrolling {k} iterations exceeds {MAX_UNROLL}")
+            if k > UNROLL_LIMIT:
+                raise ScheduleError(f"{where}: unrolling {k} iterations exceeds {UNROLL_LIMIT}")
 
 
 def storage_layout(node: Node, vector_dim: int) -> tuple[int, ...]:
@@ -688,7 +691,7 @@ def _geometry(n: LoopNest) -> tuple:
 
 
 def _inlined_calls_cached(dag: FunctionDAG, inlined: frozenset) -> dict:
-    cache = dag.__dict__.setdefault("_inlined_calls_cache", {})
+    cache = dag.analysis("ir.plan.inlined_calls", dict)  # inlined set -> calls
     r = cache.get(inlined)
     if r is None:
         r = cache[inlined] = inlined_calls(dag, set(inlined))

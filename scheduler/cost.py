@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from weakref import WeakKeyDictionary
 
 import numpy as np
 import torch
@@ -56,10 +57,7 @@ class CostModel:
 
 
 def stage_keys(dag, s: State) -> StageKeys:
-    order = getattr(dag, "_scheduler_stage_keys", None)
-    if order is None:
-        order = [(n.name, st.index) for n in dag.nodes for st in n.stages]
-        dag._scheduler_stage_keys = order
+    order = dag.analysis("scheduler.stage_keys", lambda: [(n.name, st.index) for n in dag.nodes for st in n.stages])
     return tuple(k for k in order if k in s.features)
 
 
@@ -69,18 +67,19 @@ class LearnedModel(CostModel):
     def __init__(self, network, name: str = "learned"):
         self.network = network.eval()
         self.name = name
-        self._embeddings: dict[tuple[int, StageKeys], tuple[torch.Tensor, torch.Tensor]] = {}
+        # per DAG (weakly: an id() would be reused by the next DAG once one is collected), per stage set
+        self._embeddings: WeakKeyDictionary = WeakKeyDictionary()
 
     def pipeline_inputs(self, dag, keys: StageKeys):
         """(algorithm features [S, 40, 7], their embedding), computed once per pipeline and stage set."""
-        k = (id(dag), keys)
-        hit = self._embeddings.get(k)
+        per_dag = self._embeddings.setdefault(dag, {})
+        hit = per_dag.get(keys)
         if hit is None:
             algo = cached_pipeline_features(dag)
             pf = torch.as_tensor(np.stack([algo[x] for x in keys]), dtype=torch.float32)
             with torch.no_grad():
                 hit = (pf, self.network.embed_pipeline(pf))
-            self._embeddings[k] = hit
+            per_dag[keys] = hit
         return hit
 
     def forget_embeddings(self) -> None:
@@ -126,16 +125,13 @@ class AnalyticalModel(CostModel):
 
     def __init__(self, target: CpuTarget):
         self.cores = max(1, target.cores)
-        self._ops: dict[tuple[int, StageKeys], np.ndarray] = {}
 
     def _ops_per_point(self, dag, keys: StageKeys) -> np.ndarray:
-        k = (id(dag), keys)
-        hit = self._ops.get(k)
-        if hit is None:
+        def compute():
             algo = cached_pipeline_features(dag)
-            hit = np.array([max(1.0, float(algo[x][_OPS].sum())) for x in keys])
-            self._ops[k] = hit
-        return hit
+            return np.array([max(1.0, float(algo[x][_OPS].sum())) for x in keys])
+
+        return dag.analysis(("scheduler.ops_per_point", keys), compute)
 
     def stage_costs(self, dag, keys: StageKeys, schedule: np.ndarray) -> np.ndarray:
         from train.model import cost_terms

@@ -12,10 +12,11 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from ir.plan import UNROLL_LIMIT  # the unroll heuristic offers exactly what Plan accepts
+
 MAX_TILINGS = 16  # inner tilings kept per Func (Halide: 100 x factor before coarsening; ours feed a beam)
 MAX_PARALLEL = 4  # parallel tilings kept per root Func, the least idle-core wastage first
 MAX_IDLE_WASTAGE = 1.2  # adams2019: take options until the wastage exceeds this
-UNROLL_LIMIT = 12  # adams2019 §3.3: unroll innermost pure loops whose total extent is at most this
 
 
 def _sizes(extent: int, multiple: int, stride: int) -> list[int]:

@@ -1,6 +1,9 @@
 """Training end to end: a dataset generated for real (random pipelines x sampled schedules, compiled and
 benchmarked with numba), Lightning training, MLflow logging and registration, the registry round trip in
-a fresh process, resume, the mlp/ranking variant, and the command line's one-line errors.
+a fresh process, resume, the mlp/ranking variant, and the command line's one-line errors. That training
+learns is checked on a synthetic cost (runtimes a known function of real schedules' features, written as a
+real dataset), deterministically; the margins over random initializations on *measured* data, which a loaded
+machine makes noisy, are printed by benchmarks/train_learning.py.
 
 The dataset (32 random pipelines x 10 schedules of up to 3 stages at 32 x 24 x 3; some seeds give the same
 pipeline, so about 29 remain, 30 % of them held out for validation) takes a few minutes to generate, nearly
@@ -69,32 +72,65 @@ def hybrid(dataset, env):
     return train(config(dataset, env, *HYBRID, "promote=true"))
 
 
-def test_training_beats_randomly_initialized_models(hybrid, dataset):
-    """Against the mean of five random initializations of the same model on the same validation pipelines
-    (one random init is a noisy baseline: its top-1 on a handful of pipelines can be high by luck)."""
-    from ir.target import get_target
-    from train.data import DataConfig, TrainingData
-    from train.metrics import ranking_metrics
-    from train.model import ModelConfig, build_model
-    from train.run import predict_groups
+SYNTHETIC_PIPELINES = 24
+SYNTHETIC_SCHEDULES = 10
 
-    print(hybrid.summary())
-    assert hybrid.val_pipelines >= 6 and hybrid.train_pipelines >= 12
-    data = TrainingData.load(DataConfig(path=str(dataset), target="host", val_fraction=VAL_FRACTION))
-    untrained = ModelConfig(kind="hybrid", num_cores=get_target("host").cores)  # as train() builds it
-    inits = [ranking_metrics(predict_groups(build_model(untrained, seed=s), data.val).values()) for s in range(1, 6)]
-    pairwise = float(np.mean([m.pairwise_accuracy for m in inits]))
-    top1 = float(np.mean([m.top1_score for m in inits]))
-    print(f"random inits: pairwise {[round(m.pairwise_accuracy, 3) for m in inits]} mean {pairwise:.3f}, "
-          f"top-1 {[round(m.top1_score, 3) for m in inits]} mean {top1:.3f}")
-    v = hybrid.val
-    # The hand-designed terms already rank schedules fairly well with random positive coefficients
-    # (pairwise 0.62-0.75 on four generated datasets). Training gained 0.12-0.15 pairwise and 0.12-0.22
-    # top-1 on them. On datasets measured with the noisiest timings it gained 0.035-0.07 pairwise
-    # (docs/train.md).
-    assert v["val_pairwise_accuracy"] > pairwise + 0.03, (v, pairwise)
-    assert v["val_top1_score"] > top1 + 0.05, (v, top1)
-    assert v["val_top5_score"] >= v["val_top1_score"]
+
+def synthetic_runtime(features) -> float:
+    """The known cost: 1 ns per point computed or inlined call, over every stage (plus 1 us)."""
+    from featurize.schema import SCHEDULE_INDEX
+
+    sched = features.schedule.astype(np.float64)
+    work = sched[:, SCHEDULE_INDEX["points_computed_total"]] + sched[:, SCHEDULE_INDEX["inlined_calls"]]
+    return 1e-9 * float(work.sum()) + 1e-6
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory) -> Path:
+    """Random pipelines x random schedules, featurized for real, each 'measured' as synthetic_runtime."""
+    from backends import Measurement
+    from featurize import featurize
+    from featurize.dataset import Sample, write_batch
+    from generator.random_pipeline import generate
+    from ir.sampling import random_schedule
+
+    root = tmp_path_factory.mktemp("synthetic")
+    samples = []
+    for seed in range(SYNTHETIC_PIPELINES):
+        p = generate(seed, 3, output_size=(32, 24, 3)).pipeline
+        seen: set[str] = set()
+        for k in range(3 * SYNTHETIC_SCHEDULES):
+            ln, _ = random_schedule(p, 1000 * seed + k)
+            if ln.fingerprint in seen:
+                continue
+            seen.add(ln.fingerprint)
+            f = featurize(p, ln)
+            t = synthetic_runtime(f)
+            samples.append(Sample.build(p, ln, f, Measurement("ok", t, t, 0.0, 1, 1, 0.0), sampler="synthetic"))
+            if len(seen) == SYNTHETIC_SCHEDULES:
+                break
+    write_batch(root, "host", "0000", samples)
+    return root
+
+
+@pytest.mark.parametrize("model, overrides, pairwise", [
+    ("hybrid", HYBRID, 0.75),
+    ("hybrid", ("loss=relative_throughput",), 0.75),
+    ("mlp", ("loss=pairwise_rank",), 0.7),
+])
+def test_training_learns_a_synthetic_cost(synthetic, env, tmp_path, model, overrides, pairwise):
+    """Seeded training on a noiseless cost: held-out pairwise accuracy reaches the bound (0.82-0.85 when this
+    was written) and gains at least 0.15 over the untrained model (0.53-0.58), top-1 too."""
+    from train.run import train
+
+    r = train(config(synthetic, env, f"model={model}", *overrides, "epochs=20", "register=false",
+                     f"checkpoint_dir={tmp_path}"))
+    print(r.summary())
+    v, i = r.val, r.init_val
+    assert r.val_pipelines >= 6 and r.train_pipelines >= 12
+    assert v["val_pairwise_accuracy"] >= pairwise, (v, i)
+    assert v["val_pairwise_accuracy"] >= i["val_pairwise_accuracy"] + 0.15, (v, i)
+    assert v["val_top1_score"] > i["val_top1_score"], (v, i)
 
 
 def test_the_run_is_in_mlflow(hybrid, env):
@@ -155,7 +191,6 @@ def test_mlp_with_ranking_loss_is_a_comparable_variant(hybrid, dataset, env):
     assert mlp.registered.name == "schedlab-host" and int(mlp.registered.version) > int(hybrid.registered.version)
     assert mlp.registered.previous_champion == hybrid.registered.version
     assert mlp.registered.promoted == (mlp.val["val_top1_score"] > hybrid.val["val_top1_score"])
-    assert mlp.val["val_pairwise_accuracy"] > 0.6
 
 
 # -- the command line -------------------------------------------------------------------------------

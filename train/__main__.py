@@ -8,32 +8,23 @@ A bad key, value or dataset stops with one line naming what to fix (exit status 
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 PROG = "python -m train"
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[2])
-    ap.add_argument("--config", default=None, help="YAML config (default: the built-in defaults, as conf/train.yaml)")
-    ap.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
-    a = ap.parse_args(argv)
-
-    from ir.config import load_config
-    from ir.errors import SchedlabError
+    from ir.config import run_cli
 
     from .config import TrainConfig
 
-    try:
-        cfg = load_config(TrainConfig, a.config, a.overrides)
-        from .run import train
+    return run_cli(TrainConfig, _run, argv, PROG, __doc__.splitlines()[2], default_config="conf/train.yaml")
 
-        result = train(cfg)
-    except SchedlabError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
-    print(result.summary())
+
+def _run(cfg) -> int:
+    from .run import train
+
+    print(train(cfg).summary())
     return 0
 
 

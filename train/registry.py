@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ir.errors import SchedlabError
+from ir.errors import SchedlabError, first_line
 
 DEFAULT_TRACKING_DIR = ".cache/mlflow"  # relative to the current directory unless $SCHEDLAB_MLFLOW_DIR is set
 DEFAULT_EXPERIMENT = "schedlab-train"
@@ -371,7 +371,7 @@ def _load_local(uri: str, path: Path):
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - any unreadable file is the user's to fix
-        raise RegistryError(f"{uri} is not a schedlab checkpoint: {_first_line(e)}") from None
+        raise RegistryError(f"{uri} is not a schedlab checkpoint: {first_line(e)}") from None
     if not isinstance(ckpt, dict) or "config" not in ckpt or "state_dict" not in ckpt:
         raise RegistryError(f"{uri} is not a schedlab checkpoint (expected a dict with 'config' and 'state_dict')")
     return _build(uri, _config_dict(ckpt), ckpt["state_dict"])
@@ -400,7 +400,7 @@ def _build(uri: str, config: dict, state: dict):
     try:
         return model_from_state(config, state)
     except (ValueError, KeyError, TypeError, RuntimeError, SchedlabError) as e:
-        raise RegistryError(f"{uri}: {_first_line(e)}") from None
+        raise RegistryError(f"{uri}: {first_line(e)}") from None
 
 
 def _resolve_registered(uri: str, store: str) -> str:
@@ -456,12 +456,7 @@ def _download(uri: str, source: str, store: str, dst: str) -> Path:
         with _using(store):
             return Path(mlflow.artifacts.download_artifacts(artifact_uri=source, dst_path=dst, tracking_uri=store))
     except (MlflowException, OSError) as e:
-        raise RegistryError(f"cannot load {uri} from {store}: {_first_line(e)}") from None
+        raise RegistryError(f"cannot load {uri} from {store}: {first_line(e)}") from None
     finally:
         if bar is None:
             del os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"]
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__

@@ -9,30 +9,24 @@ same config skips the batches already written. A bad key or value stops with one
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 PROG = "python -m generator.job"
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[2])
-    ap.add_argument("--config", default=None, help="YAML config (default: the built-in defaults)")
-    ap.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
-    a = ap.parse_args(argv)
-
-    from ir.config import load_config
-    from ir.errors import SchedlabError
+    from ir.config import run_cli
 
     from .config import JobConfig
+
+    return run_cli(JobConfig, _run, argv, PROG, __doc__.splitlines()[2])
+
+
+def _run(cfg) -> int:
     from .driver import run_job
 
     try:
-        cfg = load_config(JobConfig, a.config, a.overrides)
         summary = run_job(cfg)
-    except SchedlabError as e:
-        print(f"{PROG}: error: {str(e).splitlines()[0]}", file=sys.stderr)
-        return 2
     except OSError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from backends.kernel import Measurement
-from ir.errors import SchedlabError
+from ir.errors import SchedlabError, first_line
 
 from .config import JobConfig
 from .plan import BatchKey, BatchPlan, SamplingModel
@@ -217,7 +217,7 @@ class Job:
             b.plan = ray.get(ref)
         except (ray.exceptions.RayError, SchedlabError) as e:
             self.summary.pipelines_failed += 1
-            why = _first_line(e)
+            why = first_line(e, last=True)
             self.summary.errors.append(f"seed {b.key.seed}: pipeline failed: {why}")
             self.advance(self.cfg.schedules_per_pipeline, f"seed {b.key.seed}: pipeline failed")
             self.note(f"seed {b.key.seed}: pipeline failed: {why}")
@@ -244,7 +244,7 @@ class Job:
         try:
             outcome = ray.get(ref)
         except ray.exceptions.RayError as e:
-            return self.record(b, i, Measurement(WORKER_DIED, error=f"compile task: {_first_line(e)} "
+            return self.record(b, i, Measurement(WORKER_DIED, error=f"compile task: {first_line(e, last=True)} "
                                                  f"(tried {self.cfg.max_retries + 1} times)"))
         b.compile_s[i] = outcome.compile_s
         if outcome.status != "ok":
@@ -265,7 +265,7 @@ class Job:
             m = ray.get(ref)
         except ray.exceptions.RayError as e:
             self.benchmarkers.pop(node, None)  # a fresh actor for what comes next
-            m = Measurement(WORKER_DIED, error=f"benchmarker: {_first_line(e)}")
+            m = Measurement(WORKER_DIED, error=f"benchmarker: {first_line(e, last=True)}")
         m.compile_s = b.compile_s[i]  # the compile task's time, not the cache load before measuring
         return self.record(b, i, m)
 
@@ -406,8 +406,3 @@ def run_job(cfg: JobConfig, progress: bool | None = None) -> JobSummary:
 
 def _interrupt(signum, frame):
     raise KeyboardInterrupt
-
-
-def _first_line(e: BaseException) -> str:
-    lines = [ln for ln in str(e).splitlines() if ln.strip()]
-    return lines[-1].strip() if lines else type(e).__name__

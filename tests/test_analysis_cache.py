@@ -1,0 +1,51 @@
+"""FunctionDAG's one analysis cache: computed once per DAG and key, nothing else attached to a DAG from
+outside, and per-model caches keyed by the DAG object (weakly), not by id(dag), which a later DAG reuses."""
+
+from __future__ import annotations
+
+import gc
+
+from generator.apps import get_app
+from scheduler import autoschedule
+from scheduler.cost import RandomModel, stage_keys
+from scheduler.space import SearchSpace
+
+
+def test_an_analysis_is_computed_once_per_dag_and_key():
+    dag = get_app("blur").build("small").dag
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return len(calls)
+
+    assert dag.analysis("test.count", compute) == 1
+    assert dag.analysis("test.count", compute) == 1 and len(calls) == 1
+    assert dag.analysis(("test.count", 2), compute) == 2
+    other = get_app("blur").build("small").dag
+    assert other.analysis("test.count", compute) == 3  # per DAG
+
+
+def test_searching_attaches_nothing_to_the_dag_but_its_analyses():
+    p = get_app("unsharp").build("small")
+    before = set(vars(p.dag))
+    autoschedule(p, model="analytical", algorithm="greedy")
+    autoschedule(p, model="random:1", algorithm="greedy")
+    assert set(vars(p.dag)) == before
+    keys = set(p.dag._analyses)
+    assert {"featurize.pipeline_features", "featurize.static_facts", "featurize.loads", "ir.plan.inlined_calls",
+            "scheduler.stage_keys"} <= {k if isinstance(k, str) else k[0] for k in keys}
+
+
+def test_learned_model_embeddings_go_with_their_dag():
+    """Keyed by id(dag), a new DAG allocated where a collected one was would get the old one's embedding."""
+    model = RandomModel(seed=0)
+    p = get_app("blur").build("small")
+    sp = SearchSpace(p)
+    s = sp.expand(sp.expand(sp.initial())[0])[0]
+    keys = stage_keys(p.dag, s)
+    pf, _ = model.pipeline_inputs(p.dag, keys)
+    assert len(model._embeddings) == 1 and pf.shape[0] == len(keys)
+    del p, sp, s
+    gc.collect()
+    assert len(model._embeddings) == 0
