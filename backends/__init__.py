@@ -18,7 +18,7 @@ from .base import Backend, backend_names, get_backend, register_backend
 from .kernel import CompileError, Kernel, Measurement, Protocol
 from .measuring import BuildResult, MeasureInput, build, measure_many, run
 from .protocols import PROTOCOLS, get_protocol
-from .status import STATUSES, Status
+from ir.status import STATUSES, Status
 
 __all__ = ["compile", "measure", "Kernel", "Measurement", "Protocol", "CompileError", "ScheduleError",
            "STATUSES", "Status", "PROTOCOLS", "get_protocol", "Backend", "register_backend", "get_backend",

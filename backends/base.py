@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from typing import Callable
 
 from .kernel import CompileError, Kernel, Measurement, Protocol
-from .status import Status
+from ir.status import Status
 
 
 class Backend(ABC):

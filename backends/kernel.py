@@ -10,7 +10,7 @@ import numpy as np
 
 from ir.errors import SchedlabError
 
-from .status import STATUSES, Status  # noqa: F401 - re-exported: the one status vocabulary
+from ir.status import STATUSES, Status  # noqa: F401 - re-exported: the one status vocabulary
 
 
 class CompileError(SchedlabError):
@@ -23,7 +23,7 @@ class CompileError(SchedlabError):
 
 @dataclass
 class Measurement:
-    status: str  # one of backends.status.STATUSES
+    status: str  # one of ir.status.STATUSES
     min_s: float = math.nan  # best time of one run
     median_s: float = math.nan
     spread: float = math.nan  # (third best - best) / best over the samples

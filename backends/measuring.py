@@ -1,6 +1,6 @@
 """One measurement path for every caller (MetaSchedule's Builder/Runner): `build` a (pipeline, LoopNest) into a
 `BuildResult`, `run` it into a `Measurement`, or `measure_many` a batch. Nothing here raises for a failing
-sample — its status says what went wrong (backends.status); only a wrong name (backend, protocol) raises."""
+sample — its status says what went wrong (ir.status); only a wrong name (backend, protocol) raises."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ir.errors import ScheduleError
 from .base import get_backend
 from .kernel import CompileError, Kernel, Measurement, Protocol
 from .protocols import get_protocol
-from .status import Status
+from ir.status import Status
 
 
 @dataclass

@@ -15,7 +15,7 @@ import numpy as np
 from ir.errors import first_line
 
 from .kernel import Kernel, Measurement, Protocol
-from .status import Status
+from ir.status import Status
 
 
 def time_callable(fn, protocol: Protocol) -> tuple[float, float, float, int, int]:

@@ -244,7 +244,7 @@ def _screen(df):
     """Split off rows a model must not be trained on, with the reason."""
     import polars as pl
 
-    from backends.status import Status
+    from ir.status import Status
 
     ok = pl.col("status") == Status.OK
     feats = pl.col("schedule_features").list.eval(pl.element().list.eval(

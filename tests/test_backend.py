@@ -389,7 +389,7 @@ def test_protocols_are_named_once():
 
 
 def test_one_status_vocabulary():
-    from backends.status import MEANING, STATUSES, Status
+    from ir.status import MEANING, STATUSES, Status
 
     assert STATUSES == ("ok", "compile_error", "runtime_error", "crash", "timeout", "wrong_output",
                         "invalid_schedule", "worker_died")

@@ -158,7 +158,7 @@ def _ok_merged(samples, stats: DataStats):
     """Rows with status ok, one per (pipeline, schedule) with the minimum runtime."""
     import polars as pl
 
-    from backends.status import Status
+    from ir.status import Status
 
     ok = samples.filter(pl.col("status") == Status.OK)
     stats.failed_dropped = samples.height - ok.height

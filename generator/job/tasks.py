@@ -19,7 +19,7 @@ import numpy as np
 import ray
 
 from backends.kernel import Measurement
-from backends.status import WORKER_DIED  # noqa: F401 - a status of the job (a dead Ray worker), for the driver
+from ir.status import WORKER_DIED  # noqa: F401 - a status of the job (a dead Ray worker), for the driver
 
 from .plan import BatchKey, BatchPlan, SamplingModel, plan_batch
 

@@ -1,6 +1,7 @@
 """The one status vocabulary of a measurement: every sample compiled or timed anywhere in schedlab (the data
 generator, the Ray job, evaluation, the scheduler's autotuning) ends as exactly one of these, never an
-exception — a failure is data (DESIGN §3.4)."""
+exception — a failure is data (DESIGN §3.4). It lives in `ir`, the bottom layer, because backends produce
+these statuses, the dataset (featurize) stores them and the trainer filters by them."""
 
 from __future__ import annotations
 
