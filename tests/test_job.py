@@ -24,7 +24,7 @@ import pytest
 from generator.job import JobConfig
 from generator.job.__main__ import main
 from generator.job.driver import JobError, resolve_paths
-from generator.job.plan import BatchKey, SamplingModel, plan_batch
+from generator.batch import BatchKey, SamplingModel, plan_batch
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable

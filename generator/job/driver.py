@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from backends.kernel import Measurement
+from generator.batch import BatchKey, BatchPlan, BatchSpec, SamplingModel, batch_rows, write_rows
 from ir.errors import SchedlabError
 
 from .config import JobConfig
-from .plan import BatchKey, BatchPlan, SamplingModel
 
 GPU_BACKENDS = ("cuda",)  # backends whose benchmarks need a whole GPU each (none is built yet)
 
@@ -179,9 +179,7 @@ class Job:
         c = self.cfg
         model_ref = ray.put(model)
         todo = collections.deque()
-        for seed in c.pipeline_seeds(r):
-            key = BatchKey(c.target, r, seed, c.schedules_per_pipeline, c.max_stages, tuple(c.output_size), c.markov,
-                           c.beam_size, c.passes, c.dropout, c.seed, c.protocol, c.check_outputs, c.backend)
+        for key in BatchSpec.of_job(c, r).keys():
             self.summary.batches_planned += 1
             path = batch_path(self.out, self.tgt.name, key.batch_id)
             if path.exists():
@@ -277,13 +275,9 @@ class Job:
 
     def finish(self, b: _Batch) -> bool:
         """Write the batch's rows atomically; returns True (the batch left the window)."""
-        from featurize.dataset import Sample, write_batch
-
         p = b.plan
-        rows = [Sample.build(p.pipeline, s.loopnest, s.features, m, round=b.key.round, model_version=p.model,
-                             sampler=s.sampler, backend=self.cfg.backend) for s, m in zip(p.samples, b.rows)]
-        if rows:
-            write_batch(self.out, self.tgt.name, b.key.batch_id, rows)
+        rows = batch_rows(p, b.rows)
+        if write_rows(self.out, self.tgt.name, b.key, rows) is not None:
             self.summary.batches_written += 1
             self.summary.samples_written += len(rows)
         ok = sum(m.ok for m in b.rows)

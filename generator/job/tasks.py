@@ -19,8 +19,7 @@ import numpy as np
 import ray
 
 from backends.kernel import Measurement
-
-from .plan import BatchKey, BatchPlan, SamplingModel, plan_batch
+from generator.batch import BatchKey, BatchPlan, SamplingModel, plan_batch
 
 WORKER_DIED = "worker_died"  # a status of the job, beside backends.STATUSES
 
