@@ -3,7 +3,8 @@
 
 A batch is one random pipeline and the schedules the sampling model proposes for it (adams2019 §5: one
 beam-search schedule, then random-dropout greedy schedules, distinct by fingerprint; optionally baseline
-schedules first). It is named by a hash of everything that decides its pipeline and its schedules except
+schedules first, and random schedules (ir.sampling) filling what a small search space leaves short). It is
+named by a hash of everything that decides its pipeline and its schedules except
 the model (`BatchKey.batch_id`), so a local run and a job over the same configuration write the same
 files, and either one resumes the other. Nothing here needs Ray.
 """
@@ -94,12 +95,14 @@ class BatchKey:
     check_outputs: bool
     backend: str = "numba"  # numba | halide
     baselines: tuple[str, ...] = ()  # BASELINES planned before the beam sample
+    random_fill: bool = False  # random schedules after the dropout draws, up to `schedules`
 
     @property
     def batch_id(self) -> str:
         fields = asdict(self)
-        if not self.baselines:
-            del fields["baselines"]  # batches written before baselines existed keep their names
+        for name in ("baselines", "random_fill"):
+            if not fields[name]:
+                del fields[name]  # batches written before these options existed keep their names
         blob = json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
         return f"r{self.round}-p{self.seed}-{hashlib.sha256(blob).hexdigest()[:12]}"
 
@@ -107,7 +110,9 @@ class BatchKey:
 @dataclass(frozen=True)
 class BatchSpec:
     """Batches of several pipeline seeds under one sampling configuration: one BatchKey per seed. The
-    defaults are the job's (JobConfig), so a default local run writes the job's round-0 files."""
+    defaults are the job's (JobConfig) except two that local generation, without a trained model, has
+    always had: the naive and simple baselines, and random schedules filling small search spaces (tiny
+    test pipelines have only a handful of beam/dropout schedules). `of_job` maps a job's config exactly."""
 
     seeds: tuple[int, ...]  # random pipeline seeds: one batch each
     schedules_per_pipeline: int = 16
@@ -123,9 +128,10 @@ class BatchSpec:
     beam_size: int = 8
     passes: int = 2
     dropout: float = 1.0  # % chance that a dropout sample is the fully greedy schedule
-    baselines: tuple[str, ...] = ()  # e.g. ("naive", "simple"): BASELINES planned first
+    baselines: tuple[str, ...] = ("naive", "simple")  # BASELINES planned first
     backend: str = "numba"
     benchmark_timeout: float = 60.0  # seconds per measurement, output check included; not in the key
+    random_fill: bool = True  # random schedules after the dropout draws, up to schedules_per_pipeline
 
     def __post_init__(self):
         from generator.datagen import PROTOCOLS
@@ -152,12 +158,12 @@ class BatchSpec:
                    protocol=cfg.protocol, schedule_seed=cfg.seed, markov=cfg.markov, check_outputs=cfg.check_outputs,
                    compile_timeout=cfg.compile_timeout, round=round_, beam_size=cfg.beam_size, passes=cfg.passes,
                    dropout=cfg.dropout, baselines=tuple(cfg.baselines), backend=cfg.backend,
-                   benchmark_timeout=cfg.benchmark_timeout)
+                   benchmark_timeout=cfg.benchmark_timeout, random_fill=cfg.random_fill)
 
     def key(self, seed: int) -> BatchKey:
         return BatchKey(self.target, self.round, int(seed), self.schedules_per_pipeline, self.max_stages,
                         self.output_size, self.markov, self.beam_size, self.passes, self.dropout, self.schedule_seed,
-                        self.protocol, self.check_outputs, self.backend, self.baselines)
+                        self.protocol, self.check_outputs, self.backend, self.baselines, self.random_fill)
 
     def keys(self) -> tuple[BatchKey, ...]:
         return tuple(self.key(s) for s in self.seeds)
@@ -217,10 +223,10 @@ class SamplingModel:
 
 @dataclass
 class PlannedSample:
-    sampler: str  # a baseline name | beam | dropout
+    sampler: str  # a baseline name | beam | dropout | random
     loopnest: object  # ir.LoopNest
     features: object  # featurize.Features
-    predicted: float  # the sampling model's cost (nan for a baseline)
+    predicted: float  # the sampling model's cost (nan for a baseline or a random schedule)
 
 
 @dataclass
@@ -238,8 +244,10 @@ class BatchPlan:
 
 def plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
     """The pipeline of `key.seed`, its reference outputs, and up to `key.schedules` distinct schedules:
-    the key's baselines, one beam-search schedule, then random-dropout schedules under `model`."""
+    the key's baselines, one beam-search schedule, random-dropout schedules under `model`, then (with
+    `key.random_fill`) random schedules until there are `key.schedules` or the draws run out."""
     from featurize import featurize
+    from ir.sampling import random_schedule
     from ir.target import get_target
     from scheduler import autoschedule
 
@@ -277,6 +285,14 @@ def plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
         s = autoschedule(p, tgt, model=cost, algorithm="dropout", dropout=key.dropout,
                          seed=derived_seed(key.job_seed, key.seed, draw))
         add("dropout", s.loopnest, s.predicted_cost)
+    for draw in range(8 * key.schedules + 16 if key.random_fill else 0):
+        if full():
+            break
+        try:
+            loopnest, _ = random_schedule(p, derived_seed(key.job_seed, key.seed, draw, 1), tgt)
+        except SchedlabError:
+            continue  # the builder ran out of attempts on this draw: take the next
+        add("random", loopnest)
     plan.seconds = time.perf_counter() - t0
     return plan
 

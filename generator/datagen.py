@@ -6,16 +6,17 @@ this host, without Ray and without a cluster (DESIGN §3.7; halide-autoscheduler
 
 It runs the job's functions in one process: the same BatchKey per pipeline seed, the same file name, the same
 sampler (plan_batch: one beam-search schedule and random-dropout schedules under the sampling model, by
-default the job's round-0 model `random:<schedule_seed>`, optionally baseline schedules first) and the same
-rows. A local run and a job over the same configuration therefore write the same files, and either resumes
-the other; a batch on disk is reported, not redone (overwrite=True replaces it atomically). A failed compile
-or measurement is a row with its status; a pipeline that cannot be generated is skipped, counted, and
-written by no file (a rerun tries it again).
+default the job's round-0 model `random:<schedule_seed>`; locally by default with the naive and simple
+baselines first and random schedules filling small search spaces) and the same rows. A local run and a job
+over the same configuration therefore write the same files, and either resumes the other; a batch on disk
+is reported, not redone (overwrite=True replaces it atomically). A failed compile or measurement is a row
+with its status; a pipeline that cannot be generated is skipped, counted, and written by no file (a rerun
+tries it again).
 
     python -m generator.datagen --seeds 0:8 --schedules 16 --out DIR [--max-stages 6] [--size 64,48,3]
                                 [--target host] [--protocol quick] [--schedule-seed 0] [--round 0]
                                 [--beam-size 8] [--passes 2] [--dropout 1.0] [--baselines naive,simple]
-                                [--model random:0] [--markov] [--no-check] [--overwrite]
+                                [--no-random-fill] [--model random:0] [--markov] [--no-check] [--overwrite]
 """
 
 from __future__ import annotations
@@ -128,7 +129,8 @@ class RunSummary:
                 f"{self.pipelines} pipelines, {self.schedules} schedules, {self.ok} ok ({failed}){skipped}")
 
 
-def sample_schedules(pipeline, spec: BatchSpec, seed: int, model: SamplingModel | None = None) -> list[tuple[str, object]]:
+def sample_schedules(pipeline, spec: BatchSpec, seed: int,
+                     model: SamplingModel | None = None) -> list[tuple[str, object]]:
     """The (sampler, LoopNest) pairs that the one sampler (generator.batch.plan_batch) plans for the pipeline of
     `seed` under `spec`, in order; `pipeline` must be that seed's pipeline."""
     plan = plan_batch(spec.key(seed), model or SamplingModel(spec.random_model))
@@ -274,8 +276,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--passes", type=cli.positive_int, default=2, help="passes of the beam-search sample (default 2)")
     ap.add_argument("--dropout", type=_dropout, default=1.0,
                     help="%% chance that a dropout sample is the fully greedy schedule (default 1.0)")
-    ap.add_argument("--baselines", type=_baselines, default=(),
-                    help="baseline schedules planned first, comma-separated (e.g. naive,simple; default none)")
+    ap.add_argument("--baselines", type=_baselines, default=("naive", "simple"),
+                    help="baseline schedules planned first, comma-separated; '' for none (default naive,simple)")
+    ap.add_argument("--no-random-fill", action="store_true",
+                    help="no random schedules when beam + dropout find fewer distinct ones than asked")
     ap.add_argument("--model", default=None,
                     help="sampling model: random:<seed> or a model URI (default random:<schedule-seed>)")
     ap.add_argument("--markov", action="store_true", help="draw stage kinds from the GPU variant's Markov matrix")
@@ -317,7 +321,7 @@ def main(argv=None) -> int:
     spec = BatchSpec(seeds=a.seeds, schedules_per_pipeline=a.schedules, max_stages=a.max_stages, output_size=a.size,
                      target=a.target, protocol=a.protocol, schedule_seed=a.schedule_seed, markov=a.markov,
                      check_outputs=not a.no_check, round=a.round, beam_size=a.beam_size, passes=a.passes,
-                     dropout=a.dropout, baselines=a.baselines)
+                     dropout=a.dropout, baselines=a.baselines, random_fill=not a.no_random_fill)
     model = SamplingModel(a.model or spec.random_model)
     from tqdm import tqdm
 

@@ -72,13 +72,17 @@ def test_same_spec_gives_the_same_pipelines_and_distinct_schedules():
 
 
 def test_schedules_are_deduplicated_by_fingerprint():
-    """A one-Func 1x1 pipeline has few distinct schedules: every dropout draw repeats the beam's schedule or a
-    baseline, and the batch has fewer schedules than asked rather than duplicates."""
+    """A one-Func 1x1 pipeline has few distinct schedules: the dropout draws repeat the beam's schedule or a
+    baseline. Without random fill the batch has fewer schedules than asked rather than duplicates; with it,
+    random schedules (about half of them repeats too) make up the count."""
     spec = BatchSpec(seeds=(1,), schedules_per_pipeline=16, max_stages=2, output_size=(1, 1, 1), beam_size=2,
-                     passes=1, baselines=("naive", "simple"))
+                     passes=1, random_fill=False)
     got = sample_schedules(pipeline_of(spec, 1), spec, 1)
     assert len({ln.fingerprint for _, ln in got}) == len(got)
     assert 1 <= len(got) < 16 and got[0][0] == "naive"
+    filled = sample_schedules(pipeline_of(spec, 1), dataclasses.replace(spec, random_fill=True), 1)
+    assert len({ln.fingerprint for _, ln in filled}) == len(filled) == 16
+    assert filled[:len(got)] == got and {name for name, _ in filled[len(got):]} == {"random"}
 
 
 def test_batch_ids_are_a_stable_function_of_the_key():
@@ -91,7 +95,7 @@ def test_batch_ids_are_a_stable_function_of_the_key():
     variants = [dataclasses.replace(SPEC, **{k: v}) for k, v in
                 [("schedules_per_pipeline", 6), ("schedule_seed", 1), ("markov", True), ("output_size", (32, 24, 1)),
                  ("protocol", "default"), ("round", 1), ("beam_size", 3), ("dropout", 2.0), ("baselines", ("naive",)),
-                 ("baselines", ())]]
+                 ("baselines", ()), ("random_fill", False)]]
     assert len({v.batch_ids[0] for v in variants} | {SPEC.batch_ids[0]}) == len(variants) + 1
     # without baselines a key names its batch as the job did before baselines existed, so a job resumes old data
     key = BatchKey("host", 0, 7, 6, 4, (64, 48, 3), False, 2, 1, 1.0, 0, "quick", True)
@@ -256,7 +260,7 @@ def test_a_local_run_writes_the_batches_and_schedules_the_job_plans_for_the_same
     from ir.target import get_target
 
     cfg = JobConfig(pipelines_per_round=2, seed=1, schedules_per_pipeline=3, max_stages=3, output_size=(32, 24, 3),
-                    beam_size=2, passes=1, baselines=("naive",), out=str(tmp_path))
+                    beam_size=2, passes=1, baselines=("naive",), random_fill=True, out=str(tmp_path))
     assert datagen.main(["--seeds", "1:3", "--schedule-seed", "1", "--schedules", "3", "--max-stages", "3",
                          "--size", "32,24,3", "--beam-size", "2", "--passes", "1", "--baselines", "naive",
                          "--out", str(tmp_path)]) == 0

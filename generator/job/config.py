@@ -63,6 +63,7 @@ class JobConfig:
     passes: int = 2
     dropout: float = 1.0  # % chance that a dropout sample is the fully greedy schedule (HL_RANDOM_DROPOUT)
     baselines: tuple[str, ...] = ()  # generator.batch.BASELINES planned before the beam sample (naive, simple)
+    random_fill: bool = False  # random schedules (ir.sampling) when beam + dropout find too few distinct ones
     protocol: Literal["quick", "default"] = "quick"  # generator.datagen.PROTOCOLS
     compile_timeout: float = 600.0  # seconds per compilation (adams2019 §5: a 10-minute kill)
     benchmark_timeout: float = 60.0  # seconds per measurement, output check included
