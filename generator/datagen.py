@@ -198,7 +198,7 @@ def generate_batch(spec: BatchSpec, root: Path | str, worker=None, progress: Pro
                 if progress is not None:
                     progress(done, planned, f"seed {key.seed}: pipeline skipped")
                 continue
-            planned -= spec.schedules_per_pipeline - len(plan.samples)
+            planned -= spec.schedules_per_pipeline - len(plan.samples) - len(plan.errors)
             for _ in plan.errors:
                 tick(f"seed {key.seed}: featurize_error")
             measurements = _measure_plan(plan, spec, tgt, worker, tick)
@@ -323,6 +323,11 @@ def main(argv=None) -> int:
                      check_outputs=not a.no_check, round=a.round, beam_size=a.beam_size, passes=a.passes,
                      dropout=a.dropout, baselines=a.baselines, random_fill=not a.no_random_fill)
     model = SamplingModel(a.model or spec.random_model)
+    try:
+        model.cost_model(_cpu_target(a.target))  # a model that cannot load is one error, not a failure per seed
+    except SchedlabError as e:
+        print(f"{PROG}: error: --model: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 2
     from tqdm import tqdm
 
     from backends.worker import Worker

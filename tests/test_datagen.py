@@ -237,6 +237,13 @@ def test_bad_arguments_are_one_line(argv, message, capsys):
     assert e.value.code == 2 and message in err and err.count("\n") == 1
 
 
+def test_a_model_that_cannot_load_is_one_line(tmp_path, capsys):
+    assert datagen.main(["--seeds", "0:2", "--model", "nosuch", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "--model: no model at 'nosuch'" in err and err.count("\n") == 1
+    assert not list(tmp_path.rglob("*.parquet"))
+
+
 def test_the_command_line_writes_a_batch_per_pipeline(generated, tmp_path, capsys):
     argv = ["--seeds", "1,2", "--schedules", "2", "--max-stages", "3", "--size", "32,24,3", "--beam-size", "2",
             "--passes", "1", "--out", str(tmp_path)]
@@ -260,10 +267,10 @@ def test_a_local_run_writes_the_batches_and_schedules_the_job_plans_for_the_same
     from ir.target import get_target
 
     cfg = JobConfig(pipelines_per_round=2, seed=1, schedules_per_pipeline=3, max_stages=3, output_size=(32, 24, 3),
-                    beam_size=2, passes=1, baselines=("naive",), random_fill=True, out=str(tmp_path))
+                    beam_size=2, passes=1, out=str(tmp_path))  # the job's sampling: no baselines, no random fill
     assert datagen.main(["--seeds", "1:3", "--schedule-seed", "1", "--schedules", "3", "--max-stages", "3",
-                         "--size", "32,24,3", "--beam-size", "2", "--passes", "1", "--baselines", "naive",
-                         "--out", str(tmp_path)]) == 0
+                         "--size", "32,24,3", "--beam-size", "2", "--passes", "1", "--baselines", "",
+                         "--no-random-fill", "--out", str(tmp_path)]) == 0
     capsys.readouterr()
     job = Job(cfg, tmp_path, "sqlite:///unused.db", get_target(cfg.target), 1.0)
     model = job.sampling_model(0)
@@ -275,6 +282,6 @@ def test_a_local_run_writes_the_batches_and_schedules_the_job_plans_for_the_same
         plan = plan_batch(key, model)
         table = rows(batch_path(tmp_path, "host", key.batch_id))
         assert [r["schedule_id"] for r in table] == [s.loopnest.fingerprint for s in plan.samples]
-        assert [r["sampler"] for r in table] == [s.sampler for s in plan.samples] == ["naive", "beam", "dropout"]
+        assert [r["sampler"] for r in table] == [s.sampler for s in plan.samples] == ["beam", "dropout", "dropout"]
         assert {r["model_version"] for r in table} == {plan.model} == {"random:1"}
         assert {r["pipeline_id"] for r in table} == {plan.pipeline.fingerprint}
