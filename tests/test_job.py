@@ -91,6 +91,7 @@ def test_a_plan_is_one_beam_sample_then_distinct_dropout_samples_and_reproducibl
     (["faults=explode:1:2"], "fault 'explode:1:2' must be KIND:SEED:INDEX"),
     (["target=h200"], "is a cuda target; the numba backend measures CPU targets"),
     (["train.epochs=x"], "train.epochs"),
+    (["baselines=[naive,expert]"], "unknown baseline 'expert'; registered: naive, simple"),
 ])
 def test_bad_config_is_one_line_and_exit_status_2(args, text, tmp_path, capsys):
     assert main(["--config", str(ROOT / "conf/datagen.yaml"), f"out={tmp_path}", *args]) == 2
