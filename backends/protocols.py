@@ -4,6 +4,8 @@ Configs name a protocol; `get_protocol` turns the name into a `Protocol`."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ir.errors import SchedlabError
 
 from .kernel import Protocol
@@ -25,11 +27,14 @@ class ProtocolError(SchedlabError, ValueError):
     """An unknown protocol name."""
 
 
-def get_protocol(name: str | Protocol) -> Protocol:
-    """The Protocol named `name` (a Protocol is returned as is)."""
+def get_protocol(name: str | Protocol, timeout: float | None = None) -> Protocol:
+    """The Protocol named `name` (a Protocol is returned as is), with its whole-measurement `timeout` replaced
+    when one is given (the data generators bound each measurement by their benchmark_timeout)."""
     if isinstance(name, Protocol):
-        return name
-    name = DEPRECATED.get(name, name)
-    if name not in PROTOCOLS:
-        raise ProtocolError(f"unknown protocol {name!r}; use one of {', '.join(PROTOCOLS)}")
-    return PROTOCOLS[name]
+        protocol = name
+    else:
+        name = DEPRECATED.get(name, name)
+        if name not in PROTOCOLS:
+            raise ProtocolError(f"unknown protocol {name!r}; use one of {', '.join(PROTOCOLS)}")
+        protocol = PROTOCOLS[name]
+    return protocol if timeout is None else replace(protocol, timeout=timeout)

@@ -1,87 +1,55 @@
-"""Local data generation: one batch of random pipelines, each with sampled schedules, compiled, measured,
-featurized and written as one Parquet file (DESIGN §3.7; halide-autoschedulers.md §2).
+"""Local data generation: the job's batches (generator.batch) planned, compiled, measured and written on
+this host, without Ray and without a cluster (DESIGN §3.7; halide-autoschedulers.md §2).
 
     spec = BatchSpec(seeds=(0, 1, 2), schedules_per_pipeline=16)
-    summary = generate_batch(spec, "data")        # data/target=host/batch-<spec.batch_id>.parquet
+    summary = generate_batch(spec, "data")     # data/target=host/batch-r0-p<seed>-<hash>.parquet, one per seed
 
-This is the unit of work the Ray job runs once per batch; it needs no Ray. A batch is a pure function of
-its spec except for the measured times: the same spec gives the same pipelines and the same schedules, and
-its file name is a hash of the spec, so a retried batch finds its file done (or, with overwrite=True,
-replaces it atomically) and never duplicates rows. Every pipeline gets the two baselines (naive_schedule,
-simple_schedule) and random schedules from `ir.sampling.random_schedule`, deduplicated by fingerprint.
-A failed compile or measurement is a row with its status; a pipeline that cannot be generated is skipped
-and counted.
+It runs the job's functions in one process: the same BatchKey per pipeline seed, the same file name, the same
+sampler (plan_batch: one beam-search schedule and random-dropout schedules under the sampling model, by
+default the job's round-0 model `random:<schedule_seed>`; locally by default with the naive and simple
+baselines first and random schedules filling small search spaces) and the same rows. A local run and a job
+over the same configuration therefore write the same files, and either resumes the other; a batch on disk
+is reported, not redone (overwrite=True replaces it atomically). A failed compile or measurement is a row
+with its status; a pipeline that cannot be generated is skipped, counted, and written by no file (a rerun
+tries it again).
 
     python -m generator.datagen --seeds 0:8 --schedules 16 --out DIR [--max-stages 6] [--size 64,48,3]
-                                [--target host] [--protocol quick] [--schedule-seed 0] [--markov]
-                                [--per-batch 1] [--overwrite]
+                                [--target host] [--protocol quick] [--schedule-seed 0] [--round 0]
+                                [--beam-size 8] [--passes 2] [--dropout 1.0] [--baselines naive,simple]
+                                [--no-random-fill] [--model random:0] [--markov] [--no-check] [--overwrite]
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-import hashlib
-import json
-import os
-import shutil
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from backends.protocols import PROTOCOLS, QUICK, get_protocol  # the named protocols, defined once
+from backends.protocols import PROTOCOLS, QUICK, get_protocol  # noqa: F401 - re-exported: the named protocols
 from ir.errors import SchedlabError, first_line
 
 from . import cli
+from .batch import (SMALL_OUTPUT, BatchPlan, BatchSpec, SamplingModel, batch_rows, derived_seed, get_baseline,
+                    plan_batch, prepare_pipeline, write_rows)
 
-__all__ = ["PROTOCOLS", "QUICK", "BatchSpec", "BatchSummary", "derived_seed", "generate_batch", "prepare_pipeline",
-           "sample_schedules"]
+__all__ = ["PROTOCOLS", "QUICK", "BatchSpec", "BatchSummary", "RunSummary", "derived_seed", "generate_batch",
+           "prepare_pipeline", "sample_schedules"]
 
-# 64 x 48 x 3 outputs: every stage is a few thousand points, so a schedule compiles in ~1-2 s and runs in
-# micro- to milliseconds, while tiling, vectorization and parallelism still change runtimes by 10-1000x.
-SMALL_OUTPUT = (64, 48, 3)
 
 Progress = Callable[[int, int, str], None]  # (schedules done, schedules planned, what just happened)
 
 
-@dataclass(frozen=True)
-class BatchSpec:
-    seeds: tuple[int, ...]  # random pipeline seeds of this batch
-    schedules_per_pipeline: int = 16
-    max_stages: int = 6
-    output_size: tuple[int, int, int] = SMALL_OUTPUT
-    target: str = "host"  # ir.target name; the dataset partition uses the resolved target's name
-    protocol: str = "quick"  # a key of PROTOCOLS
-    schedule_seed: int = 0  # seeds the schedule sampler together with the pipeline seed
-    markov: bool = False
-    check_outputs: bool = True  # compare every schedule's outputs with ir.interpret (once per pipeline)
-    compile_timeout: float = 600.0  # seconds per compilation (Adams 2019 §5: a 10-minute kill)
-
-    def __post_init__(self):
-        object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
-        object.__setattr__(self, "output_size", tuple(int(v) for v in self.output_size))
-        if not self.seeds:
-            raise ValueError("a batch needs at least one pipeline seed")
-        if self.schedules_per_pipeline < 1:
-            raise ValueError(f"schedules_per_pipeline must be >= 1, got {self.schedules_per_pipeline}")
-        get_protocol(self.protocol)  # a ProtocolError (a ValueError) listing the names
-        if len(self.output_size) != 3 or min(self.output_size) < 1:
-            raise ValueError(f"output_size must be three positive ints, got {self.output_size}")
-
-    @property
-    def batch_id(self) -> str:
-        """A hash of every field: the same spec always names the same file, a different one never does."""
-        blob = json.dumps(asdict(self), sort_keys=True, separators=(",", ":")).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
-
-
 @dataclass
 class BatchSummary:
+    """One batch: one pipeline seed's file (None when its pipeline could not be generated)."""
+
     batch_id: str
-    path: Path
-    pipelines: int  # pipelines measured
+    path: Path | None
+    pipelines: int  # pipelines measured (0 or 1)
     schedules: int  # rows written
     ok: int
     failed_by_status: dict[str, int] = field(default_factory=dict)  # rows by status, + featurize_error (no row)
@@ -98,96 +66,98 @@ class BatchSummary:
                 f"({failed}){skipped} -> {self.path} [{how}]")
 
 
-def derived_seed(*parts: int) -> int:
-    """A 63-bit seed from integers, the same in every process (unlike hash())."""
-    return int.from_bytes(hashlib.sha256(":".join(map(str, parts)).encode()).digest()[:8], "little") >> 1
+@dataclass
+class RunSummary:
+    """The batches of one generate_batch call, in seed order, with their totals."""
+
+    batches: list[BatchSummary] = field(default_factory=list)
+
+    @property
+    def paths(self) -> list[Path]:
+        return [b.path for b in self.batches if b.path is not None]
+
+    @property
+    def batch_ids(self) -> list[str]:
+        return [b.batch_id for b in self.batches]
+
+    @property
+    def pipelines(self) -> int:
+        return sum(b.pipelines for b in self.batches)
+
+    @property
+    def pipelines_skipped(self) -> int:
+        return sum(b.pipelines_skipped for b in self.batches)
+
+    @property
+    def schedules(self) -> int:
+        return sum(b.schedules for b in self.batches)
+
+    @property
+    def ok(self) -> int:
+        return sum(b.ok for b in self.batches)
+
+    @property
+    def failed_by_status(self) -> dict[str, int]:
+        total = collections.Counter()
+        for b in self.batches:
+            total.update(b.failed_by_status)
+        return dict(total)
+
+    @property
+    def reused(self) -> bool:
+        """Every batch was already written: nothing was measured."""
+        return all(b.reused for b in self.batches)
+
+    @property
+    def errors(self) -> list[str]:
+        return [e for b in self.batches for e in b.errors]
+
+    @property
+    def seconds(self) -> float:
+        return sum(b.seconds for b in self.batches)
+
+    def __str__(self) -> str:
+        failed = ", ".join(f"{k} {v}" for k, v in sorted(self.failed_by_status.items())) or "none failed"
+        skipped = f", {self.pipelines_skipped} pipelines skipped" if self.pipelines_skipped else ""
+        return (f"{len(self.batches)} batches ({sum(b.reused for b in self.batches)} already written), "
+                f"{self.pipelines} pipelines, {self.schedules} schedules, {self.ok} ok ({failed}){skipped}")
 
 
-def sample_schedules(pipeline, spec: BatchSpec, seed: int) -> list[tuple[str, object]]:
-    """`spec.schedules_per_pipeline` distinct (sampler, LoopNest) pairs for the pipeline of `seed`: the
-    naive and simple baselines, then random schedules seeded by (schedule_seed, seed, draw). Fewer when the
-    pipeline's space is too small to find that many distinct ones in a bounded number of draws."""
-    from ir.builder import naive_schedule, simple_schedule
-    from ir.sampling import random_schedule
-    from ir.target import get_target
+def sample_schedules(pipeline, spec: BatchSpec, seed: int,
+                     model: SamplingModel | None = None) -> list[tuple[str, object]]:
+    """The (sampler, LoopNest) pairs that the one sampler (generator.batch.plan_batch) plans for the pipeline of
+    `seed` under `spec`, in order; `pipeline` must be that seed's pipeline."""
+    plan = plan_batch(spec.key(seed), model or SamplingModel(spec.random_model))
+    if plan.pipeline.fingerprint != pipeline.fingerprint:
+        raise ValueError(f"the pipeline given is not the random pipeline of seed {seed} under this spec")
+    return [(s.sampler, s.loopnest) for s in plan.samples]
 
-    target = get_target(spec.target)
-    n = spec.schedules_per_pipeline
-    out: list[tuple[str, object]] = []
-    seen: set[str] = set()
 
-    def add(name, loopnest):
-        if loopnest.fingerprint not in seen and len(out) < n:
-            seen.add(loopnest.fingerprint)
-            out.append((name, loopnest))
+def _measure_plan(plan: BatchPlan, spec: BatchSpec, target, worker, tick) -> list:
+    """A Measurement per planned sample, in order; a failure is a Measurement with its status."""
+    import backends
 
-    add("naive", naive_schedule(pipeline))
-    add("simple", simple_schedule(pipeline, target))
-    for draw in range(8 * n + 16):
-        if len(out) >= n:
-            break
-        try:
-            loopnest, _ = random_schedule(pipeline, derived_seed(spec.schedule_seed, seed, draw), target)
-        except SchedlabError:
-            continue  # the builder ran out of attempts on this draw: take the next
-        add("random", loopnest)
+    p, inputs, expected = plan.pipeline, plan.inputs, plan.expected
+    protocol = get_protocol(spec.protocol, timeout=spec.benchmark_timeout)  # as generator.job measures
+    out = []
+    for s in plan.samples:
+        name, loopnest = s.sampler, s.loopnest
+        built = backends.build(p, loopnest, target, backend=spec.backend, timeout=spec.compile_timeout, worker=worker)
+        m = backends.run(built, inputs, protocol, expected=expected, worker=worker)
+        out.append(m)
+        tick(f"seed {plan.key.seed} {name}: {m.status}" + (f" {m.min_s * 1e3:.3g} ms" if m.ok else ""))
     return out
 
 
-def _prepare(spec: BatchSpec, seed: int):
-    return prepare_pipeline(seed, spec.max_stages, spec.output_size, spec.markov, spec.check_outputs)
-
-
-def prepare_pipeline(seed: int, max_stages: int, output_size: tuple[int, int, int], markov: bool = False,
-                     check_outputs: bool = True):
-    """(pipeline, inputs, expected outputs or None) of one seed; raises when the pipeline cannot be made."""
-    import numpy as np
-
-    import ir
-    from generator.random_pipeline import random_pipeline
-
-    p = random_pipeline(seed, max_stages, output_size, markov)
-    inputs = p.random_inputs(seed)
-    if not check_outputs:
-        return p, inputs, None
-    with np.errstate(all="ignore"):  # NaN and inf are legitimate values of random programs
-        return p, inputs, ir.interpret(p, inputs)
-
-
-def _measure_pipeline(spec, target, seed, p, inputs, expected, worker, tick) -> tuple[list, list[str]]:
-    """Samples of every schedule of one pipeline; a failure is a sample with its status."""
-    import backends
-    from featurize import featurize
-    from featurize.dataset import Sample
-
-    samples, errors = [], []
-    protocol = get_protocol(spec.protocol)
-    for name, loopnest in sample_schedules(p, spec, seed):
-        try:
-            features = featurize(p, loopnest, target)
-        except Exception as e:  # noqa: BLE001 - a featurizer bug loses this schedule, not the batch
-            errors.append(f"seed {seed} {name} {loopnest.fingerprint}: featurize failed: {type(e).__name__}: {e}")
-            tick(f"seed {seed}: featurize_error")
-            continue
-        m = backends.measure_many([backends.MeasureInput(p, loopnest, inputs, expected)], target, protocol=protocol,
-                                  compile_timeout=spec.compile_timeout, worker=worker)[0]
-        samples.append(Sample.build(p, loopnest, features, m, sampler=name, backend="numba"))
-        tick(f"seed {seed} {name}: {m.status}" + (f" {m.min_s * 1e3:.3g} ms" if m.ok else ""))
-    return samples, errors
-
-
 def generate_batch(spec: BatchSpec, root: Path | str, worker=None, progress: Progress | None = None,
-                   overwrite: bool = False) -> BatchSummary:
-    """Generate, measure and write one batch; a batch already on disk is reported, not redone, unless
-    `overwrite` (then it is replaced atomically)."""
+                   overwrite: bool = False, model: SamplingModel | None = None) -> RunSummary:
+    """Plan, measure and write the batch of every seed of `spec` (one file each, as generator.job writes them);
+    a batch already on disk is reported, not redone, unless `overwrite` (then it is replaced atomically).
+    `model` samples the schedules (default: the job's round-0 model, random:<schedule_seed>)."""
     from featurize.dataset import batch_path
 
-    t0 = time.perf_counter()
-    tgt = _cpu_target(spec.target)
-    target = tgt.name
-    path = batch_path(root, target, spec.batch_id)
-    if path.exists() and not overwrite:
-        return _summary_of_file(spec.batch_id, path)
+    tgt = _target(spec.target, spec.backend)
+    model = model or SamplingModel(spec.random_model)
     planned = len(spec.seeds) * spec.schedules_per_pipeline
     done = 0
 
@@ -202,60 +172,49 @@ def generate_batch(spec: BatchSpec, root: Path | str, worker=None, progress: Pro
         from backends.worker import Worker
 
         worker = Worker()
-    samples, errors, pipelines = [], [], 0
+    run = RunSummary()
     try:
-        for seed in spec.seeds:
-            try:
-                p, inputs, expected = _prepare(spec, seed)
-            except Exception as e:  # noqa: BLE001 - a broken random pipeline is skipped and counted
-                errors.append(f"seed {seed}: pipeline failed: {type(e).__name__}: {first_line(e)}")
-                planned -= spec.schedules_per_pipeline
-                if progress is not None:
-                    progress(done, planned, f"seed {seed}: pipeline skipped")
+        for key in spec.keys():
+            t0 = time.perf_counter()
+            path = batch_path(root, tgt.name, key.batch_id)
+            if path.exists() and not overwrite:
+                run.batches.append(_summary_of_file(key.batch_id, path))
                 continue
-            got, errs = _measure_pipeline(spec, tgt, seed, p, inputs, expected, worker, tick)
-            planned -= spec.schedules_per_pipeline - len(got) - len(errs)
-            samples += got
-            errors += errs
-            pipelines += 1
+            try:
+                plan = plan_batch(key, model)
+            except Exception as e:  # noqa: BLE001 - a broken random pipeline is skipped and counted
+                planned -= spec.schedules_per_pipeline
+                run.batches.append(BatchSummary(key.batch_id, None, 0, 0, 0, pipelines_skipped=1, errors=[
+                    f"seed {key.seed}: pipeline failed: {type(e).__name__}: {first_line(e)}"]))
+                if progress is not None:
+                    progress(done, planned, f"seed {key.seed}: pipeline skipped")
+                continue
+            planned -= spec.schedules_per_pipeline - len(plan.samples) - len(plan.errors)
+            for _ in plan.errors:
+                tick(f"seed {key.seed}: featurize_error")
+            measurements = _measure_plan(plan, spec, tgt, worker, tick)
+            path = write_rows(root, tgt.name, key, batch_rows(plan, measurements), overwrite)
+            status = collections.Counter(m.status for m in measurements)
+            failed = {k: v for k, v in status.items() if k != "ok"}
+            if plan.errors:
+                failed["featurize_error"] = len(plan.errors)
+            run.batches.append(BatchSummary(key.batch_id, path, 1, len(measurements), status["ok"], failed,
+                                            time.perf_counter() - t0, 0, False, list(plan.errors)))
     finally:
         if own:
             worker.close()
-    _write(root, target, spec.batch_id, samples, path)
-    status = collections.Counter(s.status for s in samples)
-    failed = {k: v for k, v in status.items() if k != "ok"}
-    if any("featurize failed" in e for e in errors):
-        failed["featurize_error"] = sum("featurize failed" in e for e in errors)
-    return BatchSummary(spec.batch_id, path, pipelines, len(samples), status["ok"], failed,
-                        time.perf_counter() - t0, len(spec.seeds) - pipelines, False, errors)
+    return run
 
 
-def _cpu_target(name: str):
-    """The target of a spec; the numba backend measures CPU targets only, so a GPU target is refused up front
+def _target(name: str, backend: str):
+    """The target of a spec, refused up front (one line) when the spec's backend does not build for its kind,
     rather than filling a batch with compile errors."""
+    import backends
     from ir.target import get_target
 
     tgt = get_target(name)
-    if tgt.kind != "cpu":
-        raise SchedlabError(f"target {tgt.name} is a {tgt.kind} target; local data generation measures CPU targets "
-                            "with the numba backend")
+    backends.get_backend(backend).check_target(tgt)
     return tgt
-
-
-def _write(root, target: str, batch_id: str, samples: list, path: Path) -> None:
-    """write_batch, replacing an existing file atomically: the batch is written under a private root next
-    to its final place and renamed over it, so a reader sees the old file or the new one."""
-    from featurize.dataset import write_batch
-
-    if not path.exists():
-        write_batch(root, target, batch_id, samples)
-        return
-    staging = path.parent / f".overwrite-{batch_id}-{os.getpid()}"
-    try:
-        fresh = write_batch(staging, target, batch_id, samples)
-        os.replace(fresh, path)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _summary_of_file(batch_id: str, path: Path) -> BatchSummary:
@@ -296,35 +255,74 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--size", type=cli.output_size, default=SMALL_OUTPUT, help="output size W,H,C (default 64,48,3)")
     ap.add_argument("--target", default="host", help="target name or YAML (default host)")
     ap.add_argument("--protocol", choices=sorted(PROTOCOLS), default="quick", help="measurement protocol")
-    ap.add_argument("--schedule-seed", type=int, default=0, help="seeds the schedule sampler (default 0)")
+    ap.add_argument("--schedule-seed", type=int, default=0,
+                    help="the job's seed: seeds the dropout draws and the round-0 model random:<seed> (default 0)")
+    ap.add_argument("--round", type=int, default=0, help="the job round the batches belong to (default 0)")
+    ap.add_argument("--beam-size", type=cli.positive_int, default=8, help="beam of the beam-search sample (default 8)")
+    ap.add_argument("--passes", type=cli.positive_int, default=2, help="passes of the beam-search sample (default 2)")
+    ap.add_argument("--dropout", type=_dropout, default=1.0,
+                    help="%% chance that a dropout sample is the fully greedy schedule (default 1.0)")
+    ap.add_argument("--baselines", type=_baselines, default=("naive", "simple"),
+                    help="baseline schedules planned first, comma-separated; '' for none (default naive,simple)")
+    ap.add_argument("--no-random-fill", action="store_true",
+                    help="no random schedules when beam + dropout find fewer distinct ones than asked")
+    ap.add_argument("--model", default=None,
+                    help="sampling model: random:<seed> or a model URI (default random:<schedule-seed>)")
     ap.add_argument("--markov", action="store_true", help="draw stage kinds from the GPU variant's Markov matrix")
-    ap.add_argument("--per-batch", type=cli.positive_int, default=1,
-                    help="pipelines per batch file (default 1: an interrupted run loses at most one pipeline)")
     ap.add_argument("--no-check", action="store_true", help="do not compare outputs with the interpreter")
+    ap.add_argument("--backend", default="numba", help="the registered backend that compiles and measures "
+                    "(numba, halide)")
     ap.add_argument("--overwrite", action="store_true", help="regenerate batches that are already written")
     a = ap.parse_args(argv)
     if a.out.exists() and not a.out.is_dir():
         ap.error(f"--out {a.out} is not a directory")
     try:
-        _cpu_target(a.target)
+        _target(a.target, a.backend)
     except SchedlabError as e:
-        ap.error(f"--target: {e}")
+        ap.error(f"--target/--backend: {e}")
     return a
+
+
+def _dropout(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not 0 < v <= 100:
+        raise argparse.ArgumentTypeError(f"dropout must be a percentage in (0, 100], got {text!r}")
+    return v
+
+
+def _baselines(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    for n in names:
+        try:
+            get_baseline(n)
+        except SchedlabError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return names
 
 
 def main(argv=None) -> int:
     a = parse_args(argv)
 
-    specs = [BatchSpec(seeds=a.seeds[i:i + a.per_batch], schedules_per_pipeline=a.schedules, max_stages=a.max_stages,
-                       output_size=a.size, target=a.target, protocol=a.protocol, schedule_seed=a.schedule_seed,
-                       markov=a.markov, check_outputs=not a.no_check) for i in range(0, len(a.seeds), a.per_batch)]
+    spec = BatchSpec(seeds=a.seeds, schedules_per_pipeline=a.schedules, max_stages=a.max_stages, output_size=a.size,
+                     target=a.target, protocol=a.protocol, schedule_seed=a.schedule_seed, markov=a.markov,
+                     check_outputs=not a.no_check, round=a.round, beam_size=a.beam_size, passes=a.passes,
+                     dropout=a.dropout, baselines=a.baselines, random_fill=not a.no_random_fill, backend=a.backend)
+    model = SamplingModel(a.model or spec.random_model)
+    try:
+        model.cost_model(_target(a.target, a.backend))  # a model that cannot load is one error, not a failure per seed
+    except SchedlabError as e:
+        print(f"{PROG}: error: --model: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 2
     from tqdm import tqdm
 
     from backends.worker import Worker
 
     worker = Worker()
     bar = tqdm(total=len(a.seeds) * a.schedules, unit="schedule", file=sys.stderr, dynamic_ncols=True)
-    totals, summaries, t0 = collections.Counter(), [], time.perf_counter()
+    run, t0 = RunSummary(), time.perf_counter()
     last = 0  # schedules done in the current batch, as last reported
 
     def progress(done, planned, note):
@@ -334,19 +332,19 @@ def main(argv=None) -> int:
         bar.set_postfix_str(note)
 
     try:
-        for spec in specs:
+        for seed in spec.seeds:  # one batch per seed, as generator.job writes them
             last = 0
-            s = generate_batch(spec, a.out, worker, progress, a.overwrite)
+            s = generate_batch(replace(spec, seeds=(seed,)), a.out, worker, progress, a.overwrite, model)
             if s.reused:
                 bar.update(s.schedules)
-            summaries.append(s)
-            totals.update({"ok": s.ok, **s.failed_by_status})
-            bar.write(str(s))
-            for e in s.errors:
-                bar.write(f"  {e}")
+            for b in s.batches:
+                run.batches.append(b)
+                bar.write(str(b))
+                for e in b.errors:
+                    bar.write(f"  {e}")
     except KeyboardInterrupt:
         bar.close()
-        print(f"interrupted: {len(summaries)} of {len(specs)} batches written to {a.out}", file=sys.stderr)
+        print(f"interrupted: {len(run.batches)} of {len(spec.seeds)} batches done in {a.out}", file=sys.stderr)
         return 130
     except (SchedlabError, OSError) as e:
         bar.close()
@@ -355,14 +353,13 @@ def main(argv=None) -> int:
     finally:
         worker.close()
     bar.close()
-    rows = sum(s.schedules for s in summaries)
-    skipped = sum(s.pipelines_skipped for s in summaries)
+    totals = collections.Counter({"ok": run.ok, **run.failed_by_status})
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(totals.items()) if v)
-    pipelines = sum(s.pipelines for s in summaries)
-    print(f"{len(specs)} batches ({sum(s.reused for s in summaries)} already written), "
-          f"{pipelines} pipelines ({skipped} skipped), {rows} schedules: {statuses or 'none'}; "
-          f"yield {100.0 * totals['ok'] / max(1, rows):.1f}% in {time.perf_counter() - t0:.0f}s -> {a.out}")
-    return 0 if totals["ok"] else 1
+    print(f"{len(run.batches)} batches ({sum(b.reused for b in run.batches)} already written), "
+          f"{run.pipelines} pipelines ({run.pipelines_skipped} skipped), {run.schedules} schedules: "
+          f"{statuses or 'none'}; yield {100.0 * run.ok / max(1, run.schedules):.1f}% in "
+          f"{time.perf_counter() - t0:.0f}s -> {a.out}")
+    return 0 if run.ok else 1
 
 
 if __name__ == "__main__":

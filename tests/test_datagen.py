@@ -1,6 +1,8 @@
-"""Local data generation: deterministic pipelines and schedules, one atomic Parquet batch per spec that a
-rerun never duplicates, failures kept as rows with their status, and the command line. One tiny batch is
-compiled and measured for real (numba) once for the module."""
+"""Local data generation: the job's batches (generator.batch) on this host. Deterministic pipelines and
+schedules from the one sampler, one atomic Parquet file per pipeline seed that a rerun never duplicates,
+failures kept as rows with their status, the command line, and a local run writing exactly the files and
+schedules the job plans for the same config. One tiny batch is compiled and measured for real (numba) once
+for the module."""
 
 from __future__ import annotations
 
@@ -15,13 +17,18 @@ import pytest
 from backends import STATUSES
 from featurize import featurize
 from featurize.dataset import batch_path, read_dataset
+from generator import batch as batch_module
 from generator import datagen
-from generator.datagen import BatchSpec, generate_batch, sample_schedules
+from generator.batch import BaselineError, BatchKey, BatchSpec, SamplingModel, plan_batch, register_baseline
+from generator.datagen import generate_batch, sample_schedules
+from generator.job import JobConfig
 from generator.random_pipeline import random_pipeline
 from ir import LoopNest, Pipeline
 
 # 3 Funcs per pipeline at 32 x 24: about 1-3 s per schedule to compile cold on 2 cores, milliseconds cached.
-SPEC = BatchSpec(seeds=(1, 2), schedules_per_pipeline=5, max_stages=3, output_size=(32, 24, 3))
+# A small beam keeps planning fast; the baselines come first and must compile and match the interpreter.
+SPEC = BatchSpec(seeds=(1, 2), schedules_per_pipeline=5, max_stages=3, output_size=(32, 24, 3), beam_size=2,
+                 passes=1, baselines=("naive", "simple"))
 
 
 def pipeline_of(spec: BatchSpec, seed: int):
@@ -45,7 +52,8 @@ def rows(path) -> list[dict]:
 
 
 def test_same_spec_gives_the_same_pipelines_and_distinct_schedules():
-    spec = BatchSpec(seeds=(0, 3, 5), schedules_per_pipeline=8, max_stages=4, output_size=(32, 24, 3))
+    spec = BatchSpec(seeds=(0, 3, 5), schedules_per_pipeline=8, max_stages=4, output_size=(32, 24, 3), beam_size=2,
+                     passes=1, baselines=("naive", "simple"))
     for seed in spec.seeds:
         first = sample_schedules(pipeline_of(spec, seed), spec, seed)
         again = sample_schedules(pipeline_of(spec, seed), spec, seed)
@@ -53,29 +61,45 @@ def test_same_spec_gives_the_same_pipelines_and_distinct_schedules():
         prints = [ln.fingerprint for _, ln in first]
         assert prints == [ln.fingerprint for _, ln in again]
         assert len(set(prints)) == len(prints) == spec.schedules_per_pipeline
-        assert [name for name, _ in first[:2]] == ["naive", "simple"]
-        assert {name for name, _ in first[2:]} == {"random"}
+        assert [name for name, _ in first[:3]] == ["naive", "simple", "beam"]
+        assert {name for name, _ in first[3:]} == {"dropout"}
     other = dataclasses.replace(spec, schedule_seed=1)
     p = pipeline_of(spec, 0)
-    assert [ln.fingerprint for _, ln in sample_schedules(p, spec, 0)][2:] != \
-        [ln.fingerprint for _, ln in sample_schedules(p, other, 0)][2:]
+    assert [ln.fingerprint for _, ln in sample_schedules(p, spec, 0)][3:] != \
+        [ln.fingerprint for _, ln in sample_schedules(p, other, 0)][3:]
+    with pytest.raises(ValueError, match="not the random pipeline of seed 3"):
+        sample_schedules(p, spec, 3)
 
 
 def test_schedules_are_deduplicated_by_fingerprint():
-    """A one-Func 1x1 pipeline: about half of the random draws repeat an earlier schedule or a baseline."""
-    spec = BatchSpec(seeds=(1,), schedules_per_pipeline=16, max_stages=2, output_size=(1, 1, 1))
+    """A one-Func 1x1 pipeline has few distinct schedules: the dropout draws repeat the beam's schedule or a
+    baseline. Without random fill the batch has fewer schedules than asked rather than duplicates; with it,
+    random schedules (about half of them repeats too) make up the count."""
+    spec = BatchSpec(seeds=(1,), schedules_per_pipeline=16, max_stages=2, output_size=(1, 1, 1), beam_size=2,
+                     passes=1, random_fill=False)
     got = sample_schedules(pipeline_of(spec, 1), spec, 1)
-    assert len({ln.fingerprint for _, ln in got}) == len(got) == 16
+    assert len({ln.fingerprint for _, ln in got}) == len(got)
+    assert 1 <= len(got) < 16 and got[0][0] == "naive"
+    filled = sample_schedules(pipeline_of(spec, 1), dataclasses.replace(spec, random_fill=True), 1)
+    assert len({ln.fingerprint for _, ln in filled}) == len(filled) == 16
+    assert filled[:len(got)] == got and {name for name, _ in filled[len(got):]} == {"random"}
 
 
-def test_batch_id_is_a_stable_function_of_the_spec():
-    assert SPEC.batch_id == BatchSpec(seeds=[1, 2], schedules_per_pipeline=5, max_stages=3,
-                                      output_size=[32, 24, 3]).batch_id
-    assert SPEC.batch_id == "".join(SPEC.batch_id)  # a plain string, usable as a file name
+def test_batch_ids_are_a_stable_function_of_the_key():
+    assert SPEC.batch_ids == BatchSpec(seeds=[1, 2], schedules_per_pipeline=5, max_stages=3, output_size=[32, 24, 3],
+                                       beam_size=2, passes=1, baselines=["naive", "simple"]).batch_ids
+    assert [i.split("-")[:2] for i in SPEC.batch_ids] == [["r0", "p1"], ["r0", "p2"]]
+    assert dataclasses.replace(SPEC, seeds=(2, 1)).batch_ids == SPEC.batch_ids[::-1], "one file per seed"
+    # what does not decide the rows does not enter the name
+    assert dataclasses.replace(SPEC, compile_timeout=1.0, benchmark_timeout=1.0).batch_ids == SPEC.batch_ids
     variants = [dataclasses.replace(SPEC, **{k: v}) for k, v in
-                [("seeds", (2, 1)), ("schedules_per_pipeline", 6), ("schedule_seed", 1), ("markov", True),
-                 ("output_size", (32, 24, 1)), ("protocol", "default")]]
-    assert len({v.batch_id for v in variants} | {SPEC.batch_id}) == len(variants) + 1
+                [("schedules_per_pipeline", 6), ("schedule_seed", 1), ("markov", True), ("output_size", (32, 24, 1)),
+                 ("protocol", "default"), ("round", 1), ("beam_size", 3), ("dropout", 2.0), ("baselines", ("naive",)),
+                 ("baselines", ()), ("random_fill", False)]]
+    assert len({v.batch_ids[0] for v in variants} | {SPEC.batch_ids[0]}) == len(variants) + 1
+    # without baselines a key names its batch as the job did before baselines existed, so a job resumes old data
+    key = BatchKey("host", 0, 7, 6, 4, (64, 48, 3), False, 2, 1, 1.0, 0, "quick", True)
+    assert key.batch_id == "r0-p7-e8b1d993bab5"
 
 
 def test_bad_specs_are_refused():
@@ -83,37 +107,62 @@ def test_bad_specs_are_refused():
         BatchSpec(seeds=(1,), protocol="slow")
     with pytest.raises(ValueError, match="at least one"):
         BatchSpec(seeds=())
+    with pytest.raises(BaselineError, match="unknown baseline 'expert'; registered: .*naive, simple"):
+        BatchSpec(seeds=(1,), baselines=("expert",))
+    with pytest.raises(BaselineError, match="unknown baseline 'expert'"):
+        JobConfig(baselines=("expert",))
+
+
+def test_a_new_baseline_is_one_function_and_one_registration(monkeypatch):
+    """A toy baseline, the naive schedule under another name, planned first when a key names it."""
+    from ir.builder import naive_schedule
+
+    monkeypatch.setattr(batch_module, "BASELINES", dict(batch_module.BASELINES))
+
+    @register_baseline("toy")
+    def toy(pipeline, target):
+        return naive_schedule(pipeline)
+
+    spec = BatchSpec(seeds=(1,), schedules_per_pipeline=3, max_stages=3, output_size=(32, 24, 3), beam_size=2,
+                     passes=1, baselines=("toy",), check_outputs=False)
+    plan = plan_batch(spec.key(1), SamplingModel(spec.random_model))
+    assert [s.sampler for s in plan.samples] == ["toy", "beam", "dropout"]
+    assert plan.samples[0].loopnest.fingerprint == naive_schedule(plan.pipeline).fingerprint
+    assert spec.batch_ids != dataclasses.replace(spec, baselines=()).batch_ids
 
 
 # -- one real batch -------------------------------------------------------------------------------------
 
 
-def test_a_batch_is_one_file_of_the_spec_s_schedules(generated):
+def test_a_batch_is_one_file_per_pipeline_of_its_schedules(generated):
     root, summary, calls, seconds = generated
-    path = batch_path(root, "host", SPEC.batch_id)
-    assert summary.path == path and path.exists() and not summary.reused
+    paths = [batch_path(root, "host", i) for i in SPEC.batch_ids]
+    assert summary.paths == paths and all(p.exists() for p in paths) and not summary.reused
+    assert summary.batch_ids == list(SPEC.batch_ids)
     assert summary.pipelines == 2 and summary.schedules == 10 and summary.pipelines_skipped == 0
     assert summary.ok + sum(summary.failed_by_status.values()) == 10
-    table = rows(path)
-    assert len(table) == 10 and {r["batch_id"] for r in table} == {SPEC.batch_id}
-    for seed in SPEC.seeds:
+    for seed, path, batch_id in zip(SPEC.seeds, paths, SPEC.batch_ids):
         p = pipeline_of(SPEC, seed)
-        mine = [r for r in table if r["pipeline_id"] == p.fingerprint]
+        mine = rows(path)
+        assert len(mine) == 5 and {r["batch_id"] for r in mine} == {batch_id}
+        assert {r["pipeline_id"] for r in mine} == {p.fingerprint}
         expected = sample_schedules(p, SPEC, seed)
         assert [r["schedule_id"] for r in mine] == [ln.fingerprint for _, ln in expected]
         assert [r["sampler"] for r in mine] == [name for name, _ in expected]
+        assert {(r["round"], r["model_version"]) for r in mine} == {(0, "random:0")}
         for r in mine:
             assert r["status"] in STATUSES and r["backend"] == "numba"
             assert (r["status"] == "ok") == (r["runtime_s"] is not None and r["runtime_s"] > 0)
         assert {r["status"] for r in mine[:2]} == {"ok"}, "the baselines compile and match the interpreter"
-    assert sum(r["status"] == "ok" for r in table) == summary.ok
-    assert str(summary).startswith(f"batch {SPEC.batch_id}: 2 pipelines, 10 schedules")
+    assert sum(r["status"] == "ok" for p in paths for r in rows(p)) == summary.ok
+    assert str(summary).startswith("2 batches (0 already written), 2 pipelines, 10 schedules")
+    assert str(summary.batches[0]).startswith(f"batch {SPEC.batch_ids[0]}: 1 pipelines, 5 schedules")
     print(f"\n{summary} ({seconds / 10:.2f} s per schedule)")
 
 
 def test_rows_recompile_to_their_features(generated):
     root, _, _, _ = generated
-    r = rows(batch_path(root, "host", SPEC.batch_id))[-1]
+    r = rows(batch_path(root, "host", SPEC.batch_ids[-1]))[-1]
     p = Pipeline.from_json(json.loads(r["pipeline_json"]))
     f = featurize(p, LoopNest.loads(r["schedule_json"]))
     assert np.array_equal(np.asarray(r["schedule_features"], np.float32), f.schedule)
@@ -128,25 +177,25 @@ def test_progress_is_reported_per_schedule(generated):
 
 def test_a_rerun_never_duplicates_rows(generated, tmp_path):
     root, summary, _, _ = generated
-    path = summary.path
-    stamp = path.stat().st_mtime_ns
+    paths = summary.paths
+    stamps = [p.stat().st_mtime_ns for p in paths]
     again = generate_batch(SPEC, root)
-    assert again.reused and again.path == path and path.stat().st_mtime_ns == stamp
+    assert again.reused and again.paths == paths and [p.stat().st_mtime_ns for p in paths] == stamps
     assert (again.schedules, again.ok, again.failed_by_status) == (10, summary.ok, summary.failed_by_status)
     redone = generate_batch(SPEC, root, overwrite=True)  # compiled kernels come from the disk cache
-    assert not redone.reused and path.stat().st_mtime_ns != stamp
-    assert sorted(path.parent.iterdir()) == [path], "no temporaries or second files left behind"
+    assert not redone.reused and all(p.stat().st_mtime_ns != s for p, s in zip(paths, stamps))
+    assert sorted(paths[0].parent.iterdir()) == sorted(paths), "no temporaries or second files left behind"
     ds = read_dataset(root, "host")
     assert ds.samples.height == 10 and ds.samples["sample_id"].n_unique() == 10
 
 
 def test_failures_are_rows_with_their_status(tmp_path):
     """A fresh worker cannot import numba in 10 ms: every compile times out, and every schedule is a row."""
-    spec = BatchSpec(seeds=(2,), schedules_per_pipeline=3, max_stages=3, output_size=(32, 24, 3),
-                     compile_timeout=0.01)
+    spec = BatchSpec(seeds=(2,), schedules_per_pipeline=3, max_stages=3, output_size=(32, 24, 3), beam_size=2,
+                     passes=1, compile_timeout=0.01)
     summary = generate_batch(spec, tmp_path)
     assert (summary.ok, summary.schedules, summary.failed_by_status) == (0, 3, {"timeout": 3})
-    table = rows(summary.path)
+    table = rows(summary.paths[0])
     assert [r["status"] for r in table] == ["timeout"] * 3
     assert all(r["runtime_s"] is None and "timed out" in r["error"] for r in table)
     assert all(len(r["schedule_features"]) == len(r["stage_func"]) > 0 for r in table), "features are kept"
@@ -155,12 +204,13 @@ def test_failures_are_rows_with_their_status(tmp_path):
 
 
 def test_a_pipeline_that_cannot_be_generated_is_skipped(tmp_path):
+    """Skipped and counted, and written by no file, so that a rerun (local or the job) tries it again."""
     spec = BatchSpec(seeds=(1, 2), schedules_per_pipeline=2, max_stages=1, output_size=(32, 24, 3))
     seen = []
     summary = generate_batch(spec, tmp_path, progress=lambda *a: seen.append(a))
     assert (summary.pipelines, summary.pipelines_skipped, summary.schedules) == (0, 2, 0)
     assert len(summary.errors) == 2 and all("max_stages" in e and "\n" not in e for e in summary.errors)
-    assert summary.path.exists() and pq.read_table(summary.path).num_rows == 0
+    assert summary.paths == [] and not list(tmp_path.rglob("*.parquet"))
     assert [note for *_, note in seen] == ["seed 1: pipeline skipped", "seed 2: pipeline skipped"]
 
 
@@ -176,6 +226,9 @@ def test_a_pipeline_that_cannot_be_generated_is_skipped(tmp_path):
     (["--seeds", "0:2"], "--out"),
     (["--seeds", "0:2", "--target", "v100", "--out", "x"], "cuda target"),
     (["--seeds", "0:2", "--target", "nosuch", "--out", "x"], "unknown target"),
+    (["--seeds", "0:2", "--baselines", "naive,expert", "--out", "x"], "unknown baseline 'expert'; registered: "),
+    (["--seeds", "0:2", "--dropout", "0", "--out", "x"], "percentage in (0, 100]"),
+    (["--seeds", "0:2", "--per-batch", "2", "--out", "x"], "unrecognized arguments: --per-batch"),
 ])
 def test_bad_arguments_are_one_line(argv, message, capsys):
     with pytest.raises(SystemExit) as e:
@@ -184,8 +237,16 @@ def test_bad_arguments_are_one_line(argv, message, capsys):
     assert e.value.code == 2 and message in err and err.count("\n") == 1
 
 
+def test_a_model_that_cannot_load_is_one_line(tmp_path, capsys):
+    assert datagen.main(["--seeds", "0:2", "--model", "nosuch", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "--model: no model at 'nosuch'" in err and err.count("\n") == 1
+    assert not list(tmp_path.rglob("*.parquet"))
+
+
 def test_the_command_line_writes_a_batch_per_pipeline(generated, tmp_path, capsys):
-    argv = ["--seeds", "1,2", "--schedules", "2", "--max-stages", "3", "--size", "32,24,3", "--out", str(tmp_path)]
+    argv = ["--seeds", "1,2", "--schedules", "2", "--max-stages", "3", "--size", "32,24,3", "--beam-size", "2",
+            "--passes", "1", "--out", str(tmp_path)]
     assert datagen.main(argv) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert out[-1].startswith("2 batches (0 already written), 2 pipelines (0 skipped), 4 schedules: ok 4;")
@@ -193,3 +254,34 @@ def test_the_command_line_writes_a_batch_per_pipeline(generated, tmp_path, capsy
     assert datagen.main(argv) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("2 batches (2 already written)")
     assert read_dataset(tmp_path, "host").samples.height == 4
+
+
+# -- one data-generation path: the local run writes the job's files --------------------------------------
+
+
+def test_a_local_run_writes_the_batches_and_schedules_the_job_plans_for_the_same_config(tmp_path, capsys):
+    """The job's round-0 batches of a config (its keys, its sampling model, plan_batch) against what the
+    command line writes with the same settings: the same file names, schedules, samplers and model. A job
+    over this config would find every batch written and skip it (its resume check is the file name)."""
+    from generator.job.driver import Job
+    from ir.target import get_target
+
+    cfg = JobConfig(pipelines_per_round=2, seed=1, schedules_per_pipeline=3, max_stages=3, output_size=(32, 24, 3),
+                    beam_size=2, passes=1, out=str(tmp_path))  # the job's sampling: no baselines, no random fill
+    assert datagen.main(["--seeds", "1:3", "--schedule-seed", "1", "--schedules", "3", "--max-stages", "3",
+                         "--size", "32,24,3", "--beam-size", "2", "--passes", "1", "--baselines", "",
+                         "--no-random-fill", "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    job = Job(cfg, tmp_path, "sqlite:///unused.db", get_target(cfg.target), 1.0)
+    model = job.sampling_model(0)
+    keys = BatchSpec.of_job(cfg, 0).keys()
+    assert [k.seed for k in keys] == [1, 2]
+    written = sorted(p.name for p in (tmp_path / "target=host").glob("batch-*.parquet"))
+    assert written == sorted(f"batch-{k.batch_id}.parquet" for k in keys)
+    for key in keys:
+        plan = plan_batch(key, model)
+        table = rows(batch_path(tmp_path, "host", key.batch_id))
+        assert [r["schedule_id"] for r in table] == [s.loopnest.fingerprint for s in plan.samples]
+        assert [r["sampler"] for r in table] == [s.sampler for s in plan.samples] == ["beam", "dropout", "dropout"]
+        assert {r["model_version"] for r in table} == {plan.model} == {"random:1"}
+        assert {r["pipeline_id"] for r in table} == {plan.pipeline.fingerprint}

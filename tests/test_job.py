@@ -24,7 +24,7 @@ import pytest
 from generator.job import JobConfig
 from generator.job.__main__ import main
 from generator.job.driver import JobError, resolve_paths
-from generator.job.plan import BatchKey, SamplingModel, plan_batch
+from generator.batch import BatchKey, SamplingModel, plan_batch
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -89,8 +89,9 @@ def test_a_plan_is_one_beam_sample_then_distinct_dropout_samples_and_reproducibl
     (["rounds=0"], "rounds must be >= 1"),
     (["no_such_key=1"], "unknown config key 'no_such_key'"),
     (["faults=explode:1:2"], "fault 'explode:1:2' must be KIND:SEED:INDEX"),
-    (["target=h200"], "is a cuda target; the numba backend measures CPU targets"),
+    (["target=h200"], "the numba backend compiles for cpu targets; h200 is a cuda target"),
     (["train.epochs=x"], "train.epochs"),
+    (["baselines=[naive,expert]"], "unknown baseline 'expert'; registered: naive, simple"),
 ])
 def test_bad_config_is_one_line_and_exit_status_2(args, text, tmp_path, capsys):
     assert main(["--config", str(ROOT / "conf/datagen.yaml"), f"out={tmp_path}", *args]) == 2

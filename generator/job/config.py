@@ -62,6 +62,8 @@ class JobConfig:
     beam_size: int = 8  # the beam-search sample
     passes: int = 2
     dropout: float = 1.0  # % chance that a dropout sample is the fully greedy schedule (HL_RANDOM_DROPOUT)
+    baselines: tuple[str, ...] = ()  # generator.batch.BASELINES planned before the beam sample (naive, simple)
+    random_fill: bool = False  # random schedules (ir.sampling) when beam + dropout find too few distinct ones
     protocol: Literal["quick", "full", "check", "default"] = "quick"  # backends.PROTOCOLS; "default" = full
     compile_timeout: float = 600.0  # seconds per compilation (adams2019 §5: a 10-minute kill)
     benchmark_timeout: float = 60.0  # seconds per measurement, output check included
@@ -97,6 +99,10 @@ class JobConfig:
         if not self.out:
             raise ValueError("out must name the dataset directory")
         Fault.parse(self.faults)
+        from generator.batch import get_baseline
+
+        for name in self.baselines:
+            get_baseline(name)
 
     @property
     def fault_list(self) -> tuple[Fault, ...]:

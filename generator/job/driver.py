@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from backends.kernel import Measurement
+from generator.batch import BatchKey, BatchPlan, BatchSpec, SamplingModel, batch_rows, write_rows
 from ir.errors import SchedlabError, first_line
 
 from .config import JobConfig
-from .plan import BatchKey, BatchPlan, SamplingModel
 
 GPU_BACKENDS = ("cuda",)  # backends whose benchmarks need a whole GPU each (none is built yet)
 
@@ -179,9 +179,7 @@ class Job:
         c = self.cfg
         model_ref = ray.put(model)
         todo = collections.deque()
-        for seed in c.pipeline_seeds(r):
-            key = BatchKey(c.target, r, seed, c.schedules_per_pipeline, c.max_stages, tuple(c.output_size), c.markov,
-                           c.beam_size, c.passes, c.dropout, c.seed, c.protocol, c.check_outputs, c.backend)
+        for key in BatchSpec.of_job(c, r).keys():
             self.summary.batches_planned += 1
             path = batch_path(self.out, self.tgt.name, key.batch_id)
             if path.exists():
@@ -239,7 +237,9 @@ class Job:
     def on_compile(self, ref, b: _Batch, i: int, _extra, pending) -> bool:
         import ray
 
-        from .tasks import WORKER_DIED, job_protocol
+        from backends.protocols import get_protocol
+
+        from .tasks import WORKER_DIED
 
         try:
             outcome = ray.get(ref)
@@ -251,7 +251,7 @@ class Job:
             return self.record(b, i, Measurement(outcome.status, error=outcome.error, compile_s=outcome.compile_s))
         fault = self.faults.get((b.key.seed, i), "")
         mref = self.benchmarker(outcome.node_id).measure.remote(
-            b.plan_ref, i, job_protocol(self.cfg.protocol, self.cfg.benchmark_timeout), self.cfg.compile_timeout,
+            b.plan_ref, i, get_protocol(self.cfg.protocol, self.cfg.benchmark_timeout), self.cfg.compile_timeout,
             fault if fault != "die" else "")
         pending[mref] = ("measure", b, i, outcome.node_id)
         return False
@@ -277,13 +277,9 @@ class Job:
 
     def finish(self, b: _Batch) -> bool:
         """Write the batch's rows atomically; returns True (the batch left the window)."""
-        from featurize.dataset import Sample, write_batch
-
         p = b.plan
-        rows = [Sample.build(p.pipeline, s.loopnest, s.features, m, round=b.key.round, model_version=p.model,
-                             sampler=s.sampler, backend=self.cfg.backend) for s, m in zip(p.samples, b.rows)]
-        if rows:
-            write_batch(self.out, self.tgt.name, b.key.batch_id, rows)
+        rows = batch_rows(p, b.rows)
+        if write_rows(self.out, self.tgt.name, b.key, rows) is not None:
             self.summary.batches_written += 1
             self.summary.samples_written += len(rows)
         ok = sum(m.ok for m in b.rows)
@@ -382,9 +378,13 @@ def run_job(cfg: JobConfig, progress: bool | None = None) -> JobSummary:
 
     from ir.target import get_target
 
+    import backends
+
     tgt = get_target(cfg.target)
-    if tgt.kind != "cpu":
-        raise JobError(f"target {tgt.name} is a {tgt.kind} target; the {cfg.backend} backend measures CPU targets")
+    try:
+        backends.get_backend(cfg.backend).check_target(tgt)  # the backend says which target kinds it builds for
+    except SchedlabError as e:
+        raise JobError(str(e)) from None
     out, tracking = resolve_paths(cfg)
     out.mkdir(parents=True, exist_ok=True)
     cpus = connect(cfg)

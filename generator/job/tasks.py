@@ -13,15 +13,14 @@ reported to the driver, which records the sample as `worker_died`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import ray
 
 from backends.kernel import Measurement
+from generator.batch import BatchKey, BatchPlan, SamplingModel, plan_batch
 from ir.status import WORKER_DIED  # noqa: F401 - a status of the job (a dead Ray worker), for the driver
-
-from .plan import BatchKey, BatchPlan, SamplingModel, plan_batch
 
 
 @dataclass(frozen=True)
@@ -94,7 +93,3 @@ class FaultyKernel:
         return run
 
 
-def job_protocol(name: str, benchmark_timeout: float):
-    from backends.protocols import get_protocol
-
-    return replace(get_protocol(name), timeout=benchmark_timeout)

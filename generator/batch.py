@@ -1,0 +1,327 @@
+"""One batch of data generation, shared by the local runner (generator.datagen) and the Ray job
+(generator.job): its key and file name, the one sampler that plans its schedules, and its rows.
+
+A batch is one random pipeline and the schedules the sampling model proposes for it (adams2019 §5: one
+beam-search schedule, then random-dropout greedy schedules, distinct by fingerprint; optionally baseline
+schedules first, and random schedules (ir.sampling) filling what a small search space leaves short). It is
+named by a hash of everything that decides its pipeline and its schedules except
+the model (`BatchKey.batch_id`), so a local run and a job over the same configuration write the same
+files, and either one resumes the other. Nothing here needs Ray.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ir.errors import SchedlabError
+
+__all__ = ["BASELINES", "BaselineError", "BatchKey", "BatchPlan", "BatchSpec", "PlannedSample", "SamplingModel",
+           "batch_rows", "derived_seed", "get_baseline", "plan_batch", "prepare_pipeline", "register_baseline",
+           "write_rows"]
+
+DRAWS_PER_SAMPLE = 4  # dropout draws tried per wanted sample before a small space gives fewer samples
+
+# 64 x 48 x 3 outputs: every stage is a few thousand points, so a schedule compiles in ~1-2 s and runs in
+# micro- to milliseconds, while tiling, vectorization and parallelism still change runtimes by 10-1000x.
+SMALL_OUTPUT = (64, 48, 3)
+
+
+class BaselineError(SchedlabError):
+    """An unknown baseline schedule name; the message lists the registered ones."""
+
+
+# -- baselines: fixed schedules a batch may start with ----------------------------------------------------
+
+Baseline = Callable[[object, object], object]  # (pipeline, target) -> ir.LoopNest
+BASELINES: dict[str, Baseline] = {}
+
+
+def register_baseline(name: str):
+    """Decorator: `@register_baseline("naive") def naive(pipeline, target) -> LoopNest`."""
+
+    def add(fn: Baseline) -> Baseline:
+        BASELINES[name] = fn
+        return fn
+
+    return add
+
+
+def get_baseline(name: str) -> Baseline:
+    try:
+        return BASELINES[name]
+    except KeyError:
+        raise BaselineError(f"unknown baseline {name!r}; registered: {', '.join(sorted(BASELINES))}") from None
+
+
+@register_baseline("naive")
+def _naive(pipeline, target):
+    from ir.builder import naive_schedule
+
+    return naive_schedule(pipeline)
+
+
+@register_baseline("simple")
+def _simple(pipeline, target):
+    from ir.builder import simple_schedule
+
+    return simple_schedule(pipeline, target)
+
+
+# -- the key and the spec ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BatchKey:
+    target: str  # the config's target name ("host" resolves on each node)
+    round: int
+    seed: int  # random pipeline seed
+    schedules: int
+    max_stages: int
+    output_size: tuple[int, int, int]
+    markov: bool
+    beam_size: int
+    passes: int
+    dropout: float
+    job_seed: int  # seeds the dropout draws
+    protocol: str
+    check_outputs: bool
+    backend: str = "numba"  # numba | halide
+    baselines: tuple[str, ...] = ()  # BASELINES planned before the beam sample
+    random_fill: bool = False  # random schedules after the dropout draws, up to `schedules`
+
+    @property
+    def batch_id(self) -> str:
+        fields = asdict(self)
+        for name in ("baselines", "random_fill"):
+            if not fields[name]:
+                del fields[name]  # batches written before these options existed keep their names
+        blob = json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
+        return f"r{self.round}-p{self.seed}-{hashlib.sha256(blob).hexdigest()[:12]}"
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    """Batches of several pipeline seeds under one sampling configuration: one BatchKey per seed. The
+    defaults are the job's (JobConfig) except two that local generation, without a trained model, has
+    always had: the naive and simple baselines, and random schedules filling small search spaces (tiny
+    test pipelines have only a handful of beam/dropout schedules). `of_job` maps a job's config exactly."""
+
+    seeds: tuple[int, ...]  # random pipeline seeds: one batch each
+    schedules_per_pipeline: int = 16
+    max_stages: int = 6
+    output_size: tuple[int, int, int] = SMALL_OUTPUT
+    target: str = "host"  # ir.target name; the dataset partition uses the resolved target's name
+    protocol: str = "quick"  # a name of backends.protocols.PROTOCOLS
+    schedule_seed: int = 0  # the job's `seed`: seeds the dropout draws (BatchKey.job_seed)
+    markov: bool = False
+    check_outputs: bool = True  # compare every schedule's outputs with ir.interpret
+    compile_timeout: float = 600.0  # seconds per compilation (adams2019 §5: a 10-minute kill); not in the key
+    round: int = 0
+    beam_size: int = 8
+    passes: int = 2
+    dropout: float = 1.0  # % chance that a dropout sample is the fully greedy schedule
+    baselines: tuple[str, ...] = ("naive", "simple")  # BASELINES planned first
+    backend: str = "numba"
+    benchmark_timeout: float = 60.0  # seconds per measurement, output check included; not in the key
+    random_fill: bool = True  # random schedules after the dropout draws, up to schedules_per_pipeline
+
+    def __post_init__(self):
+        from backends.protocols import get_protocol
+
+        object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
+        object.__setattr__(self, "output_size", tuple(int(v) for v in self.output_size))
+        object.__setattr__(self, "baselines", tuple(self.baselines))
+        if not self.seeds:
+            raise ValueError("a batch needs at least one pipeline seed")
+        if self.schedules_per_pipeline < 1:
+            raise ValueError(f"schedules_per_pipeline must be >= 1, got {self.schedules_per_pipeline}")
+        get_protocol(self.protocol)  # a ProtocolError (a ValueError) listing the names
+        if len(self.output_size) != 3 or min(self.output_size) < 1:
+            raise ValueError(f"output_size must be three positive ints, got {self.output_size}")
+        for name in self.baselines:
+            get_baseline(name)
+
+    @classmethod
+    def of_job(cls, cfg, round_: int) -> BatchSpec:
+        """The batches of round `round_` of a job (generator.job.JobConfig)."""
+        return cls(seeds=tuple(cfg.pipeline_seeds(round_)), schedules_per_pipeline=cfg.schedules_per_pipeline,
+                   max_stages=cfg.max_stages, output_size=tuple(cfg.output_size), target=cfg.target,
+                   protocol=cfg.protocol, schedule_seed=cfg.seed, markov=cfg.markov, check_outputs=cfg.check_outputs,
+                   compile_timeout=cfg.compile_timeout, round=round_, beam_size=cfg.beam_size, passes=cfg.passes,
+                   dropout=cfg.dropout, baselines=tuple(cfg.baselines), backend=cfg.backend,
+                   benchmark_timeout=cfg.benchmark_timeout, random_fill=cfg.random_fill)
+
+    def key(self, seed: int) -> BatchKey:
+        return BatchKey(self.target, self.round, int(seed), self.schedules_per_pipeline, self.max_stages,
+                        self.output_size, self.markov, self.beam_size, self.passes, self.dropout, self.schedule_seed,
+                        self.protocol, self.check_outputs, self.backend, self.baselines, self.random_fill)
+
+    def keys(self) -> tuple[BatchKey, ...]:
+        return tuple(self.key(s) for s in self.seeds)
+
+    @property
+    def batch_ids(self) -> tuple[str, ...]:
+        return tuple(k.batch_id for k in self.keys())
+
+    @property
+    def random_model(self) -> str:
+        """The model of round 0: the hybrid network at random weights, seeded as the job seeds it."""
+        return f"random:{self.schedule_seed}"
+
+
+# -- the pipeline of a seed -------------------------------------------------------------------------------
+
+
+def derived_seed(*parts: int) -> int:
+    """A 63-bit seed from integers, the same in every process (unlike hash())."""
+    return int.from_bytes(hashlib.sha256(":".join(map(str, parts)).encode()).digest()[:8], "little") >> 1
+
+
+def prepare_pipeline(seed: int, max_stages: int, output_size: tuple[int, int, int], markov: bool = False,
+                     check_outputs: bool = True):
+    """(pipeline, inputs, expected outputs or None) of one seed; raises when the pipeline cannot be made."""
+    import numpy as np
+
+    import ir
+    from generator.random_pipeline import random_pipeline
+
+    p = random_pipeline(seed, max_stages, output_size, markov)
+    inputs = p.random_inputs(seed)
+    if not check_outputs:
+        return p, inputs, None
+    with np.errstate(all="ignore"):  # NaN and inf are legitimate values of random programs
+        return p, inputs, ir.interpret(p, inputs)
+
+
+# -- the one sampler --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SamplingModel:
+    """The model a round samples with: random weights (`random:<seed>`) or a registered version, whose
+    network travels to the job's tasks through Ray's object store (workers never open the MLflow store)."""
+
+    name: str  # recorded per sample as model_version
+    network: object | None = None  # the trained network; None: load `name` (random:<seed>, models:/...)
+
+    def cost_model(self, target):
+        from scheduler.cost import LearnedModel, load_model
+
+        if self.network is None:
+            return load_model(self.name, target)
+        return LearnedModel(self.network, name=self.name)
+
+
+@dataclass
+class PlannedSample:
+    sampler: str  # a baseline name | beam | dropout | random
+    loopnest: object  # ir.LoopNest
+    features: object  # featurize.Features
+    predicted: float  # the sampling model's cost (nan for a baseline or a random schedule)
+
+
+@dataclass
+class BatchPlan:
+    key: BatchKey
+    pipeline: object
+    inputs: dict
+    expected: dict | None  # reference interpreter outputs (check_outputs)
+    samples: list[PlannedSample]
+    model: str
+    node_id: str = ""
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)  # schedules lost to a featurizer failure
+
+
+def plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
+    """The pipeline of `key.seed`, its reference outputs, and up to `key.schedules` distinct schedules:
+    the key's baselines, one beam-search schedule, random-dropout schedules under `model`, then (with
+    `key.random_fill`) random schedules until there are `key.schedules` or the draws run out."""
+    from featurize import featurize
+    from ir.sampling import random_schedule
+    from ir.target import get_target
+    from scheduler import autoschedule
+
+    t0 = time.perf_counter()
+    tgt = get_target(key.target)
+    p, inputs, expected = prepare_pipeline(key.seed, key.max_stages, key.output_size, key.markov, key.check_outputs)
+    cost = model.cost_model(tgt)
+    plan = BatchPlan(key, p, inputs, expected, [], model.name)
+    seen: set[str] = set()
+
+    def full() -> bool:
+        return len(plan.samples) + len(plan.errors) >= key.schedules
+
+    def add(sampler: str, loopnest, predicted: float = math.nan) -> None:
+        fp = loopnest.fingerprint
+        if fp in seen or full():
+            return
+        seen.add(fp)
+        try:
+            features = featurize(p, loopnest, tgt)
+        except Exception as e:  # noqa: BLE001 - a featurizer bug loses this schedule, not the batch
+            plan.errors.append(f"seed {key.seed} {sampler} {fp}: featurize failed: {type(e).__name__}: {e}")
+            return
+        plan.samples.append(PlannedSample(sampler, loopnest, features,
+                                          float(predicted) if math.isfinite(predicted) else math.nan))
+
+    for name in key.baselines:
+        add(name, get_baseline(name)(p, tgt))
+    s = autoschedule(p, tgt, model=cost, algorithm="beam", beam_size=key.beam_size, passes=key.passes,
+                     seed=derived_seed(key.job_seed, key.seed, 0))
+    add("beam", s.loopnest, s.predicted_cost)
+    for draw in range(1, DRAWS_PER_SAMPLE * key.schedules + 1):
+        if full():
+            break
+        s = autoschedule(p, tgt, model=cost, algorithm="dropout", dropout=key.dropout,
+                         seed=derived_seed(key.job_seed, key.seed, draw))
+        add("dropout", s.loopnest, s.predicted_cost)
+    for draw in range(8 * key.schedules + 16 if key.random_fill else 0):
+        if full():
+            break
+        try:
+            loopnest, _ = random_schedule(p, derived_seed(key.job_seed, key.seed, draw, 1), tgt)
+        except SchedlabError:
+            continue  # the builder ran out of attempts on this draw: take the next
+        add("random", loopnest)
+    plan.seconds = time.perf_counter() - t0
+    return plan
+
+
+# -- rows and files ---------------------------------------------------------------------------------------
+
+
+def batch_rows(plan: BatchPlan, measurements: list) -> list:
+    """The dataset rows (featurize.dataset.Sample) of a plan's samples and their Measurements, in order."""
+    from featurize.dataset import Sample
+
+    return [Sample.build(plan.pipeline, s.loopnest, s.features, m, round=plan.key.round, model_version=plan.model,
+                         sampler=s.sampler, backend=plan.key.backend) for s, m in zip(plan.samples, measurements)]
+
+
+def write_rows(root: Path | str, target: str, key: BatchKey, rows: list, overwrite: bool = False) -> Path | None:
+    """Write a batch's rows atomically as batch-<key.batch_id>.parquet under `root`'s partition of the
+    resolved `target`; no rows, no file (a rerun tries the batch again). An existing file is kept unless
+    `overwrite`: then the new file is written under a private root and renamed over it, so a reader sees
+    the old file or the new one."""
+    from featurize.dataset import batch_path, write_batch
+
+    if not rows:
+        return None
+    path = batch_path(root, target, key.batch_id)
+    if not (overwrite and path.exists()):
+        return write_batch(root, target, key.batch_id, rows)
+    staging = path.parent / f".overwrite-{key.batch_id}-{os.getpid()}"
+    try:
+        os.replace(write_batch(staging, target, key.batch_id, rows), path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return path
