@@ -3,7 +3,7 @@
     from train.registry import log_and_register, load_cost_model
     v = log_and_register(model, "host", tags={"dataset_fingerprint": fp, ...}, val_metrics={"val_top1_score": 0.91},
                          example=(pipeline_feats, schedule_feats), promote=True, run_id=logger.run_id)
-    model = load_cost_model("models:/schedlab-host@champion")   # the exact CostModel, identical predictions
+    model = load_cost_model("models:/schedlab-host@champion")   # the exact CostNetwork, identical predictions
 
 Tracking defaults to an embedded SQLite store, `sqlite:///<abs>/.cache/mlflow/mlflow.db` under the current
 directory (or under $SCHEDLAB_MLFLOW_DIR); artifacts go to `artifacts/` next to the database, never to ./mlruns.
@@ -12,7 +12,7 @@ Look at it with `mlflow ui --backend-store-uri sqlite:///<abs>/.cache/mlflow/mlf
 Model format: an MLflow pyfunc model in the *loader-module* form: the artifact holds the checkpoint as plain data
 (`data/checkpoint/config.json` + `state_dict.pt`, written by torch.save of tensors only), and this module's
 `_load_pyfunc` rebuilds it with `train.model.model_from_state`. Why not mlflow.pytorch: its 3.x default (pt2,
-torch.export) loads back a GraphModule, not a CostModel, and its pickle format unpickles arbitrary code; a
+torch.export) loads back a GraphModule, not a CostNetwork, and its pickle format unpickles arbitrary code; a
 PythonModel subclass is cloudpickled too. Here nothing is unpickled but tensors (`weights_only=True`), the class
 is the one in the installed schedlab, and `mlflow.pyfunc.load_model(uri).predict({"pipeline", "schedule"})`
 still works for generic MLflow tools. `load_cost_model` reads the checkpoint directly, without pyfunc.
@@ -328,7 +328,7 @@ def _load_pyfunc(data_path: str, model_config=None) -> _PyfuncCostModel:
 
 
 def load_checkpoint_dir(directory: Path):
-    """A CostModel from a checkpoint directory (config.json + state_dict.pt); tensors only are unpickled."""
+    """A CostNetwork from a checkpoint directory (config.json + state_dict.pt); tensors only are unpickled."""
     import torch
 
     from train.model import model_from_state
@@ -342,7 +342,7 @@ def load_checkpoint_dir(directory: Path):
 
 
 def load_cost_model(uri: str, tracking: str | None = None):
-    """The CostModel behind `uri`: models:/<name>@<alias>, models:/<name>/<version|latest>, models:/m-<id>,
+    """The CostNetwork behind `uri`: models:/<name>@<alias>, models:/<name>/<version|latest>, models:/m-<id>,
     runs:/<run_id>/model, a local .pt file holding save_checkpoint_dict(...), or a downloaded MLflow model
     directory. Raises RegistryError (one line, naming what exists) for unknown models, versions, aliases and
     for a model trained on another feature schema version."""

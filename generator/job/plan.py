@@ -49,7 +49,7 @@ class SamplingModel:
     network travels to the tasks through Ray's object store (workers never open the MLflow store)."""
 
     name: str  # recorded per sample as model_version
-    network: object | None = None  # a train.model.CostModel; None for random weights
+    network: object | None = None  # a train.model.CostNetwork; None for random weights
 
     def cost_model(self, target):
         from scheduler.cost import LearnedModel, load_model
