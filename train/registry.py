@@ -166,11 +166,13 @@ def ensure_experiment(name: str, tracking: str | None = None) -> str:
 
 def log_and_register(model, target: str, tags: dict[str, str], val_metrics: dict[str, float],
                      example: tuple[np.ndarray, np.ndarray], promote: bool, *, run_id: str | None = None,
-                     tracking: str | None = None, experiment: str = DEFAULT_EXPERIMENT) -> RegisteredVersion:
+                     tracking: str | None = None, experiment: str = DEFAULT_EXPERIMENT,
+                     backend: str = "numba") -> RegisteredVersion:
     """Log `model` into a run, register it as a new version of schedlab-<target>, and maybe promote it.
 
     The run: `run_id` (e.g. Lightning's `MLFlowLogger.run_id`, resumed and ended again here), else the active
-    run, else a new run in `experiment` (ended here). Version tags: feature_schema_version, target, model_kind,
+    run, else a new run in `experiment` (ended here). Version tags: feature_schema_version, target, backend (whose
+    runtimes it learned: the scheduler refuses it for others unless asked), model_kind,
     the caller's `tags` (dataset_fingerprint, dataset_samples, dataset_pipelines, loss, ...) and the val
     metrics (keys get a `val_` prefix, `/` becomes `_`). promote=True moves `champion` here when there is no
     champion or this version's val_top1_score is strictly higher (a champion without the tag always loses; a
@@ -183,7 +185,7 @@ def log_and_register(model, target: str, tags: dict[str, str], val_metrics: dict
     ckpt = save_checkpoint_dict(model)
     config = _config_dict(ckpt)
     metrics = {_metric_key(k): float(v) for k, v in val_metrics.items()}
-    version_tags = {"feature_schema_version": str(_schema_version(config)), "target": target,
+    version_tags = {"feature_schema_version": str(_schema_version(config)), "target": target, "backend": backend,
                     "model_kind": str(config.get("kind", type(model).__name__)),
                     **{k: str(v) for k, v in tags.items()}, **{k: repr(v) for k, v in metrics.items()}}
     name = model_name(target)
@@ -401,6 +403,25 @@ def _build(uri: str, config: dict, state: dict):
         return model_from_state(config, state)
     except (ValueError, KeyError, TypeError, RuntimeError, SchedlabError) as e:
         raise RegistryError(f"{uri}: {_first_line(e)}") from None
+
+
+def recorded_target(uri: str, tracking: str | None = None) -> tuple[str | None, str | None]:
+    """(target, backend) whose runtimes the model behind `uri` learned, from a registered version's tags or a
+    checkpoint file's keys; None for what was not recorded (runs:/ URIs, model directories, old versions)."""
+    if not _URI_SCHEME.match(uri):
+        path = Path(uri).expanduser()
+        if not path.is_file():
+            return None, None
+        import torch
+
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+        return ckpt.get("target"), ckpt.get("backend")
+    if not uri.startswith("models:/") or uri.startswith("models:/m-"):
+        return None, None
+    store = tracking_uri(tracking)
+    name, _, version = _resolve_registered(uri, store)[len("models:/"):].partition("/")
+    tags = _client(store).get_model_version(name, version).tags or {}
+    return tags.get("target"), tags.get("backend")
 
 
 def _resolve_registered(uri: str, store: str) -> str:
