@@ -103,7 +103,7 @@ def test_incremental_features_equal_a_fresh_featurization(app, model):
     tgt = get_target("host")
     for config in (SearchConfig(beam_size=4, passes=2), SearchConfig(beam_size=1, passes=1)):
         res = BeamSearch(p, tgt, load_model(model, tgt), config).run()
-        for s in res.finals:
+        for s in (x.state for x in res.finals):
             f = featurize(p, s.tree, "host")
             assert sorted(f.stages) == sorted(s.features)
             for k, row in zip(f.stages, f.schedule):
@@ -181,12 +181,12 @@ def test_random_models_differ_by_seed_and_analytical_needs_no_training():
     p = get_app("harris").build("small")
     tgt = get_target("host")
     res = BeamSearch(p, tgt, AnalyticalModel(tgt), SearchConfig(beam_size=2, passes=1)).run()
-    states = res.finals
+    states = [f.state for f in res.finals]
     a = RandomModel(1).score(p.dag, states)
     b = RandomModel(2).score(p.dag, states)
     assert np.all(a > 0) and not np.allclose(a, b)
     c = AnalyticalModel(tgt).score(p.dag, states)
-    assert np.all(c > 0) and c[0] == pytest.approx(states[0].cost)
+    assert np.all(c > 0) and c[0] == pytest.approx(res.finals[0].cost)
 
 
 def test_top_k_and_autotune_return_the_fastest_measured():

@@ -35,8 +35,6 @@ class LearnedModel(CostModel):
             network = load_cost_model(arg, tracking)
             learned_target, learned_backend = recorded_target(arg, tracking)
         except RegistryError as e:
-            if arg.endswith("@champion"):
-                raise
             raise CostModelError(str(e)) from None
         return cls(network, arg, learned_target, learned_backend)
 
@@ -48,6 +46,8 @@ class LearnedModel(CostModel):
             pf = torch.as_tensor(np.asarray(pipeline_features, dtype=np.float32))
             with torch.no_grad():
                 hit = (pipeline_features, pf, self.network.embed_pipeline(pf))
+            if len(self._embeddings) >= 1024:  # many pipelines (evaluation): keep the cache bounded
+                self._embeddings.clear()
             self._embeddings[id(pipeline_features)] = hit
         return hit[1], hit[2]
 
@@ -56,11 +56,12 @@ class LearnedModel(CostModel):
         sf = torch.as_tensor(np.asarray(schedule_features, dtype=np.float32))
         if sf.ndim == 2:
             sf = sf[None]
-        with torch.no_grad():
-            stages = self.network.stage_costs(pf, sf, emb).double()
         from train.model import MIN_RUNTIME
 
-        return PredictedCosts(stages.sum(-1).clamp_min(MIN_RUNTIME).numpy(), stages.numpy())
+        with torch.no_grad():  # the total as the network's forward computes it
+            stages = self.network.stage_costs(pf, sf, emb)
+            total = stages.sum(-1).clamp_min(MIN_RUNTIME)
+        return PredictedCosts(total.double().numpy(), stages.double().numpy())
 
     def update(self, pipeline_features: np.ndarray, schedule_features: np.ndarray, runtimes: np.ndarray) -> None:
         """A few Adam steps of the relative-throughput loss (adams2019 §4.2) on these measured schedules;

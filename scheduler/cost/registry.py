@@ -81,11 +81,11 @@ def check_model(model, target: str, backend: str, allow_mismatch: bool = False):
 
 
 def _champion(tgt, backend: str, tracking: str | None, allow_mismatch: bool):
-    from train.registry import RegistryError, model_name
+    from train.registry import model_name
 
     uri = f"models:/{model_name(tgt.name)}@champion"
     try:
         model = COST_MODELS["learned"].load(uri, tgt, backend, tracking)
-    except RegistryError:
+    except _cost.CostModelError:  # none registered (or unreadable): the documented analytical fallback
         return COST_MODELS["analytical"].load("", tgt, backend, tracking)
     return check_model(model, tgt.name, backend, allow_mismatch)
