@@ -47,8 +47,8 @@ class AnalyticalModel(CostModel):
         schedule = np.asarray(schedule_features)
         if schedule.ndim == 2:
             schedule = schedule[None]
-        pf = np.asarray(pipeline_features, dtype=np.float64)
-        ops = np.maximum(1.0, pf[:, _OPS].sum(axis=(1, 2)))  # ops per point of each stage
+        pf = np.asarray(pipeline_features, dtype=np.float32)
+        ops = np.array([max(1.0, float(row[_OPS].sum())) for row in pf])  # ops per point of each stage
         terms = cost_terms(torch.as_tensor(schedule, dtype=torch.float64), float(self.cores)).numpy()
         terms[..., _COMPUTE_TERMS] *= ops[None, :, None]
         f = np.clip(schedule.astype(np.float64), 0, None)
