@@ -46,21 +46,29 @@ class EvalResult:
         ])
 
 
+class _Totals:
+    """A scheduler.cost.CostModel as train.run.predict_groups calls a network: predict(...) -> totals [B]."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def predict(self, pipeline_features, schedule_features):
+        return self.model.predict(pipeline_features, schedule_features).total
+
+
 def load_network(uri: str, target: str, tracking: str | None):
-    """(the train.model network behind `uri`, its resolved name): scheduler.cost.load_model's sources, less
-    the analytical model, which scores search states and has no network to score stored features with."""
+    """(the cost model behind `uri` as predict_groups scores with it, its resolved name): any of
+    scheduler.cost.load_model's sources — a learned model, random:<seed>, analytical (which scores the
+    stored features with its fixed coefficients) or a registered toy."""
     from ir.target import get_target
-    from scheduler.cost import LearnedModel, load_model
+    from scheduler.cost import AnalyticalModel, load_model
     from train.registry import model_name, tracking_uri
 
-    if uri == "analytical":
-        raise EvaluateError("model=analytical scores search states only; give a trained model's URI, champion "
-                            "or random:<seed>")
     loaded = load_model(uri, get_target(target), tracking)
-    if not isinstance(loaded, LearnedModel):  # "champion" falls back to the analytical model in the scheduler
+    if uri == "champion" and isinstance(loaded, AnalyticalModel):  # the scheduler's fallback: not a champion
         raise EvaluateError(f"model=champion: no models:/{model_name(target)}@champion in {tracking_uri(tracking)}; "
                             "train and promote one (python -m train promote=true) or give model=<URI>")
-    return loaded.network, loaded.name
+    return _Totals(loaded), loaded.name
 
 
 def load_split(cfg: EvalConfig):

@@ -34,7 +34,10 @@ def parse_args(argv=None):
     ap.add_argument("--passes", type=positive_int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dropout", type=float, default=100.0, help="%% chance of a fully greedy run (dropout)")
-    ap.add_argument("--mode", choices=MODES, default="one-shot")
+    ap.add_argument("--mode", choices=MODES, default="one-shot", help="deprecated: give --algorithm top-k/autotune")
+    ap.add_argument("--backend", default="numba", help="the backend the schedule compiles with (default numba)")
+    ap.add_argument("--allow-mismatch", action="store_true",
+                    help="use a model that learned another target's or backend's runtimes")
     ap.add_argument("--k", type=positive_int, default=5, help="schedules benchmarked by --mode top-k")
     ap.add_argument("--rounds", type=positive_int, default=2, help="autotune rounds")
     ap.add_argument("--samples", type=positive_int, default=16, help="dropout samples per autotune round")
@@ -51,7 +54,7 @@ def main(argv=None) -> int:
         s = autoschedule(pipeline, args.target, model=args.model, algorithm=args.algorithm,
                          beam_size=args.beam_size, passes=args.passes, seed=args.seed, mode=args.mode, k=args.k,
                          dropout=args.dropout, tracking=args.tracking, rounds=args.rounds, samples=args.samples,
-                         progress=_progress)
+                         progress=_progress, backend=args.backend, allow_mismatch=args.allow_mismatch)
     except (SchedlabError, ValueError) as e:
         print(f"python -m scheduler: error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
@@ -59,7 +62,7 @@ def main(argv=None) -> int:
     print(f"\npredicted cost: {s.predicted_cost:.4g}")
     print(f"search: {s.stats}")
     if s.measured_runtime is not None:
-        print(f"measured ({args.mode}): {s.measured_runtime * 1e3:.4f} ms, best of {len(s.stats.measured)} benchmarked")
+        print(f"measured ({args.algorithm if args.mode == 'one-shot' else args.mode}): {s.measured_runtime * 1e3:.4f} ms, best of {len(s.stats.measured)} benchmarked")
     if args.measure:
         from ir.builder import naive_schedule
 

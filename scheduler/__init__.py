@@ -1,7 +1,8 @@
 """The scheduler: search space, search algorithms and cost models (DESIGN §3.9).
 
     from scheduler import autoschedule
-    s = autoschedule(pipeline, target="host", model="champion", algorithm="beam", beam_size=32, passes=5)
+    s = autoschedule(pipeline, target="host", model="champion", algorithm="beam", beam_size=32, passes=5,
+                     backend="numba")   # algorithm: a registered SearchStrategy; model: a registered CostModel
     print(s)                  # the LoopNest as pseudo-code
     s.predicted_cost, s.stats # model cost; states evaluated, seconds and where they went
     kernel = s.compile()
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 from .space import SearchError
 
-__all__ = ["BeamSearch", "Schedule", "SearchConfig", "SearchError", "SearchSpace", "autoschedule", "load_model"]
+__all__ = ["BeamSearch", "CostModel", "Schedule", "SearchConfig", "SearchError", "SearchSpace", "SearchStrategy",
+           "autoschedule", "load_model", "register_cost_model", "register_strategy"]
 
 
 def __getattr__(name):
@@ -29,8 +31,12 @@ def __getattr__(name):
         from .space import SearchSpace
 
         return SearchSpace
-    if name == "load_model":
-        from .cost import load_model
+    if name in ("load_model", "CostModel", "register_cost_model"):
+        from . import cost
 
-        return load_model
+        return getattr(cost, name)
+    if name in ("SearchStrategy", "register_strategy", "get_strategy"):
+        from . import strategy
+
+        return getattr(strategy, name)
     raise AttributeError(f"module 'scheduler' has no attribute {name!r}")

@@ -8,11 +8,12 @@ from ir.loopnest import LoopNest
 from ir.target import get_target
 
 from .cost import load_model
-from .search import BeamSearch, SearchConfig, SearchResult, SearchStats
-from .space import SearchError
+from .search import SearchResult, SearchStats
+from .space import SearchError, SearchSpace, SpaceOptions
+from .strategy import StrategyConfig, get_strategy, strategy_names
 
-ALGORITHMS = ("greedy", "beam", "hierarchical", "dropout")
-MODES = ("one-shot", "top-k", "autotune")
+ALGORITHMS = ("greedy", "beam", "hierarchical", "dropout", "top-k", "autotune")  # the built-in strategies
+MODES = ("one-shot", "top-k", "autotune")  # mode= is kept for one release: mode="top-k" is algorithm="top-k"
 
 
 @dataclass
@@ -24,7 +25,8 @@ class Schedule:
     predicted_cost: float
     target: object  # the ir.target Target searched for
     stats: SearchStats
-    measured_runtime: float | None = None  # seconds, when a mode benchmarked it
+    measured_runtime: float | None = None  # seconds, when a strategy measured it in the loop
+    backend: str = "numba"  # what it compiles with, and whose runtimes the cost model was checked to know
 
     @property
     def text(self) -> str:
@@ -37,54 +39,56 @@ class Schedule:
         """The compiled kernel (backends.compile), for the target it was searched for."""
         import backends
 
-        return backends.compile(self.pipeline, self.loopnest, self.target, **kw)
+        return backends.compile(self.pipeline, self.loopnest, self.target, **{"backend": self.backend, **kw})
 
 
 def autoschedule(pipeline, target="host", model="champion", algorithm: str = "beam", beam_size: int = 32,
                  passes: int = 5, seed: int = 0, *, mode: str = "one-shot", k: int = 5, dropout: float = 100.0,
                  tracking: str | None = None, rounds: int = 2, samples: int = 16, partial: dict | None = None,
-                 progress=None) -> Schedule:
-    """Search a schedule for `pipeline` on `target`.
+                 progress=None, backend: str = "numba", allow_mismatch: bool = False) -> Schedule:
+    """Search a schedule for `pipeline` on `target`, to be compiled with `backend`.
 
     model: "champion" (models:/schedlab-<target>@champion, or the analytical model while none is
-    registered), "analytical", "random[:seed]", any MLflow model URI or checkpoint path, or a cost model.
-    algorithm: greedy (beam 1), beam (coarse-to-fine passes), hierarchical (beam with hierarchical sampling
-    and the freezing pre-pass), dropout (greedy with random dropout, `dropout` % fully greedy).
-    mode: one-shot; top-k (compile and benchmark the k best, keep the fastest measured); autotune
-    (`rounds` of `samples` dropout samples, benchmarked, the model fine-tuned on them; never worse than
-    the beam result). partial: {Func name: ir.builder.FuncDecision} the search must follow."""
-    if algorithm not in ALGORITHMS:
-        raise SearchError(f"unknown algorithm {algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
+    registered), a registered cost model ("analytical", "random[:seed]", "learned:<uri>", ...), any MLflow
+    model URI or checkpoint path, or a CostModel. A model that learned another target's or backend's
+    runtimes is refused unless allow_mismatch=True.
+    algorithm: a registered SearchStrategy (scheduler.strategy): greedy (beam 1), beam (coarse-to-fine
+    passes), hierarchical (beam with hierarchical sampling and the freezing pre-pass), dropout (greedy with
+    random dropout, `dropout` % fully greedy), top-k (measure the k best of a beam search, keep the fastest),
+    autotune (`rounds` of `samples` dropout samples, measured, the model updated on them; never worse than
+    the beam result). mode: deprecated, kept for one release: mode="top-k" / "autotune" runs that strategy
+    starting from `algorithm`. partial: {Func name: ir.builder.FuncDecision} the search must follow."""
     if mode not in MODES:
-        raise SearchError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        raise SearchError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)} (or algorithm=top-k/autotune)")
+    base = "beam"
+    if mode != "one-shot":
+        base, algorithm = algorithm, mode
+    strategy = get_strategy(algorithm)()
     tgt = get_target(target)
     if tgt.kind != "cpu":
         raise SearchError(f"the scheduler searches CPU schedules; {tgt.name} is a {tgt.kind} target")
-    cost_model = load_model(model, tgt, tracking)
-    config = search_config(algorithm, beam_size, passes, seed, dropout)
-    result = BeamSearch(pipeline, tgt, cost_model, config, progress, fixed=partial).run()
-    schedule = _schedule(pipeline, tgt, result, algorithm, cost_model.name)
-    if mode == "top-k":
-        from .modes import top_k
+    cost_model = load_model(model, tgt, tracking, backend=backend, allow_mismatch=allow_mismatch)
+    config = StrategyConfig(beam_size=beam_size, passes=passes, seed=seed, dropout=dropout, k=k, rounds=rounds,
+                            samples=samples, base=base, progress=progress)
+    get_strategy(base)
+    space = SearchSpace(pipeline, tgt, SpaceOptions(frozen=dict(partial or {})))
+    strategy.initialize(space, cost_model, config)
+    reference = None
+    while candidates := strategy.generate_candidates():
+        from .modes import measure_loopnests
+        from .modes import reference as compute_reference
 
-        return top_k(schedule, result, k)
-    if mode == "autotune":
-        from .modes import autotune
-
-        return autotune(schedule, cost_model, config, rounds=rounds, samples=samples, progress=progress,
-                        fixed=partial)
-    return schedule
-
-
-def search_config(algorithm: str, beam_size: int, passes: int, seed: int, dropout: float) -> SearchConfig:
-    if algorithm == "greedy":
-        return SearchConfig(beam_size=1, passes=1, seed=seed)
-    if algorithm == "dropout":
-        return SearchConfig(beam_size=1, passes=1, seed=seed, dropout=dropout if dropout < 100 else 1.0)
-    return SearchConfig(beam_size=beam_size, passes=passes, seed=seed, dropout=dropout,
-                        hierarchical=algorithm == "hierarchical", freeze=algorithm == "hierarchical")
+        reference = reference or compute_reference(pipeline)
+        runtimes = measure_loopnests(pipeline, [s.tree for s in candidates], tgt, *reference, backend=backend)
+        strategy.notify(list(zip(candidates, runtimes)))
+    result = strategy.finish()
+    return _schedule(pipeline, tgt, result, algorithm if mode == "one-shot" else base, cost_model.name, backend)
 
 
-def _schedule(pipeline, tgt, result: SearchResult, algorithm: str, model: str) -> Schedule:
+def _schedule(pipeline, tgt, result: SearchResult, algorithm: str, model: str, backend: str) -> Schedule:
     best = result.best
-    return Schedule(pipeline, best.tree, best.cost, tgt, replace(result.stats, algorithm=algorithm, model=model))
+    return Schedule(pipeline, best.tree, best.cost, tgt, replace(result.stats, algorithm=algorithm, model=model),
+                    result.runtime, backend)
+
+
+__all__ = ["ALGORITHMS", "MODES", "Schedule", "autoschedule", "strategy_names"]

@@ -12,6 +12,9 @@
   planned or featurized, and only floor(log2 n) (at least 1) random members of a bucket of n are kept.
 * freezing (anderson2021 §6.5): a pre-pass restricted to inline or compute_root; the cheapest
   N - floor(log2 N) Funcs by predicted cost keep that decision, the remaining passes search the others.
+
+States are immutable: the costs, stage costs and penalties of a pass live in its own tables, and what a
+search ends with is `Scored` states. The registered SearchStrategy wrappers are in scheduler/strategies/.
 """
 
 from __future__ import annotations
@@ -71,11 +74,25 @@ class SearchStats:
                 f"{self.featurize_s:.2f} s, model {self.model_s:.2f} s)")
 
 
+@dataclass(frozen=True)
+class Scored:
+    """A state and what the model predicted for it (the search's bookkeeping, kept off the State)."""
+
+    state: State
+    cost: float
+    stage_costs: dict[tuple[str, int], float] | None = None
+
+    @property
+    def tree(self):
+        return self.state.tree
+
+
 @dataclass
 class SearchResult:
-    best: State
-    finals: list[State]  # every distinct complete state any pass ended with, cheapest first
+    best: Scored
+    finals: list[Scored]  # every distinct complete state any pass ended with, cheapest first
     stats: SearchStats
+    runtime: float | None = None  # seconds: best's measured runtime, when a strategy measured in the loop
 
 
 class BeamSearch:
@@ -96,7 +113,7 @@ class BeamSearch:
         space = SearchSpace(self.pipeline, self.target, SpaceOptions(frozen=self.fixed))
         passes = cfg.passes if cfg.beam_size > 1 else 1
         spaces = [space]
-        finals: list[State] = []
+        finals: list[Scored] = []
         frozen: list[str] = []
         first = 0
         if cfg.freeze and cfg.beam_size > 1 and len(space.nodes) > 1:
@@ -126,22 +143,30 @@ class BeamSearch:
 
     # -- one pass --------------------------------------------------------------------------------
 
-    def _pass(self, space: SearchSpace, p: int, permitted: set[int]) -> list[State]:
+    def _pass(self, space: SearchSpace, p: int, permitted: set[int]) -> list[Scored]:
         cfg = self.config
         keep = (cfg.dropout / 100.0) ** (1.0 / max(1, space.total_decisions))
         beam = [space.initial()]
+        cost: dict[State, float] = {beam[0]: 0.0}  # this step's predicted costs, by state identity
+        stages: dict[State, dict | None] = {beam[0]: None}
         while beam and not space.is_complete(beam[0]):
             children = self._children(space, beam, p)
-            fresh = [c for c in children if c.parent is not None and c.tree is not c.parent.tree]
+            fresh = []
+            for c in children:
+                if c.tree is c.parent.tree:  # a decision passed on: the parent's cost
+                    cost[c], stages[c] = cost[c.parent], stages[c.parent]
+                else:
+                    fresh.append(c)
             if fresh:
-                costs = timed_score(self.model, space.dag, fresh, space.timing)
+                costs, stage_costs = timed_score(self.model, space.dag, fresh, space.timing)
                 self.evaluated += len(fresh)
-                for c, cost in zip(fresh, costs):
-                    c.cost = float(cost)
-            beam = self._select(children, p, permitted, keep)
+                for c, total, sc in zip(fresh, costs, stage_costs):
+                    cost[c], stages[c] = float(total), sc
+            beam = self._select(children, cost, p, permitted, keep)
+            cost, stages = {s: cost[s] for s in beam}, {s: stages[s] for s in beam}
             if self.progress is not None:
                 self.progress(p, beam[0].num_decisions if beam else 0, space.total_decisions, self.evaluated)
-        return sorted(beam, key=lambda s: (s.cost, s.order))
+        return sorted((Scored(s, cost[s], stages[s]) for s in beam), key=lambda x: (x.cost, x.state.order))
 
     def _children(self, space: SearchSpace, beam: list[State], p: int) -> list[State]:
         out: list[State] = []
@@ -166,24 +191,26 @@ class BeamSearch:
             out.extend(members[:max(1, int(math.log2(len(members))))])
         return out
 
-    def _select(self, children: list[State], p: int, permitted: set[int], keep: float) -> list[State]:
+    def _select(self, children: list[State], costs: dict[State, float], p: int, permitted: set[int],
+                keep: float) -> list[State]:
         cfg = self.config
         penalize = cfg.beam_size > 1 and p >= 0
-        heap = [(c.cost, c.order, c) for c in children]
+        heap = [(costs[c], c.order, c) for c in children]
         heapq.heapify(heap)
-        seen: Counter[int] = Counter()
+        seen: Counter[int] = Counter()  # visit counts of structural hashes this step
+        penalized: set[State] = set()
         chosen: list[State] = []
         dropped: State | None = None
         while heap and len(chosen) < cfg.beam_size:
             cost, order, s = heapq.heappop(heap)
-            if penalize and not s.penalized:
+            if penalize and s not in penalized:
                 h = _hash(s, p + 1)
                 seen[h] += 1
                 mult = float(seen[h])
                 if p > 0 and _hash(s, p - 1) not in permitted:
                     mult += NOT_PERMITTED_PENALTY
                 if mult > 1:
-                    s.penalized = True
+                    penalized.add(s)
                     heapq.heappush(heap, (cost * mult, order, s))
                     continue
             if keep < 1 and self.rng.random() > keep:
@@ -192,8 +219,6 @@ class BeamSearch:
             chosen.append(s)
         if not chosen and dropped is not None:  # everything dropped: the walk goes on with the last one seen
             chosen.append(dropped)
-        for s in chosen:
-            s.penalized = False
         return chosen
 
 
@@ -201,7 +226,7 @@ def _hash(s: State, depth: int) -> int:
     return hash((s.num_decisions, s.tree.structural_hash(max(depth, 0))))
 
 
-def _bless(ends: list[State], p: int, beam_size: int) -> set[int]:
+def _bless(ends: list[Scored], p: int, beam_size: int) -> set[int]:
     if not ends:
         return set()
     best = ends[0].cost
@@ -209,14 +234,14 @@ def _bless(ends: list[State], p: int, beam_size: int) -> set[int]:
     for s in ends[:beam_size]:
         if s.cost > BLESS_RATIO * best:
             break
-        out.update(_hash(a, p) for a in s.ancestors())
+        out.update(_hash(a, p) for a in s.state.ancestors())
     return out
 
 
-def _distinct(states: list[State]) -> list[State]:
+def _distinct(states: list[Scored]) -> list[Scored]:
     seen: set[str] = set()
     out = []
-    for s in sorted(states, key=lambda s: (s.cost, s.order)):
+    for s in sorted(states, key=lambda s: (s.cost, s.state.order)):
         k = s.tree.fingerprint
         if k not in seen:
             seen.add(k)
@@ -224,7 +249,7 @@ def _distinct(states: list[State]) -> list[State]:
     return out
 
 
-def _freeze(space: SearchSpace, pre: State) -> tuple[dict, list[str]]:
+def _freeze(space: SearchSpace, pre: Scored) -> tuple[dict, list[str]]:
     """The pre-pass decisions of the cheapest N - floor(log2 N) Funcs (by their stages' predicted costs)."""
     costs: dict[str, float] = {}
     for (func, _), c in (pre.stage_costs or {}).items():
@@ -233,4 +258,4 @@ def _freeze(space: SearchSpace, pre: State) -> tuple[dict, list[str]]:
     n_free = max(1, int(math.log2(len(names))))
     ranked = sorted(names, key=lambda f: (costs.get(f, 0.0), names.index(f)))
     frozen = ranked[:max(0, len(names) - n_free)]
-    return {f: pre.decision(f) for f in frozen if pre.decision(f) is not None}, frozen
+    return {f: pre.state.decision(f) for f in frozen if pre.state.decision(f) is not None}, frozen

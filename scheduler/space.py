@@ -53,9 +53,10 @@ class SearchError(SchedlabError):
     """The search found no legal schedule, or was asked something it cannot do."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, frozen=True)
 class State:
-    """A partial schedule: the first `num_decisions` of the 2N decisions taken."""
+    """A partial schedule: the first `num_decisions` of the 2N decisions taken. Immutable: what a search
+    learns about a state (its cost, penalties) lives in the search's own tables."""
 
     tree: LoopNest
     plan: Plan
@@ -65,9 +66,6 @@ class State:
     inlined: frozenset[str] = frozenset()
     pending: frozenset[str] = frozenset()  # root Funcs whose parallel tiling is still to be chosen
     parent: State | None = None
-    cost: float = 0.0
-    stage_costs: dict[tuple[str, int], float] | None = None
-    penalized: bool = False
     order: int = 0  # tie-breaker: creation order, so that equal costs sort deterministically
 
     def decision(self, func: str) -> FuncDecision | None:
@@ -170,7 +168,7 @@ class SearchSpace:
         self._counter += 1
         if c.decision is None:
             return State(s.tree, s.plan, s.features, s.num_decisions + 1, s.decisions, s.inlined, s.pending,
-                         parent=s, cost=s.cost, stage_costs=s.stage_costs, order=self._counter)
+                         parent=s, order=self._counter)
         t0 = time.perf_counter()
         try:
             plan = Plan.extend(s.plan, c.tree)

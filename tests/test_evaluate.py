@@ -173,13 +173,33 @@ def test_cli_bad_inputs_are_one_line(trained, dataset, tracking, tmp_path, capsy
     assert "none of its" in error(f"data={dataset}", "val_fraction=1e-9")
     assert "no registered model 'nope'" in error(f"data={dataset}", "model=models:/nope@champion")
     assert "no model at" in error(f"data={dataset}", f"model={tmp_path / 'missing.pt'}")
-    assert "analytical" in error(f"data={dataset}", "model=analytical")
+    unknown = error(f"data={dataset}", "model=annealed")
+    assert "unknown cost model 'annealed'" in unknown and "analytical" in unknown and "random" in unknown
     assert "unknown config key 'modle'" in error(f"data={dataset}", "modle=random:0")
     assert "val, all" in error(f"data={dataset}", "split=train")
     assert "val_fraction must be in (0, 1)" in error(f"data={dataset}", "val_fraction=0")
     nothing = _main_error(capsys, main, "python -m evaluate", f"data={dataset}", "model=champion",
                           f"tracking_uri={tmp_path / 'empty.db'}", "progress=false", f"min_schedules={MIN_SCHEDULES}")
     assert "no models:/schedlab-host@champion" in nothing
+
+
+def test_evaluate_scores_stored_features_with_the_analytical_model(dataset, tracking):
+    """model=analytical is evaluated like any model: its fixed coefficients score the stored features."""
+    from evaluate.models import evaluate_model
+    from scheduler.cost import AnalyticalModel
+    from train.data import DataConfig, TrainingData
+
+    r = evaluate_model(eval_config(dataset, tracking, model="analytical", split="all"))
+    print(r.summary())
+    data = TrainingData.load(DataConfig(path=str(dataset), min_schedules=MIN_SCHEDULES, val_fraction=0.0))
+    assert r.model == "analytical" and r.split == "all"
+    assert r.pipeline_ids == tuple(sorted({b.pipeline_id for b in data.train}))
+    assert r.metrics.samples == sum(len(b.runtimes) for b in data.train)
+    assert 0.0 <= r.metrics.pairwise_accuracy <= 1.0 and 0.0 < r.metrics.top1_score <= 1.0
+    assert _client(tracking).get_run(r.run_id).data.params["model_uri"] == "analytical"
+    b = data.train[0]  # what it logged is the analytical model's prediction of the stored features
+    pred = AnalyticalModel().predict(b.pipeline_features.numpy(), b.schedule_features.numpy())
+    assert pred.total.shape == (len(b.runtimes),) and (pred.total > 0).all()
 
 
 # -- python -m evaluate.apps ----------------------------------------------------------------------------------

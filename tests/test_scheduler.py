@@ -103,7 +103,7 @@ def test_incremental_features_equal_a_fresh_featurization(app, model):
     tgt = get_target("host")
     for config in (SearchConfig(beam_size=4, passes=2), SearchConfig(beam_size=1, passes=1)):
         res = BeamSearch(p, tgt, load_model(model, tgt), config).run()
-        for s in res.finals:
+        for s in (x.state for x in res.finals):
             f = featurize(p, s.tree, "host")
             assert sorted(f.stages) == sorted(s.features)
             for k, row in zip(f.stages, f.schedule):
@@ -181,12 +181,145 @@ def test_random_models_differ_by_seed_and_analytical_needs_no_training():
     p = get_app("harris").build("small")
     tgt = get_target("host")
     res = BeamSearch(p, tgt, AnalyticalModel(tgt), SearchConfig(beam_size=2, passes=1)).run()
-    states = res.finals
+    states = [f.state for f in res.finals]
     a = RandomModel(1).score(p.dag, states)
     b = RandomModel(2).score(p.dag, states)
     assert np.all(a > 0) and not np.allclose(a, b)
     c = AnalyticalModel(tgt).score(p.dag, states)
-    assert np.all(c > 0) and c[0] == pytest.approx(states[0].cost)
+    assert np.all(c > 0) and c[0] == pytest.approx(res.finals[0].cost)
+
+
+def test_analytical_predict_on_fresh_features_equals_the_search_score():
+    """predict() on features featurize computes from scratch == what score() gave the search's states."""
+    from featurize import featurize
+
+    p = get_app("unsharp").build("small")
+    tgt = get_target("host")
+    model = AnalyticalModel(tgt)
+    res = BeamSearch(p, tgt, model, SearchConfig(beam_size=2, passes=1)).run()
+    for x in res.finals:
+        f = featurize(p, x.tree, "host")
+        pred = model.predict(f.pipeline, f.schedule[None])
+        assert pred.total.shape == (1,) and pred.stages.shape == (1, len(f.stages))
+        assert pred.total[0] == pytest.approx(x.cost, rel=1e-5)
+        assert pred.stages.sum() == pytest.approx(x.cost, rel=1e-5)
+        assert sum(x.stage_costs.values()) == pytest.approx(x.cost, rel=1e-9)
+    totals, stages = model.score_stages(p.dag, [x.state for x in res.finals])
+    np.testing.assert_allclose(totals, [x.cost for x in res.finals])
+
+
+def test_states_are_immutable_and_the_search_keeps_its_bookkeeping():
+    import dataclasses
+
+    p = get_app("blur").build("small")
+    tgt = get_target("host")
+    res = BeamSearch(p, tgt, AnalyticalModel(tgt), SearchConfig(beam_size=2, passes=2)).run()
+    state = res.best.state
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        state.num_decisions = 0
+    assert not hasattr(state, "cost") and not hasattr(state, "penalized")
+    assert res.best.cost == min(x.cost for x in res.finals) > 0
+
+
+def test_cost_model_registry_toy_model_and_unknown_name(monkeypatch):
+    from scheduler.cost import COST_MODELS, CostModel, PredictedCosts, register_cost_model
+
+    monkeypatch.setattr("scheduler.cost.registry.COST_MODELS", dict(COST_MODELS))
+
+    @register_cost_model("toy")  # the one registration line
+    class Toy(CostModel):  # the one new class: cost = points computed, so it prefers the least recompute
+        def predict(self, pipeline_features, schedule_features):
+            stages = np.asarray(schedule_features, dtype=np.float64)[..., 0]
+            return PredictedCosts(stages.sum(-1), stages)
+
+    p = get_app("blur").build("small")
+    s = autoschedule(p, model="toy", algorithm="greedy")
+    assert s.stats.model == "toy" and s.predicted_cost > 0
+    assert_correct(p, s.loopnest)
+    with pytest.raises(SearchError, match="unknown cost model 'annealed'; registered: analytical, learned, random, toy"):
+        autoschedule(p, model="annealed")
+    with pytest.raises(SearchError, match="takes no argument"):
+        load_model("toy:3", get_target("host"))
+
+
+def test_strategy_registry_toy_strategy_and_unknown_name(monkeypatch):
+    from scheduler.search import BeamSearch, SearchConfig
+    from scheduler.strategy import STRATEGIES, SearchStrategy, register_strategy
+
+    monkeypatch.setattr("scheduler.strategy.STRATEGIES", dict(STRATEGIES))
+
+    @register_strategy("widest")  # the one registration line
+    class Widest(SearchStrategy):  # the one new class: one pass of a beam of 64
+        def finish(self):
+            s = self.space
+            return BeamSearch(s.pipeline, s.target, self.model, SearchConfig(beam_size=64, passes=1),
+                              fixed=s.options.frozen).run()
+
+    p = get_app("blur").build("small")
+    s = autoschedule(p, model="analytical", algorithm="widest")
+    assert s.stats.algorithm == "widest"
+    assert s.predicted_cost <= autoschedule(p, model="analytical", algorithm="greedy").predicted_cost
+    with pytest.raises(SearchError, match="unknown algorithm 'annealing'; choose one of autotune, beam, dropout, "
+                                          "greedy, hierarchical, top-k, widest"):
+        autoschedule(p, model="analytical", algorithm="annealing")
+
+
+def test_a_model_for_another_target_or_backend_is_refused_unless_allowed(tmp_path):
+    from train.model import ModelConfig, build_model
+
+    tgt = get_target("host")
+    p = get_app("blur").build("small")
+    for target, backend, wrong in (("other-cpu", "numba", "target other-cpu"), ("host", "halide", "backend halide")):
+        path = tmp_path / f"{target}-{backend}.pt"
+        LearnedModel(build_model(ModelConfig(kind="hybrid"), seed=1), target=target, backend=backend).save(path)
+        with pytest.raises(SearchError, match=f"learned the runtimes of {wrong} .*allow_mismatch=True"):
+            load_model(str(path), tgt)
+        with pytest.raises(SearchError, match="allow_mismatch=True"):
+            autoschedule(p, model=str(path), algorithm="greedy")
+        m = load_model(str(path), tgt, allow_mismatch=True)
+        assert (m.target, m.backend) == (target, backend)
+        assert autoschedule(p, model=str(path), algorithm="greedy", allow_mismatch=True).predicted_cost > 0
+    ok = tmp_path / "host-halide.pt"  # the search compiles with halide: that model is the right one
+    assert load_model(str(ok), tgt, backend="halide").backend == "halide"
+
+
+def test_update_fine_tunes_a_learned_model_and_leaves_the_analytical_one():
+    import torch
+
+    from featurize import featurize
+    from train.loss import relative_throughput_loss
+    from train.model import ModelConfig, build_model
+
+    p = get_app("unsharp").build("small")
+    tgt = get_target("host")
+    res = BeamSearch(p, tgt, AnalyticalModel(tgt), SearchConfig(beam_size=8, passes=1)).run()
+    feats = [featurize(p, x.tree, "host") for x in res.finals[:6]]
+    assert len(feats) >= 3
+    pf, sf = feats[0].pipeline, np.stack([f.schedule for f in feats])
+    runtimes = np.geomspace(1e-2, 1e-3, len(feats))  # "measured": the schedules' order reversed
+    learned = LearnedModel(build_model(ModelConfig(kind="hybrid"), seed=3))
+    before = learned.predict(pf, sf).total
+    learned.update(pf, sf, runtimes)
+    after = learned.predict(pf, sf).total
+    assert not np.allclose(before, after)
+
+    def loss(pred):  # what update() minimizes: the relative-throughput loss against the measurements
+        return float(relative_throughput_loss(torch.as_tensor(pred), torch.as_tensor(runtimes)))
+
+    assert loss(after) < 0.5 * loss(before)
+    analytical = AnalyticalModel(tgt)
+    a0 = analytical.predict(pf, sf).total
+    analytical.update(pf, sf, runtimes)
+    np.testing.assert_array_equal(a0, analytical.predict(pf, sf).total)
+
+
+def test_top_k_and_autotune_are_strategies():
+    p = get_app("blur").build("small")
+    s = autoschedule(p, model="random:3", algorithm="top-k", k=2, **FAST)
+    assert s.stats.algorithm == "top-k" and len(s.stats.measured) == 2
+    assert s.measured_runtime == min(s.stats.measured.values())
+    t = autoschedule(p, model="random:3", algorithm="autotune", rounds=1, samples=2, **FAST)
+    assert t.stats.algorithm == "autotune" and t.measured_runtime == min(t.stats.measured.values())
 
 
 def test_top_k_and_autotune_return_the_fastest_measured():

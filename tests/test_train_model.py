@@ -23,7 +23,7 @@ from train.model import (
     MODEL_KINDS,
     NUM_TERMS,
     TERMS,
-    CostModel,
+    CostNetwork,
     HybridCostModel,
     MLPCostModel,
     ModelConfig,
@@ -209,7 +209,7 @@ def test_zero_and_inlined_stages(apps):
 # -- learning -------------------------------------------------------------------------------------------
 
 
-def _accuracy(model: CostModel, data, part: slice) -> float:
+def _accuracy(model: CostNetwork, data, part: slice) -> float:
     groups = [(model.predict(p, s[part]), synthetic_runtime(p, s[part])) for p, s in data]
     return ranking_metrics(groups).pairwise_accuracy
 

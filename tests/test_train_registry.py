@@ -321,3 +321,27 @@ def test_mlflow_ui_lists_run_and_champion(store, ui_server):
     alias = http_json(api + "/registered-models/alias?" + urllib.parse.urlencode({"name": name, "alias": "champion"}))
     tags = {t["key"]: t["value"] for t in alias["model_version"]["tags"]}
     assert alias["model_version"]["version"] == "3" and tags["feature_schema_version"] == str(SCHEMA_VERSION)
+
+
+def test_versions_record_the_backend_and_the_scheduler_refuses_a_mismatch(store, tmp_path):
+    """Every version is tagged with the target and backend whose runtimes it learned; the scheduler loads a
+    model for another target or backend only when told to (allow_mismatch=True), champion included."""
+    from ir.target import get_target
+    from scheduler.cost import CostModelError, load_model
+
+    client = registry._client(store["uri"])
+    assert client.get_model_version(f"schedlab-{TARGET}", "3").tags["backend"] == "numba"
+    assert registry.recorded_target(f"models:/schedlab-{TARGET}@champion", store["uri"]) == (TARGET, "numba")
+    host = get_target("host")
+    with pytest.raises(CostModelError, match=f"learned the runtimes of target {TARGET} \\(not host\\): .*allow_mismatch=True"):
+        load_model(f"models:/schedlab-{TARGET}/3", host, store["uri"])
+    m = load_model(f"models:/schedlab-{TARGET}/3", host, store["uri"], allow_mismatch=True)
+    assert (m.target, m.backend, m.name) == (TARGET, "numba", f"models:/schedlab-{TARGET}/3")
+
+    uri = registry.tracking_uri(str(tmp_path / "halide.db"))
+    log_and_register(build_model(ModelConfig(kind="hybrid"), seed=5), "host", dataset_tags(5),
+                     {"val_top1_score": 0.6}, features(0), promote=True, tracking=uri, backend="halide")
+    assert load_model("champion", host, uri, backend="halide").backend == "halide"
+    with pytest.raises(CostModelError, match="backend halide \\(not numba\\)"):
+        load_model("champion", host, uri)  # the search compiles with numba by default
+    assert load_model("champion", host, uri, allow_mismatch=True).name == "models:/schedlab-host@champion"

@@ -185,7 +185,7 @@ def cost_terms(schedule_features: Tensor, num_cores: float) -> Tensor:
 # -- the models --------------------------------------------------------------------------------------
 
 
-class CostModel(nn.Module):
+class CostNetwork(nn.Module):
     """Predicted runtime of B schedules of one pipeline; larger = slower. Subclasses define the stage costs."""
 
     config: ModelConfig
@@ -250,7 +250,7 @@ def _reset_linear(layer: nn.Linear, generator: torch.Generator) -> None:
         _uniform(layer.bias, bound, generator)
 
 
-class HybridCostModel(CostModel):
+class HybridCostModel(CostNetwork):
     """Adams 2019: a small network predicts 27 non-negative coefficients for hand-designed cost terms."""
 
     def __init__(self, config: ModelConfig):
@@ -290,7 +290,7 @@ class HybridCostModel(CostModel):
         return (coeff * terms).sum(-1) * COST_SCALE
 
 
-class MLPCostModel(CostModel):
+class MLPCostModel(CostNetwork):
     """Baseline without hand-designed terms: per-stage MLP, softplus, summed over stages."""
 
     def __init__(self, config: ModelConfig):
@@ -322,10 +322,10 @@ class MLPCostModel(CostModel):
         return F.softplus(self.out(h)).squeeze(-1) * MLP_SCALE
 
 
-_CLASSES: dict[str, type[CostModel]] = {"hybrid": HybridCostModel, "mlp": MLPCostModel}
+_CLASSES: dict[str, type[CostNetwork]] = {"hybrid": HybridCostModel, "mlp": MLPCostModel}
 
 
-def build_model(config: ModelConfig, seed: int | None = None) -> CostModel:
+def build_model(config: ModelConfig, seed: int | None = None) -> CostNetwork:
     """A freshly initialized model; the same seed gives the same weights (the global RNG is untouched)."""
     if seed is None:
         seed = int(torch.randint(0, 2**62, (1,)).item())
@@ -335,13 +335,13 @@ def build_model(config: ModelConfig, seed: int | None = None) -> CostModel:
     return model
 
 
-def save_checkpoint_dict(model: CostModel) -> dict:
+def save_checkpoint_dict(model: CostNetwork) -> dict:
     """{"config": JSON-able dict, "state_dict": CPU tensors}: everything model_from_state needs."""
     return {"config": model.config.to_dict(),
             "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}}
 
 
-def model_from_state(config: dict, state: dict) -> CostModel:
+def model_from_state(config: dict, state: dict) -> CostNetwork:
     """Rebuild a saved model exactly; refuses another feature schema (SchemaMismatch, one line)."""
     if "schema_version" not in config:
         raise SchemaMismatch("cost model config has no schema_version: it cannot be checked against the features")

@@ -3,7 +3,7 @@
     from train.registry import log_and_register, load_cost_model
     v = log_and_register(model, "host", tags={"dataset_fingerprint": fp, ...}, val_metrics={"val_top1_score": 0.91},
                          example=(pipeline_feats, schedule_feats), promote=True, run_id=logger.run_id)
-    model = load_cost_model("models:/schedlab-host@champion")   # the exact CostModel, identical predictions
+    model = load_cost_model("models:/schedlab-host@champion")   # the exact CostNetwork, identical predictions
 
 Tracking defaults to an embedded SQLite store, `sqlite:///<abs>/.cache/mlflow/mlflow.db` under the current
 directory (or under $SCHEDLAB_MLFLOW_DIR); artifacts go to `artifacts/` next to the database, never to ./mlruns.
@@ -12,7 +12,7 @@ Look at it with `mlflow ui --backend-store-uri sqlite:///<abs>/.cache/mlflow/mlf
 Model format: an MLflow pyfunc model in the *loader-module* form: the artifact holds the checkpoint as plain data
 (`data/checkpoint/config.json` + `state_dict.pt`, written by torch.save of tensors only), and this module's
 `_load_pyfunc` rebuilds it with `train.model.model_from_state`. Why not mlflow.pytorch: its 3.x default (pt2,
-torch.export) loads back a GraphModule, not a CostModel, and its pickle format unpickles arbitrary code; a
+torch.export) loads back a GraphModule, not a CostNetwork, and its pickle format unpickles arbitrary code; a
 PythonModel subclass is cloudpickled too. Here nothing is unpickled but tensors (`weights_only=True`), the class
 is the one in the installed schedlab, and `mlflow.pyfunc.load_model(uri).predict({"pipeline", "schedule"})`
 still works for generic MLflow tools. `load_cost_model` reads the checkpoint directly, without pyfunc.
@@ -166,11 +166,13 @@ def ensure_experiment(name: str, tracking: str | None = None) -> str:
 
 def log_and_register(model, target: str, tags: dict[str, str], val_metrics: dict[str, float],
                      example: tuple[np.ndarray, np.ndarray], promote: bool, *, run_id: str | None = None,
-                     tracking: str | None = None, experiment: str = DEFAULT_EXPERIMENT) -> RegisteredVersion:
+                     tracking: str | None = None, experiment: str = DEFAULT_EXPERIMENT,
+                     backend: str = "numba") -> RegisteredVersion:
     """Log `model` into a run, register it as a new version of schedlab-<target>, and maybe promote it.
 
     The run: `run_id` (e.g. Lightning's `MLFlowLogger.run_id`, resumed and ended again here), else the active
-    run, else a new run in `experiment` (ended here). Version tags: feature_schema_version, target, model_kind,
+    run, else a new run in `experiment` (ended here). Version tags: feature_schema_version, target, backend (whose
+    runtimes it learned: the scheduler refuses it for others unless asked), model_kind,
     the caller's `tags` (dataset_fingerprint, dataset_samples, dataset_pipelines, loss, ...) and the val
     metrics (keys get a `val_` prefix, `/` becomes `_`). promote=True moves `champion` here when there is no
     champion or this version's val_top1_score is strictly higher (a champion without the tag always loses; a
@@ -183,7 +185,7 @@ def log_and_register(model, target: str, tags: dict[str, str], val_metrics: dict
     ckpt = save_checkpoint_dict(model)
     config = _config_dict(ckpt)
     metrics = {_metric_key(k): float(v) for k, v in val_metrics.items()}
-    version_tags = {"feature_schema_version": str(_schema_version(config)), "target": target,
+    version_tags = {"feature_schema_version": str(_schema_version(config)), "target": target, "backend": backend,
                     "model_kind": str(config.get("kind", type(model).__name__)),
                     **{k: str(v) for k, v in tags.items()}, **{k: repr(v) for k, v in metrics.items()}}
     name = model_name(target)
@@ -328,7 +330,7 @@ def _load_pyfunc(data_path: str, model_config=None) -> _PyfuncCostModel:
 
 
 def load_checkpoint_dir(directory: Path):
-    """A CostModel from a checkpoint directory (config.json + state_dict.pt); tensors only are unpickled."""
+    """A CostNetwork from a checkpoint directory (config.json + state_dict.pt); tensors only are unpickled."""
     import torch
 
     from train.model import model_from_state
@@ -342,7 +344,7 @@ def load_checkpoint_dir(directory: Path):
 
 
 def load_cost_model(uri: str, tracking: str | None = None):
-    """The CostModel behind `uri`: models:/<name>@<alias>, models:/<name>/<version|latest>, models:/m-<id>,
+    """The CostNetwork behind `uri`: models:/<name>@<alias>, models:/<name>/<version|latest>, models:/m-<id>,
     runs:/<run_id>/model, a local .pt file holding save_checkpoint_dict(...), or a downloaded MLflow model
     directory. Raises RegistryError (one line, naming what exists) for unknown models, versions, aliases and
     for a model trained on another feature schema version."""
@@ -401,6 +403,25 @@ def _build(uri: str, config: dict, state: dict):
         return model_from_state(config, state)
     except (ValueError, KeyError, TypeError, RuntimeError, SchedlabError) as e:
         raise RegistryError(f"{uri}: {first_line(e)}") from None
+
+
+def recorded_target(uri: str, tracking: str | None = None) -> tuple[str | None, str | None]:
+    """(target, backend) whose runtimes the model behind `uri` learned, from a registered version's tags or a
+    checkpoint file's keys; None for what was not recorded (runs:/ URIs, model directories, old versions)."""
+    if not _URI_SCHEME.match(uri):
+        path = Path(uri).expanduser()
+        if not path.is_file():
+            return None, None
+        import torch
+
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+        return ckpt.get("target"), ckpt.get("backend")
+    if not uri.startswith("models:/") or uri.startswith("models:/m-"):
+        return None, None
+    store = tracking_uri(tracking)
+    name, _, version = _resolve_registered(uri, store)[len("models:/"):].partition("/")
+    tags = _client(store).get_model_version(name, version).tags or {}
+    return tags.get("target"), tags.get("backend")
 
 
 def _resolve_registered(uri: str, store: str) -> str:

@@ -135,7 +135,7 @@ def train(cfg: TrainConfig) -> TrainResult:
                 "loss": cfg.loss}
         registered = registry.log_and_register(
             model, cfg.target, tags, val, (first.pipeline_features.numpy(), first.schedule_features.numpy()),
-            promote=cfg.promote, run_id=run_id, tracking=uri)
+            promote=cfg.promote, run_id=run_id, tracking=uri, backend=cfg.backend)
     return TrainResult(run_id, logger.experiment_id, uri, init, val,
                        stats.train_samples + stats.val_samples, stats.train_pipelines + stats.val_pipelines,
                        stats.train_pipelines, stats.val_pipelines, str(ckpt_dir / "last.ckpt"), registered,
