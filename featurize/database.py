@@ -101,8 +101,6 @@ class Database:
 
     def pipelines(self) -> list[PipelineEntry]:
         """Every pipeline once, by id."""
-        import polars as pl
-
         df = (self.scan().select(["pipeline_id", "pipeline_json"]).unique(subset="pipeline_id", keep="first")
               .sort("pipeline_id").collect())
         return [PipelineEntry(*row) for row in df.iter_rows()]

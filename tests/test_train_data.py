@@ -263,7 +263,8 @@ def test_two_backends_are_selected_one_at_a_time_and_never_pooled(root):
     assert "\n" not in str(e.value)
     with pytest.raises(DatasetError, match="no runtimes of backend 'cuda'; it has halide, numba"):
         TrainingData.load(config(root, backend="cuda"))
-    on_numba, on_halide = TrainingData.load(config(root, backend="numba")), TrainingData.load(config(root, backend="halide"))
+    on_numba = TrainingData.load(config(root, backend="numba"))
+    on_halide = TrainingData.load(config(root, backend="halide"))
     assert by_schedule(on_numba) == numba  # no faster halide time folded in
     assert by_schedule(on_halide) == {k: halide[k] for k in numba}  # no faster numba time either
     assert any(halide[k] < t for k, t in numba.items()) and any(halide[k] > t for k, t in numba.items())
@@ -285,7 +286,7 @@ def test_two_backends_train_two_models_with_different_fingerprints(root, tmp_pat
                                     checkpoint_dir=str(tmp_path / "ckpt"), progress=False, experiment="two"))
                for b in ("numba", "halide")}
     params = {b: mlflow.MlflowClient(uri).get_run(r.run_id).data.params for b, r in results.items()}
-    assert params["numba"]["data_backend"] == "numba" and params["halide"]["data_backend"] == "halide"
+    assert params["numba"]["dataset_backend"] == "numba" and params["halide"]["dataset_backend"] == "halide"
     assert params["numba"]["data_fingerprint"] != params["halide"]["data_fingerprint"]
     assert params["numba"]["feature_schema"] == "cpu-adams2019" and params["numba"]["feature_schema_version"] == "1"
     versions = {b: r.registered for b, r in results.items()}

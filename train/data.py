@@ -117,10 +117,11 @@ def is_validation(pipeline_id: str, fraction: float) -> bool:
 
 def fingerprint(target: str, ids: list[str], runtimes: np.ndarray, backend: str = "",
                 schema: FeatureSchema = CPU_ADAMS2019) -> str:
-    """A stable hash of what a model is trained on: the schema version, the target and each kept sample's id
-    with its (merged) runtime, in sorted order, the schema name and the backend the runtimes were measured on. It names the data's content, not its packing: the same samples
-    in other files, another root or re-compressed give the same fingerprint; a new measurement, a filter
-    setting that drops pipelines, or a re-featurization under a new schema give another."""
+    """A stable hash of what a model is trained on: the schema version and name, the target, the backend the
+    runtimes were measured on and each kept sample's id with its (merged) runtime, in sorted order. It names the
+    data's content, not its packing: the same samples in other files, another root or re-compressed give the same
+    fingerprint; a new measurement, another backend, a filter setting that drops pipelines, or a re-featurization
+    under a new schema give another."""
     h = hashlib.sha256(f"schedlab-dataset\0{schema.version}\0{target}\0".encode())
     h.update(f"{schema.name}\0{backend}\0".encode())
     for sample_id, runtime in sorted(zip(ids, (float(t) for t in runtimes))):

@@ -101,7 +101,7 @@ def train(cfg: TrainConfig) -> TrainResult:
                           artifact_location=registry.artifact_location(uri, cfg.experiment), log_model=False)
     run_id = logger.run_id
     stats = data.stats
-    logger.log_hyperparams({**flat_items(cfg), "data_fingerprint": stats.fingerprint, "data_backend": stats.backend,
+    logger.log_hyperparams({**flat_items(cfg), "data_fingerprint": stats.fingerprint, "dataset_backend": stats.backend,
                             "feature_schema": schema.name, "feature_schema_version": schema.version,
                             "data_samples": stats.train_samples + stats.val_samples,
                             "data_pipelines": stats.train_pipelines + stats.val_pipelines})
