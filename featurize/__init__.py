@@ -5,6 +5,9 @@
     f.stages                    # [(func, stage index), ...] in DAG order
     f.pipeline                  # float32 [n_stages, 40, 7]   (schedule-independent)
     f.schedule                  # float32 [n_stages, 39]
+
+`featurize` is the CPU shortcut; `get_extractor(target).extract(...)` is the FeatureExtractor of any target
+kind that has one, and its `.schema` names what the features mean (featurize.schema).
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .schema import DTYPE, SCHEMA, SCHEMA_VERSION, FeatureSchema
+from .schema import CPU_ADAMS2019, DTYPE, SCHEMA, SCHEMA_VERSION, FeatureDef, FeatureSchema, describe, get_schema
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "FeatureSchema", "Features", "featurize"]
+__all__ = ["CPU_ADAMS2019", "SCHEMA", "SCHEMA_VERSION", "FeatureDef", "FeatureExtractor", "FeatureSchema",
+           "Features", "describe", "featurize", "get_extractor", "get_schema", "register_extractor"]
 
 
 @dataclass
@@ -32,10 +36,25 @@ class Features:
         i = self.stages.index((func, stage))
         return dict(zip(SCHEDULE_FEATURES, (float(x) for x in self.schedule[i])))
 
+    def describe(self, stage: int | None = None) -> str:
+        """The schedule features by name with their definitions (zeros left out)."""
+        return describe(self, CPU_ADAMS2019, stage)
+
 
 def featurize(pipeline, loopnest, target="host", pending_parallel=frozenset(), complete: bool | None = None,
               plan=None) -> Features:
-    """Features of every scheduled stage of `loopnest` (a complete or, during search, partial schedule)."""
+    """Features of every scheduled stage of `loopnest` (a complete or, during search, partial schedule): the CPU
+    shortcut for get_extractor(target).extract(...); a target of another kind is refused with one line."""
+    from ir.target import get_target
+
+    tgt = get_target(target)
+    if tgt.kind != "cpu":
+        return get_extractor(tgt).extract(pipeline, loopnest, tgt, pending_parallel, complete, plan)
+    return _featurize_cpu(pipeline, loopnest, tgt, pending_parallel, complete, plan)
+
+
+def _featurize_cpu(pipeline, loopnest, target, pending_parallel=frozenset(), complete: bool | None = None,
+                   plan=None) -> Features:
     from ir.plan import Plan
     from ir.target import get_target
 
@@ -52,8 +71,8 @@ def featurize(pipeline, loopnest, target="host", pending_parallel=frozenset(), c
     stages = [(n.name, s.index) for n in dag.nodes for s in n.stages if (n.name, s.index) in sched]
     inlined = plan.inlined
     return Features(stages,
-                    np.stack([algo[k] for k in stages]).astype(DTYPE) if stages else np.zeros((0, 40, 7), DTYPE),
-                    np.stack([sched[k] for k in stages]).astype(DTYPE) if stages else np.zeros((0, 39), DTYPE),
+                    np.stack([algo[k] for k in stages]).astype(DTYPE) if stages else np.zeros((0, *SCHEMA.pipeline_shape), DTYPE),
+                    np.stack([sched[k] for k in stages]).astype(DTYPE) if stages else np.zeros((0, SCHEMA.schedule_width), DTYPE),
                     [k[0] in inlined for k in stages])
 
 
@@ -62,3 +81,6 @@ def cached_pipeline_features(dag) -> dict:
     from .algorithm import pipeline_features
 
     return dag.analysis("featurize.pipeline_features", lambda: pipeline_features(dag))
+
+
+from .extractor import FeatureExtractor, get_extractor, register_extractor  # noqa: E402  (needs Features above)

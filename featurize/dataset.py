@@ -5,9 +5,11 @@
 One file per batch (one pipeline's schedules), written to a temporary name and renamed into place, so a
 reader never sees half a file and a rerun of the same batch finds it done. One row per measured schedule:
 its ids, the pipeline and schedule as JSON (so every sample can be recompiled), status, timings, round
-and the model that sampled it, and its per-stage features as nested lists. The feature schema version
-and fingerprint are in every file's metadata; the reader refuses files that do not match, reports rows
-that cannot be trained on and leaves them out.
+and the model that sampled it, and its per-stage features as nested lists. The feature schema's name,
+version and fingerprint are in every file's metadata; the reader refuses files whose schema is not the
+registered one of that name (v1 files, written before schemas had names, are cpu-adams2019's), reports
+rows that cannot be trained on and leaves them out. `featurize.database.Database` is the query API
+(pipelines, records of a pipeline, top-k) over the same files.
 
 The format lives here, next to the feature schema, because both the data-generation job (writer) and
 the trainer (reader) depend on it.
@@ -26,10 +28,12 @@ import numpy as np
 
 from ir.errors import SchedlabError
 
-from .schema import SCHEDULE_FEATURES, SCHEMA, SCHEMA_VERSION
+from .schema import CPU_ADAMS2019, FeatureSchema, SchemaError, get_schema
 
 META_VERSION = b"schedlab.feature_schema_version"
 META_SCHEMA = b"schedlab.feature_schema"
+META_SCHEMA_NAME = b"schedlab.feature_schema_name"
+V1_SCHEMA_NAME = CPU_ADAMS2019.name  # files without a schema name were all written under it
 META_TARGET = b"schedlab.target"
 MAX_RUNTIME_S = 100.0  # Halide's loader drops samples slower than this as broken
 MAX_FEATURE = 1e14  # larger schedule features are overflow (Halide's loader)
@@ -103,8 +107,9 @@ def batch_path(root: Path | str, target: str, batch_id: str) -> Path:
 
 
 def write_batch(root: Path | str, target: str, batch_id: str, samples: Iterable[Sample],
-                row_group_size: int = 64) -> Path:
-    """Write one batch atomically under its deterministic name; a batch already written is left as is."""
+                row_group_size: int = 64, schema: FeatureSchema = CPU_ADAMS2019) -> Path:
+    """Write one batch atomically under its deterministic name; a batch already written is left as is.
+    `schema` is the FeatureSchema the samples' features follow (the target's extractor's)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -114,10 +119,11 @@ def write_batch(root: Path | str, target: str, batch_id: str, samples: Iterable[
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temporaries(path)
     samples = list(samples)
+    feature_schema = schema
     schema = _arrow_schema().with_metadata({
-        META_VERSION: str(SCHEMA_VERSION).encode(), META_SCHEMA: json.dumps(SCHEMA.to_dict()).encode(),
-        META_TARGET: target.encode()})
-    table = _table(samples, batch_id, target, schema)
+        META_VERSION: str(feature_schema.version).encode(), META_SCHEMA_NAME: feature_schema.name.encode(),
+        META_SCHEMA: json.dumps(feature_schema.to_dict()).encode(), META_TARGET: target.encode()})
+    table = _table(samples, batch_id, target, schema, feature_schema)
     tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
     try:
         with pq.ParquetWriter(tmp, schema, compression="zstd") as w:
@@ -142,7 +148,7 @@ def _remove_stale_temporaries(path: Path) -> None:
             pass
 
 
-def _table(samples: list[Sample], batch_id: str, target: str, schema):
+def _table(samples: list[Sample], batch_id: str, target: str, schema, feature_schema: FeatureSchema):
     """The batch as an Arrow table; feature matrices go in as flat numpy buffers with list offsets."""
     import pyarrow as pa
 
@@ -161,7 +167,7 @@ def _table(samples: list[Sample], batch_id: str, target: str, schema):
         "inlined": [list(s.inlined) for s in samples],
     }
     cols = {k: pa.array(v, type=schema.field(k).type) for k, v in scalar.items()}
-    n_sched, n_pipe = len(SCHEDULE_FEATURES), SCHEMA.num_pipeline_features
+    n_sched, n_pipe = feature_schema.schedule_width, feature_schema.num_pipeline_features
     cols["schedule_features"] = _nested([_matrix(s.schedule_features, n_sched) for s in samples], n_sched)
     cols["pipeline_features"] = _nested([_matrix(s.pipeline_features, n_pipe) for s in samples], n_pipe)
     return pa.table([cols[f.name] for f in schema], schema=schema)
@@ -195,6 +201,7 @@ class Dataset:
     stages: object  # polars DataFrame, one row per (sample, stage): ids, stage names, s_<feature>, pipeline
     rejected: object  # polars DataFrame: sample_id, reason
     files: list[Path]
+    schema: FeatureSchema = CPU_ADAMS2019  # the feature schema every file records
 
     def report(self) -> str:
         import polars as pl
@@ -207,12 +214,26 @@ class Dataset:
         return "\n".join(lines)
 
 
-def read_dataset(root: Path | str, target: str, statuses: tuple[str, ...] | None = None) -> Dataset:
-    """Read every batch of `target` with polars, checking schema versions; rows that cannot be trained on
+def read_dataset(root: Path | str, target: str, statuses: tuple[str, ...] | None = None,
+                 schema: FeatureSchema | None = None) -> Dataset:
+    """Read every batch of `target` with polars, checking the files' feature schema (name and version) against
+    the registered schema of that name, and against `schema` if given; rows that cannot be trained on
     (non-finite or negative features, absurd runtimes) are excluded and listed in `rejected`."""
     import polars as pl
-    import pyarrow.parquet as pq
 
+    files = target_files(root, target)
+    found = check_files(files, target, schema)
+    df = pl.scan_parquet([str(f) for f in files], hive_partitioning=False).collect()
+    if statuses is not None:
+        df = df.filter(pl.col("status").is_in(list(statuses)))
+    df, rejected = _screen(df)
+    stages = _explode_stages(df, found)
+    samples = df.drop(["schedule_features", "pipeline_features", "stage_func", "stage_index", "inlined"])
+    return Dataset(samples, stages, rejected, files, found)
+
+
+def target_files(root: Path | str, target: str) -> list[Path]:
+    """The batch files of `target`; a one-line error naming the targets there are if it has none."""
     root = Path(root)
     part = partition_dir(root, target)
     files = sorted(part.glob("batch-*.parquet")) if part.is_dir() else []
@@ -222,22 +243,44 @@ def read_dataset(root: Path | str, target: str, statuses: tuple[str, ...] | None
         if others:
             raise DatasetError(f"{root} has no data for target {target!r}; it has {', '.join(others)}")
         raise DatasetError(f"{root} holds no dataset (no target=*/batch-*.parquet files)")
+    return files
+
+
+def file_schema(f: Path) -> tuple[str, str]:
+    """(schema name, version) a batch file records; v1 files have no name and are cpu-adams2019's."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(f).metadata or {}
+    return meta.get(META_SCHEMA_NAME, V1_SCHEMA_NAME.encode()).decode(), meta.get(META_VERSION, b"?").decode()
+
+
+def check_files(files: list[Path], target: str | None, expected: FeatureSchema | None = None) -> FeatureSchema:
+    """The one feature schema all `files` were written under, checked against the registered schema of its
+    name (and `expected`), and their target against `target`; one-line DatasetError otherwise."""
+    import pyarrow.parquet as pq
+
+    found = None
     for f in files:
+        name, version = file_schema(f)
+        try:
+            schema = expected if expected is not None and expected.name == name else get_schema(name)
+        except SchemaError as e:
+            raise DatasetError(f"{f}: {e}") from None
+        if version != str(schema.version):
+            raise DatasetError(f"{f} has feature schema version {version}, this schedlab uses {schema.version} "
+                               f"for {name}; regenerate the data or use a matching schedlab")
+        if expected is not None and schema.name != expected.name:
+            raise DatasetError(f"{f} has feature schema {name}, expected {expected.name}; read it with its own "
+                               "schema or regenerate it")
+        if found is not None and schema.name != found.name:
+            raise DatasetError(f"{f} has feature schema {name} but {files[0]} has {found.name}; "
+                               "keep one schema per dataset")
+        found = schema
         meta = pq.read_schema(f).metadata or {}
-        version = meta.get(META_VERSION, b"?").decode()
-        if version != str(SCHEMA_VERSION):
-            raise DatasetError(f"{f} has feature schema version {version}, this schedlab uses {SCHEMA_VERSION}; "
-                               "regenerate the data or use a matching schedlab")
-        if meta.get(META_TARGET, b"").decode() != target:
+        if target is not None and meta.get(META_TARGET, b"").decode() != target:
             raise DatasetError(f"{f} was written for target {meta.get(META_TARGET, b'?').decode()!r}, "
                                f"not {target!r}")
-    df = pl.scan_parquet([str(f) for f in files], hive_partitioning=False).collect()
-    if statuses is not None:
-        df = df.filter(pl.col("status").is_in(list(statuses)))
-    df, rejected = _screen(df)
-    stages = _explode_stages(df)
-    samples = df.drop(["schedule_features", "pipeline_features", "stage_func", "stage_index", "inlined"])
-    return Dataset(samples, stages, rejected, files)
+    return found or expected or CPU_ADAMS2019
 
 
 def _screen(df):
@@ -262,7 +305,7 @@ def _screen(df):
     return df.filter(pl.col("_reason").is_null()).drop("_reason"), rejected
 
 
-def _explode_stages(df):
+def _explode_stages(df, schema: FeatureSchema = CPU_ADAMS2019):
     import polars as pl
 
     base = df.select(["sample_id", "pipeline_id", "schedule_id", "stage_func", "stage_index", "inlined",
@@ -271,7 +314,7 @@ def _explode_stages(df):
     long = base.explode(["stage_pos", "stage_func", "stage_index", "inlined", "schedule_features",
                          "pipeline_features"])
     feat_cols = [pl.col("schedule_features").list.get(i).alias(f"s_{name}")
-                 for i, name in enumerate(SCHEDULE_FEATURES)]
+                 for i, name in enumerate(schema.schedule_names)]
     return long.select(["sample_id", "pipeline_id", "schedule_id", "stage_pos",
                         pl.col("stage_func").alias("func"), "stage_index", "inlined", *feat_cols,
                         "pipeline_features"])

@@ -144,3 +144,46 @@ def test_rows_that_cannot_be_trained_on_are_reported_and_excluded(tmp_path):
     assert set(ds.stages["sample_id"].unique()) == set(ds.samples["sample_id"])
     assert "3 rejected" in ds.report()
     assert not {s.sample_id for s in ok[:3]} & set(ds.samples["sample_id"])  # the NaN, slow and negative rows
+
+
+V1 = ROOT / "tests" / "fixtures" / "dataset_v1"
+
+
+def test_files_record_the_schema_name_and_version_and_a_mismatch_is_refused(tmp_path):
+    from dataclasses import replace
+
+    from featurize.dataset import META_SCHEMA_NAME
+    from featurize.schema import CPU_ADAMS2019, FeatureDef, FeatureSchema
+
+    path = write_batch(tmp_path, "host", "0001", make_samples(1, 2))
+    meta = pq.read_schema(path).metadata
+    assert meta[META_SCHEMA_NAME] == b"cpu-adams2019" and meta[META_VERSION] == b"1"
+    assert read_dataset(tmp_path, "host").schema is CPU_ADAMS2019
+    gpu = FeatureSchema("gpu-test", 1, (FeatureDef("r", "a row"),), (FeatureDef("c", "a column"),),
+                        (FeatureDef("x", "a feature"),))
+    with pytest.raises(DatasetError, match="has feature schema cpu-adams2019, expected gpu-test") as e:
+        read_dataset(tmp_path, "host", schema=gpu)
+    assert "\n" not in str(e.value)
+    with pytest.raises(DatasetError, match="version 1, this schedlab uses 3 for cpu-adams2019"):
+        read_dataset(tmp_path, "host", schema=replace(CPU_ADAMS2019, version=3))
+    table = pq.read_table(path)
+    pq.write_table(table.replace_schema_metadata({**table.schema.metadata, META_SCHEMA_NAME: b"gpu-nope"}), path)
+    with pytest.raises(DatasetError, match="unknown feature schema 'gpu-nope'; registered: cpu-adams2019") as e:
+        read_dataset(tmp_path, "host")
+    assert "\n" not in str(e.value)
+
+
+def test_a_v1_dataset_file_still_loads():
+    """Written by schedlab's datagen before schemas had names: no name in the metadata, read as cpu-adams2019."""
+    from featurize.dataset import META_SCHEMA_NAME
+
+    (f,) = partition_dir(V1, "host").glob("batch-*.parquet")
+    assert META_SCHEMA_NAME not in pq.read_schema(f).metadata and f.stat().st_size < 200_000
+    ds = read_dataset(V1, "host")
+    assert ds.schema.name == "cpu-adams2019" and ds.rejected.height == 0 and ds.samples.height == 8
+    for r in ds.samples.iter_rows(named=True):  # every row still rebuilds and re-featurizes to what is stored
+        p = Pipeline.from_json(__import__("json").loads(r["pipeline_json"]))
+        f = featurize(p, LoopNest.loads(r["schedule_json"]))
+        st = ds.stages.filter(ds.stages["sample_id"] == r["sample_id"]).sort("stage_pos")
+        got = np.stack([st[f"s_{n}"].to_numpy() for n in SCHEDULE_FEATURES], axis=1).astype(np.float32)
+        assert np.array_equal(got, f.schedule)

@@ -231,3 +231,99 @@ def test_the_validation_hash_holds_out_the_asked_fraction():
         held = sum(is_validation(i, fraction) for i in ids) / len(ids)
         assert abs(held - fraction) < 0.03
     assert [is_validation(i, 0.125) for i in ids[:50]] == [is_validation(i, 0.125) for i in ids[:50]]
+
+
+def two_backends(root) -> dict[tuple[str, str], float]:
+    """Add halide rows for exactly the schedules the numba rows hold (same pipelines, schedules and features),
+    with runtimes 3 times numba's for every other row and a quarter of it for the rest (so pooling by minimum
+    would show on both sides); returns the halide times by schedule."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    halide = {}
+    for f in sorted((root / "target=host").glob("batch-*.parquet")):
+        t = pq.read_table(f)
+        rt = pc.multiply(t["runtime_s"], pa.array([3.0 if i % 2 else 0.25 for i in range(t.num_rows)]))
+        t = t.set_column(t.schema.get_field_index("backend"), "backend", pa.array(["halide"] * t.num_rows))
+        t = t.set_column(t.schema.get_field_index("runtime_s"), t.schema.field("runtime_s"), rt)
+        pq.write_table(t, f.with_name(f.stem + "-halide.parquet"))
+        for r in t.select(["pipeline_id", "schedule_id", "status", "runtime_s"]).to_pylist():
+            if r["status"] == "ok":
+                halide[(r["pipeline_id"], r["schedule_id"])] = r["runtime_s"]
+    return halide
+
+
+def test_two_backends_are_selected_one_at_a_time_and_never_pooled(root):
+    numba = by_schedule(TrainingData.load(config(root)))
+    halide = two_backends(root)
+    assert set(halide) >= set(numba)
+    with pytest.raises(DatasetError, match="holds runtimes of backends halide, numba; name the one") as e:
+        TrainingData.load(config(root))
+    assert "\n" not in str(e.value)
+    with pytest.raises(DatasetError, match="no runtimes of backend 'cuda'; it has halide, numba"):
+        TrainingData.load(config(root, backend="cuda"))
+    on_numba = TrainingData.load(config(root, backend="numba"))
+    on_halide = TrainingData.load(config(root, backend="halide"))
+    assert by_schedule(on_numba) == numba  # no faster halide time folded in
+    assert by_schedule(on_halide) == {k: halide[k] for k in numba}  # no faster numba time either
+    assert any(halide[k] < t for k, t in numba.items()) and any(halide[k] > t for k, t in numba.items())
+    assert on_numba.stats.backend == "numba" and on_halide.stats.backend == "halide"
+    assert on_numba.stats.duplicates_merged == 0 and on_halide.stats.duplicates_merged == 0
+    assert on_numba.stats.other_backends_dropped == on_halide.stats.other_backends_dropped > 0
+    assert on_numba.stats.fingerprint != on_halide.stats.fingerprint
+
+
+def test_two_backends_train_two_models_with_different_fingerprints(root, tmp_path):
+    import mlflow
+
+    from train.config import TrainConfig
+    from train.run import train
+
+    two_backends(root)
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    results = {b: train(TrainConfig(data=str(root), backend=b, epochs=1, min_schedules=3, tracking_uri=uri,
+                                    checkpoint_dir=str(tmp_path / "ckpt"), progress=False, experiment="two"))
+               for b in ("numba", "halide")}
+    params = {b: mlflow.MlflowClient(uri).get_run(r.run_id).data.params for b, r in results.items()}
+    assert params["numba"]["dataset_backend"] == "numba" and params["halide"]["dataset_backend"] == "halide"
+    assert params["numba"]["data_fingerprint"] != params["halide"]["data_fingerprint"]
+    assert params["numba"]["feature_schema"] == "cpu-adams2019" and params["numba"]["feature_schema_version"] == "1"
+    versions = {b: r.registered for b, r in results.items()}
+    assert versions["numba"].version != versions["halide"].version
+    client = mlflow.MlflowClient(uri)
+    for b, v in versions.items():
+        tags = client.get_model_version(v.name, v.version).tags
+        assert tags["dataset_backend"] == b and tags["feature_schema"] == "cpu-adams2019"
+        assert tags["dataset_fingerprint"] == params[b]["data_fingerprint"]
+
+
+def test_a_model_for_another_schema_is_refused_by_the_data(root):
+    from dataclasses import replace
+
+    from featurize.schema import CPU_ADAMS2019, SchemaError
+
+    data = TrainingData.load(config(root))
+    assert data.schema is CPU_ADAMS2019
+    data.check_schema(CPU_ADAMS2019)
+    with pytest.raises(SchemaError, match="has feature schema cpu-adams2019@1, expected cpu-adams2019@2") as e:
+        data.check_schema(replace(CPU_ADAMS2019, version=2))
+    assert "\n" not in str(e.value)
+
+
+def test_a_v1_dataset_file_still_trains():
+    """tests/fixtures/dataset_v1 was written by schedlab before schemas had names (main's datagen)."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from featurize.dataset import META_SCHEMA_NAME
+
+    root = Path(__file__).parent / "fixtures" / "dataset_v1"
+    (f,) = (root / "target=host").glob("batch-*.parquet")
+    assert META_SCHEMA_NAME not in pq.read_schema(f).metadata
+    data = TrainingData.load(DataConfig(str(root), min_schedules=2, val_fraction=0.0))
+    assert data.schema.name == "cpu-adams2019" and data.stats.backend == "numba"
+    assert data.stats.train_pipelines == 2 and data.stats.train_samples == 8
+    for b in data.train:
+        assert b.pipeline_features.shape[1:] == (40, 7) and b.schedule_features.shape[2] == 39

@@ -10,7 +10,7 @@ from typing import Literal
 class TrainConfig:
     data: str = "data"  # dataset root (holds target=<name>/batch-*.parquet)
     target: str = "host"  # dataset partition, and the registered model's name: schedlab-<target>
-    backend: str = "numba"  # the backend that measured the dataset's runtimes: the version's backend tag
+    backend: str | None = None  # whose runtimes to learn (numba, halide); None: the data's only backend
     model: Literal["hybrid", "mlp"] = "hybrid"
     loss: Literal["relative_throughput", "pairwise_rank"] = "relative_throughput"
     epochs: int = 30

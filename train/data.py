@@ -6,10 +6,14 @@
     dm = CostModelDataModule(data)  # the same for a Lightning Trainer
 
 Rules, after Halide's trainer:
+- a model is trained on ONE backend's runtimes (DataConfig.backend; required when the data holds several):
+  records are keyed by (pipeline, schedule, backend, target), and two backends' runtimes are never merged;
+- feature shapes come from the FeatureSchema the dataset files record (TrainingData.schema), and
+  `check_schema` refuses a model built for another schema;
 - only status "ok" rows are learned from (failures are data for the generator's yield, not for a model);
   rows the reader screens out (bad features, absurd runtimes) never arrive here;
-- a schedule measured more than once (same pipeline_id and schedule_id, e.g. in two rounds) is one sample
-  with the minimum runtime, the protocol's own estimator of the noise-free time;
+- a schedule measured more than once on the backend (same pipeline_id and schedule_id, e.g. in two rounds) is
+  one sample with the minimum runtime, the protocol's own estimator of the noise-free time;
 - pipelines with fewer than `min_schedules` schedules are skipped: the loss compares schedules of one
   pipeline, so a pipeline with few gives little signal and much noise;
 - a batch holds schedules of one pipeline only; a pipeline with more than `batch_size` schedules is split
@@ -29,12 +33,9 @@ import numpy as np
 import torch
 
 from featurize.dataset import DatasetError, read_dataset
-from featurize.schema import SCHEDULE_FEATURES, SCHEMA_VERSION
+from featurize.schema import CPU_ADAMS2019, FeatureSchema, check_schema
 
 __all__ = ["CostModelDataModule", "DataConfig", "DataStats", "PipelineBatch", "TrainingData", "is_validation"]
-
-N_SCHEDULE = len(SCHEDULE_FEATURES)  # 39
-PIPELINE_SHAPE = (40, 7)
 
 
 @dataclass
@@ -42,8 +43,8 @@ class PipelineBatch:
     """All the schedules of one pipeline (or a chunk of them)."""
 
     pipeline_id: str
-    pipeline_features: torch.Tensor  # [S, 40, 7] float32
-    schedule_features: torch.Tensor  # [B, S, 39] float32
+    pipeline_features: torch.Tensor  # [S, rows, columns] float32 (the schema's pipeline_shape: 40 x 7)
+    schedule_features: torch.Tensor  # [B, S, width] float32 (the schema's schedule_width: 39)
     runtimes: torch.Tensor  # [B] float64 seconds (min over duplicates)
     schedule_ids: list[str]
 
@@ -63,6 +64,7 @@ class DataConfig:
     val_fraction: float = 0.125
     batch_size: int = 64  # most schedules per batch; larger pipelines are chunked
     seed: int = 0  # shuffles training batches per epoch; the split does not depend on it
+    backend: str | None = None  # whose runtimes to learn; None: the only backend in the data
 
     def __post_init__(self):
         if self.min_schedules < 1:
@@ -77,6 +79,8 @@ class DataConfig:
 class DataStats:
     files: int = 0
     samples_read: int = 0  # rows in the files of the target
+    backend: str = ""  # the backend whose runtimes are kept
+    other_backends_dropped: int = 0  # rows measured on other backends (never merged with this one's)
     rejected: int = 0  # screened out by the reader (features or runtime unusable)
     failed_dropped: int = 0  # status other than ok
     duplicates_merged: int = 0  # rows folded into another row of the same schedule
@@ -96,7 +100,8 @@ class DataStats:
         return asdict(self)
 
     def __str__(self) -> str:
-        return (f"{self.samples_read} samples read from {self.files} files: {self.rejected} rejected, "
+        return (f"{self.samples_read} samples read from {self.files} files: backend {self.backend} "
+                f"({self.other_backends_dropped} rows of other backends left out), {self.rejected} rejected, "
                 f"{self.failed_dropped} failed, {self.duplicates_merged} duplicates merged, "
                 f"{self.pipelines_skipped} pipelines skipped (< min schedules); train {self.train_pipelines} "
                 f"pipelines / {self.train_samples} samples, validation {self.val_pipelines} / {self.val_samples}; "
@@ -110,12 +115,15 @@ def is_validation(pipeline_id: str, fraction: float) -> bool:
     return h / 2.0**64 < fraction
 
 
-def fingerprint(target: str, ids: list[str], runtimes: np.ndarray) -> str:
-    """A stable hash of what a model is trained on: the schema version, the target and each kept sample's id
-    with its (merged) runtime, in sorted order. It names the data's content, not its packing: the same samples
-    in other files, another root or re-compressed give the same fingerprint; a new measurement, a filter
-    setting that drops pipelines, or a re-featurization under a new schema give another."""
-    h = hashlib.sha256(f"schedlab-dataset\0{SCHEMA_VERSION}\0{target}\0".encode())
+def fingerprint(target: str, ids: list[str], runtimes: np.ndarray, backend: str = "",
+                schema: FeatureSchema = CPU_ADAMS2019) -> str:
+    """A stable hash of what a model is trained on: the schema version and name, the target, the backend the
+    runtimes were measured on and each kept sample's id with its (merged) runtime, in sorted order. It names the
+    data's content, not its packing: the same samples in other files, another root or re-compressed give the same
+    fingerprint; a new measurement, another backend, a filter setting that drops pipelines, or a re-featurization
+    under a new schema give another."""
+    h = hashlib.sha256(f"schedlab-dataset\0{schema.version}\0{target}\0".encode())
+    h.update(f"{schema.name}\0{backend}\0".encode())
     for sample_id, runtime in sorted(zip(ids, (float(t) for t in runtimes))):
         h.update(f"{sample_id}\0{runtime.hex()}\n".encode())
     return h.hexdigest()[:16]
@@ -129,6 +137,11 @@ class TrainingData:
     train: list[PipelineBatch]
     val: list[PipelineBatch]
     stats: DataStats
+    schema: FeatureSchema = CPU_ADAMS2019  # the feature schema of the dataset's files
+
+    def check_schema(self, model_schema: FeatureSchema) -> None:
+        """Refuse (one line) to train or evaluate a model built for `model_schema` on this data's features."""
+        check_schema(self.schema.name, self.schema.version, model_schema, f"dataset {self.config.path}")
 
     @staticmethod
     def load(config: DataConfig) -> TrainingData:
@@ -138,26 +151,48 @@ class TrainingData:
         ds = read_dataset(config.path, target)
         stats = DataStats(files=len(ds.files), samples_read=ds.samples.height + ds.rejected.height,
                           rejected=ds.rejected.height, rejected_reasons=_reasons(ds.rejected))
-        samples = _ok_merged(ds.samples, stats)
+        samples = _ok_merged(_one_backend(ds.samples, config, stats), stats)
         stages = _stage_rows(ds.stages, samples, stats)
         samples, stages = _min_schedules(samples, stages, config.min_schedules, stats)
-        batches = _batches(samples, stages, config.batch_size)
+        batches = _batches(samples, stages, config.batch_size, ds.schema)
         train = [b for b in batches if not is_validation(b.pipeline_id, config.val_fraction)]
         val = [b for b in batches if is_validation(b.pipeline_id, config.val_fraction)]
         _count(stats, train, val)
-        stats.fingerprint = fingerprint(target, samples["sample_id"].to_list(), samples["runtime_s"].to_numpy())
+        stats.fingerprint = fingerprint(target, samples["sample_id"].to_list(), samples["runtime_s"].to_numpy(),
+                                        stats.backend, ds.schema)
         _check_size(config, stats)
-        return TrainingData(config, train, val, stats)
+        return TrainingData(config, train, val, stats, ds.schema)
 
 
 def _reasons(rejected) -> dict[str, int]:
     return {r: int(n) for r, n in rejected.group_by("reason").len().iter_rows()} if rejected.height else {}
 
 
-def _ok_merged(samples, stats: DataStats):
-    """Rows with status ok, one per (pipeline, schedule) with the minimum runtime."""
+def _one_backend(samples, config: DataConfig, stats: DataStats):
+    """The rows of the one backend the model learns: config.backend, or the data's only backend."""
     import polars as pl
 
+    backends = sorted(samples["backend"].unique().to_list())
+    backend = config.backend
+    if backend is None:
+        if len(backends) > 1:
+            raise DatasetError(f"{config.path} holds runtimes of backends {', '.join(backends)}; name the one to "
+                               "train on (backend=...): runtimes of two backends are never pooled")
+        backend = backends[0] if backends else ""
+    elif backend not in backends:
+        raise DatasetError(f"{config.path} has no runtimes of backend {backend!r}; it has "
+                           f"{', '.join(backends) or 'none'}")
+    mine = samples.filter(pl.col("backend") == backend)
+    stats.backend, stats.other_backends_dropped = backend, samples.height - mine.height
+    return mine
+
+
+def _ok_merged(samples, stats: DataStats):
+    """Rows with status ok, one per (pipeline, schedule) with the minimum runtime; `samples` hold one backend's
+    rows, so the merge never crosses backends."""
+    import polars as pl
+
+    assert samples["backend"].n_unique() <= 1, "runtimes of two backends must not be merged"
     from ir.status import Status
 
     ok = samples.filter(pl.col("status") == Status.OK)
@@ -201,12 +236,13 @@ def _min_schedules(samples, stages, minimum: int, stats: DataStats):
     return samples, stages.join(keep, on="pipeline_id", how="semi")
 
 
-def _batches(samples, stages, batch_size: int) -> list[PipelineBatch]:
+def _batches(samples, stages, batch_size: int, schema: FeatureSchema) -> list[PipelineBatch]:
     """PipelineBatches in (pipeline id, chunk) order. `samples` and `stages` are sorted alike, so each
     pipeline is a contiguous block of both."""
     import polars as pl
 
-    sched = stages.select([f"s_{n}" for n in SCHEDULE_FEATURES]).to_numpy().astype(np.float32, copy=False)
+    width = schema.schedule_width
+    sched = stages.select([f"s_{n}" for n in schema.schedule_names]).to_numpy().astype(np.float32, copy=False)
     n_stages = stages.group_by("sample_id", maintain_order=True).len()["len"].to_numpy()
     runtimes = samples["runtime_s"].to_numpy().astype(np.float64)
     ids = samples["schedule_id"].to_list()
@@ -215,8 +251,8 @@ def _batches(samples, stages, batch_size: int) -> list[PipelineBatch]:
     out, s0, r0 = [], 0, 0
     for (pid, count), (_, row) in zip(per_pipeline.iter_rows(), first_row.iter_rows()):
         s = int(n_stages[s0])
-        pf = _pipeline_features(stages, row, s)
-        block = torch.from_numpy(sched[r0:r0 + count * s].reshape(count, s, N_SCHEDULE).copy())
+        pf = _pipeline_features(stages, row, s, schema.pipeline_shape)
+        block = torch.from_numpy(sched[r0:r0 + count * s].reshape(count, s, width).copy())
         rt = torch.from_numpy(runtimes[s0:s0 + count].copy())
         for part in np.array_split(np.arange(count), math.ceil(count / batch_size)):
             a, b = int(part[0]), int(part[-1]) + 1
@@ -225,10 +261,11 @@ def _batches(samples, stages, batch_size: int) -> list[PipelineBatch]:
     return out
 
 
-def _pipeline_features(stages, row: int, n: int) -> torch.Tensor:
-    """[n, 40, 7] from the stage rows of one schedule (they are schedule-independent)."""
+def _pipeline_features(stages, row: int, n: int, shape: tuple[int, int]) -> torch.Tensor:
+    """[n, rows, columns] (40 x 7 for cpu-adams2019) from the stage rows of one schedule (they are
+    schedule-independent)."""
     flat = stages["pipeline_features"].slice(row, n).explode().to_numpy().astype(np.float32)
-    return torch.from_numpy(flat.reshape(n, *PIPELINE_SHAPE))
+    return torch.from_numpy(flat.reshape(n, *shape))
 
 
 def _count(stats: DataStats, train: list[PipelineBatch], val: list[PipelineBatch]) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from featurize.extractor import get_extractor
 from ir.config import flat_items
 from ir.target import get_target
 
@@ -85,7 +86,10 @@ def train(cfg: TrainConfig) -> TrainResult:
     if cfg.resume is not None and not Path(cfg.resume).is_file():
         raise registry.RegistryError(f"resume={cfg.resume}: no such checkpoint file")
     data = TrainingData.load(DataConfig(path=cfg.data, target=cfg.target, min_schedules=cfg.min_schedules,
-                                        val_fraction=cfg.val_fraction, batch_size=cfg.batch_size, seed=cfg.seed))
+                                        val_fraction=cfg.val_fraction, batch_size=cfg.batch_size, seed=cfg.seed,
+                                        backend=cfg.backend))
+    schema = get_extractor(cfg.target).schema  # what the model reads; the data must have been written under it
+    data.check_schema(schema)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
@@ -97,7 +101,8 @@ def train(cfg: TrainConfig) -> TrainResult:
                           artifact_location=registry.artifact_location(uri, cfg.experiment), log_model=False)
     run_id = logger.run_id
     stats = data.stats
-    logger.log_hyperparams({**flat_items(cfg), "data_fingerprint": stats.fingerprint,
+    logger.log_hyperparams({**flat_items(cfg), "data_fingerprint": stats.fingerprint, "dataset_backend": stats.backend,
+                            "feature_schema": schema.name, "feature_schema_version": schema.version,
                             "data_samples": stats.train_samples + stats.val_samples,
                             "data_pipelines": stats.train_pipelines + stats.val_pipelines})
 
@@ -132,10 +137,10 @@ def train(cfg: TrainConfig) -> TrainResult:
         first = data.val[0]
         tags = {"dataset_fingerprint": stats.fingerprint, "dataset_samples": str(stats.train_samples + stats.val_samples),
                 "dataset_pipelines": str(stats.train_pipelines + stats.val_pipelines), "model_kind": cfg.model,
-                "loss": cfg.loss}
+                "loss": cfg.loss, "feature_schema": schema.name, "dataset_backend": stats.backend}
         registered = registry.log_and_register(
             model, cfg.target, tags, val, (first.pipeline_features.numpy(), first.schedule_features.numpy()),
-            promote=cfg.promote, run_id=run_id, tracking=uri, backend=cfg.backend)
+            promote=cfg.promote, run_id=run_id, tracking=uri, backend=stats.backend or "numba")
     return TrainResult(run_id, logger.experiment_id, uri, init, val,
                        stats.train_samples + stats.val_samples, stats.train_pipelines + stats.val_pipelines,
                        stats.train_pipelines, stats.val_pipelines, str(ckpt_dir / "last.ckpt"), registered,
