@@ -365,9 +365,12 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
     finishes. Raises SchedlabError subclasses for bad input (unknown app, model or target)."""
     from tqdm import tqdm
 
+    import backends
     from generator.apps import get_app
+    from ir.errors import SchedlabError
     from ir.target import get_target
     from scheduler.cost import load_model
+    from scheduler.space import make_space
     from train.run import _quiet
 
     from .plots import tracked_run
@@ -376,9 +379,12 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
     t0 = time.time()
     names = app_names(cfg)
     target = get_target(cfg.target)
-    if target.kind != "cpu":
-        raise EvaluateError(f"target={cfg.target} is a {target.kind} target; the app suite is measured on CPU "
-                            "targets (numba)")
+    try:  # the registered backend and search space of the target's kind say whether it can be run here
+        backends.get_backend("numba").check_target(target)
+        if cfg.algorithms:
+            make_space(get_app(names[0]).build("small"), target)
+    except SchedlabError as e:
+        raise EvaluateError(f"target={cfg.target}: {e}") from None
     halide = use_halide(cfg)
     model = load_model(cfg.model, target, cfg.tracking_uri) if cfg.algorithms else None
     ms = methods(cfg, model)

@@ -43,14 +43,12 @@ class Features:
 
 def featurize(pipeline, loopnest, target="host", pending_parallel=frozenset(), complete: bool | None = None,
               plan=None) -> Features:
-    """Features of every scheduled stage of `loopnest` (a complete or, during search, partial schedule): the CPU
-    shortcut for get_extractor(target).extract(...); a target of another kind is refused with one line."""
+    """Features of every scheduled stage of `loopnest` (a complete or, during search, partial schedule), by the
+    extractor registered for the target's kind; a kind with none is refused with one line."""
     from ir.target import get_target
 
     tgt = get_target(target)
-    if tgt.kind != "cpu":
-        return get_extractor(tgt).extract(pipeline, loopnest, tgt, pending_parallel, complete, plan)
-    return _featurize_cpu(pipeline, loopnest, tgt, pending_parallel, complete, plan)
+    return get_extractor(tgt).extract(pipeline, loopnest, tgt, pending_parallel, complete, plan)
 
 
 def _featurize_cpu(pipeline, loopnest, target, pending_parallel=frozenset(), complete: bool | None = None,

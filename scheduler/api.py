@@ -9,7 +9,7 @@ from ir.target import get_target
 
 from .cost import load_model
 from .search import SearchResult, SearchStats
-from .space import SearchError, SearchSpace, SpaceOptions
+from .space import SearchError, SpaceOptions, make_space
 from .strategy import StrategyConfig, get_strategy, strategy_names
 
 ALGORITHMS = ("greedy", "beam", "hierarchical", "dropout", "top-k", "autotune")  # the built-in strategies
@@ -65,13 +65,11 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
         base, algorithm = algorithm, mode
     strategy = get_strategy(algorithm)()
     tgt = get_target(target)
-    if tgt.kind != "cpu":
-        raise SearchError(f"the scheduler searches CPU schedules; {tgt.name} is a {tgt.kind} target")
+    space = make_space(pipeline, tgt, SpaceOptions(frozen=dict(partial or {})))  # the target kind's space
     cost_model = load_model(model, tgt, tracking, backend=backend, allow_mismatch=allow_mismatch)
     config = StrategyConfig(beam_size=beam_size, passes=passes, seed=seed, dropout=dropout, k=k, rounds=rounds,
                             samples=samples, base=base, progress=progress)
     get_strategy(base)
-    space = SearchSpace(pipeline, tgt, SpaceOptions(frozen=dict(partial or {})))
     strategy.initialize(space, cost_model, config)
     reference = None
     while candidates := strategy.generate_candidates():

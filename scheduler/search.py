@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .cost import CostModel, timed_score
-from .space import SearchError, SearchSpace, SpaceOptions, State
+from .space import SearchError, SearchSpace, SpaceOptions, State, make_space
 
 BLESS_RATIO = 1.2  # adams2019: ancestors of states within 1.2x of the best are permitted next pass
 NOT_PERMITTED_PENALTY = 10.0
@@ -110,20 +110,20 @@ class BeamSearch:
     def run(self) -> SearchResult:
         t0 = time.perf_counter()
         cfg = self.config
-        space = SearchSpace(self.pipeline, self.target, SpaceOptions(frozen=self.fixed))
+        space = make_space(self.pipeline, self.target, SpaceOptions(frozen=self.fixed))
         passes = cfg.passes if cfg.beam_size > 1 else 1
         spaces = [space]
         finals: list[Scored] = []
         frozen: list[str] = []
         first = 0
         if cfg.freeze and cfg.beam_size > 1 and len(space.nodes) > 1:
-            pre_space = SearchSpace(self.pipeline, self.target,
+            pre_space = make_space(self.pipeline, self.target,
                                     SpaceOptions(root_or_inline_only=True, frozen=self.fixed))
             spaces.append(pre_space)
             pre = self._pass(pre_space, -1, set())
             finals.extend(pre)
             decisions, frozen = _freeze(space, pre[0])
-            space = SearchSpace(self.pipeline, self.target, SpaceOptions(frozen={**decisions, **self.fixed}))
+            space = make_space(self.pipeline, self.target, SpaceOptions(frozen={**decisions, **self.fixed}))
             spaces.append(space)
             first = 1
         permitted: set[int] = set()

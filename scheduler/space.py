@@ -109,14 +109,40 @@ class SpaceOptions:
     frozen: dict[str, FuncDecision] = field(default_factory=dict)  # Funcs whose decision is fixed
 
 
+_SPACES: dict[str, type] = {}  # target kind -> the search space of that kind's schedules
+
+
+def register_space(kind: str):
+    """Class decorator: the search space of targets of `kind` (what differs per kind — legal loop kinds,
+    tilings, pruning — is a space of its own, not a refusal in the searches)."""
+    def register(cls):
+        _SPACES[kind] = cls
+        cls.target_kind = kind
+        return cls
+    return register
+
+
+def make_space(pipeline, target="host", options: "SpaceOptions | None" = None):
+    """The registered search space for `target`'s kind; a kind with none is a one-line SearchError."""
+    tgt = get_target(target)
+    cls = _SPACES.get(tgt.kind)
+    if cls is None:
+        raise SearchError(f"no search space for {tgt.kind} targets ({tgt.name}); kinds with one: "
+                          f"{', '.join(sorted(_SPACES))}")
+    return cls(pipeline, tgt, options)
+
+
+@register_space("cpu")
 class SearchSpace:
+    """The CPU space of adams2019 §3.1 (the decisions, tilings and pruning described in this module)."""
+
     def __init__(self, pipeline, target="host", options: SpaceOptions | None = None):
         self.pipeline = pipeline
         self.dag = pipeline.dag
         self.target: CpuTarget = get_target(target)
-        if self.target.kind != "cpu":
-            raise SearchError(f"the scheduler searches CPU schedules; {self.target.name} is a "
-                              f"{self.target.kind} target")
+        if self.target.kind != self.target_kind:
+            raise SearchError(f"the {self.target_kind} search space got {self.target.name}, a {self.target.kind} "
+                              "target; use make_space(pipeline, target)")
         self.options = options or SpaceOptions()
         self.builder = ScheduleBuilder(pipeline, self.target)
         self.nodes = list(self.dag.nodes)

@@ -138,13 +138,33 @@ def test_no_legal_schedule_is_a_clear_error():
     ({"beam_size": 0}, "beam_size must be at least 1"),
     ({"model": "random:abc"}, "write random:<integer seed>"),
     ({"model": 3}, "model must be"),
-    ({"target": "h200"}, "CPU schedules"),
-    ({"target": "h100"}, "unknown target .h100."),
+    ({"target": "h200"}, "no search space for cuda targets \\(h200\\); kinds with one: cpu"),
+    ({"target": "tpu9"}, "unknown target .tpu9."),
 ])
 def test_bad_arguments(kw, match):
     p = get_app("blur").build("small")
     with pytest.raises(SchedlabError, match=match):
         autoschedule(p, **{"model": "analytical", **kw})
+
+
+def test_a_search_space_is_registered_per_target_kind():
+    """What the scheduler can search is decided by the space registered for a target's kind: one class and one
+    registration line give a kind its space, and every strategy then searches it."""
+    from scheduler import space as spaces
+
+    @spaces.register_space("cuda")
+    class CudaAsCpu(spaces.SearchSpace):  # a toy: the CPU space's decisions under a CUDA target's name
+        target_kind = "cuda"
+
+    try:
+        p = get_app("blur").build("small")
+        assert isinstance(spaces.make_space(p, "h200"), CudaAsCpu)
+        with pytest.raises(SearchError, match="the cpu search space got h200, a cuda target"):
+            spaces.SearchSpace(p, "h200")
+    finally:
+        del spaces._SPACES["cuda"]
+    with pytest.raises(SearchError, match="no search space for cuda targets"):
+        spaces.make_space(p, "h200")
 
 
 def test_unregistered_model_uri_is_one_line(tmp_path):
