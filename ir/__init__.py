@@ -6,7 +6,7 @@ from .expr import (Expr, Var, RVar, cast, select, clamp, exp, log, sqrt, sin, co
 from .expr import min as min, max as max, pow as pow, round as round, abs as abs  # noqa: A004 - Halide's names
 from .func import Func, Input, RDom
 from .pipeline import Pipeline
-from .loopnest import LoopNest
+from .loopnest import LoopKind, LoopNest
 from .dag import FunctionDAG
 from .interpret import interpret
 from .target import get_target, CpuTarget, CudaTarget
@@ -18,7 +18,7 @@ __all__ = [
     # shadow Python's builtins)
     "Expr", "Var", "RVar", "cast", "select", "clamp", "exp", "log", "sqrt", "sin", "cos", "tanh", "floor",
     "ceil",
-    "Func", "Input", "RDom", "Pipeline", "LoopNest", "FunctionDAG", "interpret", "get_target", "CpuTarget",
+    "Func", "Input", "RDom", "Pipeline", "LoopNest", "LoopKind", "FunctionDAG", "interpret", "get_target", "CpuTarget",
     "CudaTarget",
     "Type", "bool_", "u8", "u16", "u32", "i8", "i16", "i32", "f32", "f64",
 ]

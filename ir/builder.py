@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from .dag import FunctionDAG, Stage
 from .errors import ScheduleError
-from .loopnest import LoopNest
+from .loopnest import LoopKind, LoopNest
 from .plan import Plan, inlined_calls
 from .target import Target, get_target
 
@@ -226,11 +226,11 @@ class ScheduleBuilder:
         node = None
         for depth in reversed(range(len(sizes))):
             innermost = depth == len(sizes) - 1
+            kind = (LoopKind.PARALLEL if spec.parallel and depth == 0 else
+                    LoopKind.UNROLLED if innermost and spec.unroll else LoopKind.SERIAL)  # SERIAL + SIMD: VECTORIZED
             node = LoopNest(func=func, stage=stage.index, size=tuple(sizes[depth]),
-                            children=() if innermost else (node,), innermost=innermost,
-                            parallel=spec.parallel and depth == 0, vector_dim=v,
-                            vectorized_loop=vj if innermost else -1,
-                            unrolled=innermost and bool(spec.unroll))
+                            children=() if innermost else (node,), innermost=innermost, kind=kind, vector_dim=v,
+                            vectorized_loop=vj if innermost else -1)
         assert node is not None
         return node
 

@@ -16,17 +16,41 @@ one level run with the vectorized dimension innermost and the others in storage 
 iterated only by the innermost level, in RDom order, outside SIMD or unrolled loops and innermost
 otherwise (adams2019 §3.3).
 
+Each level has one `LoopKind` (anderson2021's `GPU_parallelism`): how its pure loops run. SERIAL,
+PARALLEL (the level's pure loops fused into one parallel loop), UNROLLED (at the innermost level: the pure
+non-SIMD loops fully unrolled), VECTORIZED (at the innermost level: serial loops around one SIMD loop);
+for GPU targets BLOCK, THREAD and SIMD (vectorized inside a thread). Which loop runs as SIMD lanes is
+`vectorized_loop` (Halide's vectorized_loop_index): a PARALLEL or UNROLLED innermost level may carry one
+too; a SERIAL level that carries one is VECTORIZED (normalized on construction, so equal schedules are
+equal trees). Which kinds a target allows is its kind's business (ir.target).
+
 Queries come first; the few methods that build new nests follow.
 """
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 from dataclasses import dataclass, replace
 from typing import Iterator
 
-FORMAT = 1
+FORMAT = 2  # 2: a "kind" per level; 1 (booleans parallel / unrolled) still loads
+
+
+class LoopKind(enum.Enum):
+    """How a level's loops run (one per level; anderson2021 §6's GPU_parallelism)."""
+
+    SERIAL = "serial"
+    PARALLEL = "parallel"  # CPU: the level's pure loops as one fused parallel loop (one task per iteration)
+    VECTORIZED = "vectorized"  # innermost level: serial loops around one SIMD loop (`vectorized_loop`)
+    UNROLLED = "unrolled"  # innermost level: pure non-SIMD loops fully unrolled
+    BLOCK = "block"  # GPU: the level's pure loops are the grid's thread blocks
+    THREAD = "thread"  # GPU: the level's pure loops are the threads of a block
+    SIMD = "simd"  # GPU: serial loops inside a thread, one of them vectorized (`vectorized_loop`)
+
+    def __repr__(self) -> str:
+        return f"LoopKind.{self.name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +62,34 @@ class LoopNest:
     inlined: tuple[tuple[str, int], ...] = ()  # Funcs inlined into this innermost loop, with calls per point
     store_at: tuple[str, ...] = ()  # Funcs allocated once per iteration of this level
     innermost: bool = False  # the level that computes points; it has no children
-    parallel: bool = False  # this level's pure loops run as one fused parallel loop
+    kind: LoopKind = LoopKind.SERIAL  # how this level's loops run
     vector_dim: int = -1  # the Func dimension stored innermost and run as SIMD lanes (-1: none)
     vectorized_loop: int = -1  # at the innermost level, the loop index run as SIMD lanes (-1: none)
-    unrolled: bool = False  # at the innermost level, the pure non-SIMD loops are fully unrolled
+
+    def __post_init__(self):
+        kind = self.kind if isinstance(self.kind, LoopKind) else LoopKind(self.kind)
+        if kind is LoopKind.SERIAL and self.vectorized_loop >= 0:
+            kind = LoopKind.VECTORIZED
+        elif kind is LoopKind.VECTORIZED and self.vectorized_loop < 0:
+            kind = LoopKind.SERIAL  # a VECTORIZED level with no SIMD loop runs serially
+        if kind is not self.kind:
+            object.__setattr__(self, "kind", kind)
 
     # -- queries ---------------------------------------------------------------------------------
+
+    @property
+    def parallel(self) -> bool:
+        """This level's pure loops run as one fused parallel loop (CPU)."""
+        return self.kind is LoopKind.PARALLEL
+
+    @property
+    def unrolled(self) -> bool:
+        """At the innermost level, the pure non-SIMD loops are fully unrolled."""
+        return self.kind is LoopKind.UNROLLED
+
+    def kinds(self) -> set[LoopKind]:
+        """Every loop kind used in this tree."""
+        return {n.kind for n, _ in self.nodes() if not n.is_root}
 
     @property
     def is_root(self) -> bool:
@@ -132,9 +178,10 @@ class LoopNest:
             d["inlined"] = [[f, c] for f, c in self.inlined]
         if self.store_at:
             d["store_at"] = list(self.store_at)
-        for flag in ("innermost", "parallel", "unrolled"):
-            if getattr(self, flag):
-                d[flag] = True
+        if self.innermost:
+            d["innermost"] = True
+        if self.kind is not LoopKind.SERIAL:
+            d["kind"] = self.kind.value
         if self.vector_dim >= 0:
             d["vector_dim"] = self.vector_dim
         if self.vectorized_loop >= 0:
@@ -142,18 +189,23 @@ class LoopNest:
         return d
 
     @staticmethod
-    def from_json(d: dict) -> "LoopNest":
+    def from_json(d: dict, format: int = FORMAT) -> "LoopNest":
+        """A tree from `to_json`'s dict; format 1 (booleans parallel / unrolled) is read as kinds."""
         from .errors import ScheduleError
 
         try:
+            if format == 1:
+                kind = (LoopKind.PARALLEL if d.get("parallel") else
+                        LoopKind.UNROLLED if d.get("unrolled") else LoopKind.SERIAL)
+            else:
+                kind = LoopKind(d.get("kind", "serial"))
             return LoopNest(
                 func=d.get("func"), stage=int(d.get("stage", 0)), size=tuple(int(s) for s in d.get("size", ())),
-                children=tuple(LoopNest.from_json(c) for c in d.get("children", ())),
+                children=tuple(LoopNest.from_json(c, format) for c in d.get("children", ())),
                 inlined=tuple((str(f), int(c)) for f, c in d.get("inlined", ())),
                 store_at=tuple(str(f) for f in d.get("store_at", ())),
-                innermost=bool(d.get("innermost", False)), parallel=bool(d.get("parallel", False)),
-                vector_dim=int(d.get("vector_dim", -1)), vectorized_loop=int(d.get("vectorized_loop", -1)),
-                unrolled=bool(d.get("unrolled", False)))
+                innermost=bool(d.get("innermost", False)), kind=kind,
+                vector_dim=int(d.get("vector_dim", -1)), vectorized_loop=int(d.get("vectorized_loop", -1)))
         except (TypeError, ValueError, AttributeError) as e:
             raise ScheduleError(f"malformed LoopNest JSON: {e}") from None
 
@@ -162,12 +214,14 @@ class LoopNest:
 
     @staticmethod
     def loads(s: str) -> "LoopNest":
+        """A tree from `dumps` (this format or format 1, which every dataset written before loop kinds holds)."""
         from .errors import ScheduleError
 
         obj = json.loads(s)
-        if obj.get("format") != FORMAT:
-            raise ScheduleError(f"LoopNest JSON format {obj.get('format')!r} is not {FORMAT}")
-        return LoopNest.from_json(obj["root"])
+        fmt = obj.get("format")
+        if fmt not in (1, FORMAT):
+            raise ScheduleError(f"LoopNest JSON format {fmt!r} is not one this schedlab reads (1, {FORMAT})")
+        return LoopNest.from_json(obj["root"], fmt)
 
     @property
     def fingerprint(self) -> str:
@@ -178,8 +232,8 @@ class LoopNest:
         Halide's LoopNest::structural_hash).
 
         Every level contributes which Funcs are stored, computed and inlined at it. From depth 1 it
-        adds its children's loop sizes (at depth exactly 1 only whether each is more than one) and
-        its vectorized loop; from depth 2 it descends into its children with depth - 2.
+        adds its children's loop sizes (at depth exactly 1 only whether each is more than one) and loop
+        kinds, and its vectorized loop; from depth 2 it descends into its children with depth - 2.
         """
         h = hashlib.blake2b(digest_size=8)
         self._hash_into(h, depth)
@@ -193,6 +247,7 @@ class LoopNest:
         if depth > 0:
             for c in self.children:
                 h.update(repr(tuple(int(s > 1) for s in c.size) if depth == 1 else c.size).encode())
+                h.update(c.kind.value.encode())
             h.update(repr(self.vectorized_loop).encode())
         if depth > 1:
             for c in self.children:

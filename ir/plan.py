@@ -20,7 +20,7 @@ from .dag import FunctionDAG, Node, Stage
 from .errors import ScheduleError
 from .loopnest import LoopNest
 from .symbolic import INF, Lin, Sym, const, exact_diff, floordiv, lmax, lmin, monotonicity, upper_diff
-from .target import Target
+from .target import Target, get_target, target_kind
 
 # Iterations of a fully unrolled innermost level: Halide's adams2019 LoopNest::apply unrolls the innermost pure
 # loops when their product is <= 12 on CPU (16 on GPU; reference/halide-autoschedulers.md, "Applying the
@@ -119,7 +119,8 @@ class Plan:
             raise ScheduleError("a LoopNest must start at the root (func None)")
         self.dag = dag
         self.root = root
-        self.target = target
+        self.target = get_target(target)  # None: the host; loop kinds and limits are checked against it
+        self._kind = target_kind(self.target)
         self.complete = complete
         self.funcs: dict[str, FuncPlan] = {}
         self.levels: dict[int, Level] = {}
@@ -140,6 +141,7 @@ class Plan:
                 self._plan_func(fp)
                 self.replanned.add(n.name)
         self._check_annotations()
+        self._check_limits()
 
     @classmethod
     def extend(cls, parent: "Plan", root: LoopNest) -> "Plan":
@@ -149,6 +151,7 @@ class Plan:
         much faster."""
         self = cls.__new__(cls)
         self.dag, self.root, self.target, self.complete = parent.dag, root, parent.target, False
+        self._kind = parent._kind
         self.funcs, self.levels, self.parent, self.keys, self.by_key, self._above = {}, {}, {}, {}, {}, {}
         self.replanned = set()
         self._memo = {}
@@ -181,7 +184,15 @@ class Plan:
             for ch in fp.chains:
                 for lvl in ch.levels:
                     self._check_level_flags(fp, ch, lvl)
+        self._check_limits()
         return self
+
+    def _check_limits(self) -> None:
+        """The target kind's limits (threads per block, shared memory, ...): a ScheduleError with the reason."""
+        if self._kind.check_limits is not None:
+            why = self._kind.check_limits(self)
+            if why is not None:
+                raise ScheduleError(why)
 
     def _readers_changed(self, func: str, changed: set[str], parent: "Plan") -> bool:
         for c in self.dag.node(func).consumers if func in self.dag else ():
@@ -298,11 +309,14 @@ class Plan:
         if n.is_root:
             if p is not None:
                 raise ScheduleError("only the root may have func None")
-            if n.innermost or n.size or n.parallel or n.inlined:
+            if n.innermost or n.size or n.kind.value != "serial" or n.inlined:
                 raise ScheduleError("the root node carries no loops or annotations")
             return
         if n.func not in self.dag:
             raise ScheduleError(f"the loop nest schedules {n.func}, which is not a Func of the pipeline")
+        if n.kind.value not in self._kind.loop_kinds:
+            raise ScheduleError(f"{n.func}.s{n.stage}: {n.kind.value} loops are not legal on {self.target.name}, a "
+                                f"{self._kind.name} target (legal: {', '.join(sorted(self._kind.loop_kinds))})")
         node = self.dag.node(n.func)
         if not 0 <= n.stage < len(node.stages):
             raise ScheduleError(f"{n.func} has no stage {n.stage}")
@@ -687,7 +701,7 @@ def inlined_calls(dag: FunctionDAG, inlined: set[str]) -> dict[tuple[str, int], 
 
 def _geometry(n: LoopNest) -> tuple:
     """What of a node shapes its own loops (not its children)."""
-    return (n.func, n.stage, n.size, n.innermost, n.parallel, n.vector_dim, n.vectorized_loop, n.unrolled)
+    return (n.func, n.stage, n.size, n.innermost, n.kind, n.vector_dim, n.vectorized_loop)
 
 
 def _inlined_calls_cached(dag: FunctionDAG, inlined: frozenset) -> dict:

@@ -67,6 +67,8 @@ def _level(n: LoopNest, plan, lines: list[str], depth: int, pipeline) -> None:
             kind = "simd for"
         elif n.innermost and n.unrolled:
             kind = "unrolled for"
+        elif n.kind.value in ("block", "thread"):  # GPU: the loop is a grid or block dimension
+            kind = f"gpu_{n.kind.value} for"
         tile = ""
         if lvl is not None and lvl.loops[j].tile > 1:
             tile = f"   # tiles of {lvl.loops[j].tile}"

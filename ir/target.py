@@ -3,12 +3,18 @@
 A CPU target gives cores, SIMD register width and cache sizes; the native vector width of a type is
 the register width over the type's width. A CUDA target gives the limits a GPU LoopNest must respect.
 `host` is detected at run time; named targets live in `conf/targets/*.yaml`.
+
+Each kind of target is a registered `TargetKind`: its target class, the loop kinds a LoopNest may use on it
+and the limits `Plan` checks. Whatever else differs per kind (backends, feature extractors, search spaces)
+is registered per kind in its own package, so no code asks `kind != "cpu"`.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -46,6 +52,8 @@ class CudaTarget:
     registers_per_thread: int = 255
     registers_per_sm: int = 65536
     compute_capability: str = "9.0"
+    memory_bandwidth_gbs: float = 0.0  # DRAM bandwidth, GB/s (0: not given)
+    l2_bytes: int = 0  # L2 cache size (0: not given)
     kind: str = "cuda"
 
     def to_dict(self) -> dict:
@@ -55,11 +63,64 @@ class CudaTarget:
 Target = CpuTarget | CudaTarget
 
 
+@dataclass(frozen=True)
+class TargetKind:
+    """One kind of target: its class, the loop kinds (ir.loopnest.LoopKind values) a LoopNest may use on it,
+    and the limits a Plan must respect (`check_limits(plan)` returns the reason a plan breaks one, or None)."""
+
+    name: str
+    target_class: type
+    loop_kinds: frozenset[str]
+    check_limits: Callable[[object], str | None] | None = None
+
+
+_KINDS: dict[str, TargetKind] = {}
+
+
+def register_target_kind(kind: TargetKind) -> TargetKind:
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def target_kind(target: "Target | str") -> TargetKind:
+    """The registered kind of a target (or of a kind name); an unknown kind is a one-line error."""
+    name = target if isinstance(target, str) else target.kind
+    tk = _KINDS.get(name)
+    if tk is None:
+        raise SchedlabError(f"unknown target kind {name!r}; registered: {', '.join(sorted(_KINDS))}")
+    return tk
+
+
+def _cuda_limits(plan) -> str | None:
+    """anderson2021 §5: the threads of a block are the product of its THREAD loops; a Func stored at a BLOCK
+    level lives in shared memory, which one block may use up to the target's shared_memory_per_block."""
+    t = plan.target
+    shared = 0
+    for fp in plan.funcs.values():
+        for ch in fp.chains:
+            threads = math.prod(math.prod(l.count for l in lvl.loops if l.pure)
+                                for lvl in ch.levels if lvl.node.kind.value == "thread")
+            if threads > t.max_threads_per_block:
+                return (f"{fp.name}.s{ch.stage.index}: {threads} threads per block exceed {t.name}'s "
+                        f"max_threads_per_block {t.max_threads_per_block}")
+        if fp.store is not None and not fp.store.is_root and fp.store.kind.value == "block":
+            shared += fp.allocation_points * fp.node.type.bytes
+    if shared > t.shared_memory_per_block:
+        return (f"the Funcs stored at block levels need {shared} bytes of shared memory per block, more than "
+                f"{t.name}'s shared_memory_per_block {t.shared_memory_per_block}")
+    return None
+
+
+CPU = register_target_kind(TargetKind("cpu", CpuTarget, frozenset({"serial", "parallel", "vectorized", "unrolled"})))
+CUDA = register_target_kind(TargetKind("cuda", CudaTarget, frozenset({"serial", "block", "thread", "simd", "unrolled"}),
+                                       _cuda_limits))
+
+
 def get_target(target: "str | Target | None" = None) -> Target:
     """A target from a name ('host', a file stem under conf/targets, or a YAML path) or as given."""
     if target is None or target == "host" or target == "cpu":
         return host_target()
-    if isinstance(target, (CpuTarget, CudaTarget)):
+    if isinstance(target, tuple(k.target_class for k in _KINDS.values())):
         return target
     if not isinstance(target, str):
         raise SchedlabError(f"target must be a name, a YAML path or a Target, got {target!r}")
@@ -77,9 +138,9 @@ def load_target(path: Path) -> Target:
 
     data = yaml.safe_load(Path(path).read_text()) or {}
     kind = data.get("kind", "cpu")
-    cls = {"cpu": CpuTarget, "cuda": CudaTarget}.get(kind)
-    if cls is None:
-        raise SchedlabError(f"{path}: kind must be cpu or cuda, got {kind!r}")
+    if kind not in _KINDS:
+        raise SchedlabError(f"{path}: kind must be one of {', '.join(sorted(_KINDS))}, got {kind!r}")
+    cls = _KINDS[kind].target_class
     names = {f.name for f in fields(cls)}
     unknown = sorted(set(data) - names)
     if unknown:

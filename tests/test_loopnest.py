@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ir import Func, Input, LoopNest, Pipeline, RDom, ScheduleError, Var, cast, clamp, f32, i32, u8
+from ir import Func, Input, LoopKind, LoopNest, Pipeline, RDom, ScheduleError, Var, cast, clamp, f32, i32, u8
 from ir.builder import ScheduleBuilder, StageSpec, annotate_inlined, naive_schedule, simple_schedule
 from ir.plan import Plan
 from ir.printing import to_halide_schedule
@@ -152,7 +152,7 @@ def invalid_trees(p):
         "level 0 must run"
     yield "stored nowhere", ln.replace(store_at=("f", "h")), "g is computed but stored nowhere"
     yield "unscheduled", ln.replace(children=(g_head, f_head), store_at=("f", "g")), "leaves h unscheduled"
-    yield "parallel innermost", ln.replace(children=(ln.children[0], g_head, f_head.replace(parallel=True))), \
+    yield "parallel innermost", ln.replace(children=(ln.children[0], g_head, f_head.replace(kind=LoopKind.PARALLEL))), \
         "cannot also be the innermost"
     yield "vector dim", ln.replace(children=(ln.children[0], g_head, f_head.replace(vector_dim=1))), \
         "output stored with dimension 0 innermost"
@@ -241,3 +241,111 @@ def test_validate_returns_the_plan_and_accepts_partial_schedules():
     with pytest.raises(ScheduleError, match="leaves h unscheduled"):
         partial.validate(p)
     assert partial.validate(p, complete=False).func("g").site.is_root
+
+
+# -- loop kinds (format 2) and format-1 JSON ------------------------------------------------------------
+
+V1 = json.load(open(__import__("pathlib").Path(__file__).parent / "fixtures" / "loopnest_v1.json"))
+
+
+@pytest.mark.parametrize("name", sorted(V1))
+def test_version_1_json_still_loads(name):
+    """Every dataset written before loop kinds holds format-1 JSON (booleans parallel / unrolled)."""
+    from generator.apps import get_app
+    from ir.target import get_target
+
+    entry = V1[name]
+    assert json.loads(entry["json"])["format"] == 1
+    ln = LoopNest.loads(entry["json"])
+    kinds = ln.kinds()
+    assert kinds <= {LoopKind.SERIAL, LoopKind.PARALLEL, LoopKind.VECTORIZED, LoopKind.UNROLLED}
+    v1 = entry["json"]
+    assert (LoopKind.PARALLEL in kinds) == ('"parallel":true' in v1)
+    assert (LoopKind.UNROLLED in kinds) == ('"unrolled":true' in v1)
+    assert (LoopKind.VECTORIZED in kinds) or '"vectorized_loop"' not in v1 or LoopKind.UNROLLED in kinds
+    v2 = ln.dumps()
+    assert json.loads(v2)["format"] == 2 and '"parallel":true' not in v2 and LoopNest.loads(v2) == ln
+    app_name, how = name.split("/")
+    app = get_app(app_name)
+    p = app.build("small")
+    tgt = get_target("avx2-8core")
+    Plan(p.dag, ln, tgt)  # a valid schedule of its pipeline
+    if how == "expert":  # the same schedule the builder makes today, kinds and all
+        assert app.schedule(p, tgt) == ln
+
+
+def test_loop_kinds_replace_the_booleans_and_are_normalized():
+    ln = LoopNest("f", 0, (8,), innermost=True, vectorized_loop=0, vector_dim=0)
+    assert ln.kind is LoopKind.VECTORIZED and not ln.parallel and not ln.unrolled
+    assert LoopNest("f", 0, (8,), innermost=True, kind=LoopKind.VECTORIZED).kind is LoopKind.SERIAL
+    un = LoopNest("f", 0, (8, 4), innermost=True, kind="unrolled", vectorized_loop=0, vector_dim=0)
+    assert un.kind is LoopKind.UNROLLED and un.unrolled  # unrolled around a SIMD loop
+    assert LoopNest("f", 0, (4,), kind=LoopKind.PARALLEL).parallel
+    with pytest.raises(ValueError):
+        LoopNest("f", 0, (4,), kind="sideways")
+    with pytest.raises(ScheduleError, match="malformed LoopNest JSON"):
+        LoopNest.loads(json.dumps({"format": 2, "root": {"children": [{"func": "f", "size": [1], "kind": "x"}]}}))
+    with pytest.raises(ScheduleError, match="format 7 is not one this schedlab reads"):
+        LoopNest.loads(json.dumps({"format": 7, "root": {}}))
+
+
+def test_structural_hash_and_printing_include_the_kind():
+    p = blur_pipeline(64)
+    a = ScheduleBuilder(p).root("by", tiles=[{"x": 8, "y": 8}], parallel=True).inline("bx").build()
+    b = ScheduleBuilder(p).root("by", tiles=[{"x": 8, "y": 8}]).inline("bx").build()
+    assert a.children[-1].kind is LoopKind.PARALLEL and b.children[-1].kind is LoopKind.SERIAL
+    assert a.structural_hash(1) != b.structural_hash(1)
+    assert "parallel for" in a.to_str(p) and "parallel for" not in b.to_str(p)
+
+
+def _gpu(tree: LoopNest, kinds: dict) -> LoopNest:
+    """`tree` with the levels of each (func, depth in its chain) given a GPU loop kind."""
+    def walk(n, depth):
+        kids = tuple(walk(c, depth + 1 if (c.func, c.stage) == (n.func, n.stage) else 0) for c in n.children)
+        return n.replace(children=kids, kind=kinds.get((n.func, depth), n.kind))
+    return walk(tree, -1)
+
+
+def blur_pipeline(size=512):
+    x, y = Var("x"), Var("y")
+    inp = Input("inp", f32, 2)
+    bx, by = Func("bx"), Func("by")
+    bx[x, y] = inp[x - 1, y] + inp[x, y] + inp[x + 1, y]
+    by[x, y] = bx[x, y - 1] + bx[x, y] + bx[x, y + 1]
+    return Pipeline([by], {by: (size, size)})
+
+
+def test_plan_rejects_loop_kinds_the_target_does_not_have():
+    from ir.target import get_target
+
+    p = blur_pipeline()
+    cpu = ScheduleBuilder(p).root("by", tiles=[{"x": 32, "y": 8}], parallel=True).build()
+    Plan(p.dag, cpu, get_target("avx2-8core"))
+    with pytest.raises(ScheduleError, match="by.s0: parallel loops are not legal on h100, a cuda target"):
+        Plan(p.dag, cpu, get_target("h100"))
+    gpu = _gpu(ScheduleBuilder(p).root("by", tiles=[{"x": 32, "y": 8}]).build(),
+               {("by", 0): LoopKind.BLOCK, ("by", 1): LoopKind.THREAD})
+    Plan(p.dag, gpu, get_target("h100"))
+    with pytest.raises(ScheduleError, match="by.s0: block loops are not legal on avx2-8core, a cpu target"):
+        Plan(p.dag, gpu, get_target("avx2-8core"))
+
+
+def test_plan_checks_a_cuda_targets_threads_and_shared_memory():
+    from ir.target import get_target
+
+    h100 = get_target("h100")
+    p = blur_pipeline()
+    kinds = {("by", 0): LoopKind.BLOCK, ("by", 1): LoopKind.THREAD}
+    too_many = _gpu(ScheduleBuilder(p).root("by", tiles=[{"x": 64, "y": 32}]).build(), kinds)
+    with pytest.raises(ScheduleError, match="by.s0: 2048 threads per block exceed h100's max_threads_per_block 1024"):
+        Plan(p.dag, too_many, h100)
+    # bx computed and stored at by's block level lives in shared memory: 256 x 66 f32 = 67,584 bytes > 48 KB
+    three = {("by", 0): LoopKind.BLOCK, ("by", 2): LoopKind.THREAD}
+    big = _gpu(ScheduleBuilder(p).root("by", tiles=[{"x": 256, "y": 64}, {"x": 16, "y": 16}])
+               .compute_at("bx", "by", 0).build(), three)
+    with pytest.raises(ScheduleError, match="need 67584 bytes of shared memory per block, more than h100's "
+                                            "shared_memory_per_block 49152"):
+        Plan(p.dag, big, h100)
+    small = _gpu(ScheduleBuilder(p).root("by", tiles=[{"x": 64, "y": 32}, {"x": 16, "y": 16}])
+                 .compute_at("bx", "by", 0).build(), three)
+    assert Plan(p.dag, small, h100).func("bx").allocation_points == 64 * 34
