@@ -42,7 +42,7 @@ def predicted_cost(p, loopnest, model) -> float:
     from featurize import featurize
 
     f = featurize(p, loopnest, "host")
-    return float(model.stage_costs(p.dag, tuple(f.stages), f.schedule[None].astype(np.float64)).sum())
+    return float(model.predict(f.pipeline, f.schedule[None]).total[0])
 
 
 @pytest.mark.parametrize("app", QUALITY_APPS)
