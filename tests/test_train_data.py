@@ -291,7 +291,7 @@ def test_two_backends_train_two_models_with_different_fingerprints(root, tmp_pat
     assert params["numba"]["feature_schema"] == "cpu-adams2019" and params["numba"]["feature_schema_version"] == "1"
     versions = {b: r.registered for b, r in results.items()}
     assert versions["numba"].version != versions["halide"].version
-    client = mlflow.MlflowClient(uri)
+    client = mlflow.MlflowClient(uri, registry_uri=uri)
     for b, v in versions.items():
         tags = client.get_model_version(v.name, v.version).tags
         assert tags["dataset_backend"] == b and tags["feature_schema"] == "cpu-adams2019"

@@ -345,3 +345,18 @@ def test_versions_record_the_backend_and_the_scheduler_refuses_a_mismatch(store,
     with pytest.raises(CostModelError, match="backend halide \\(not numba\\)"):
         load_model("champion", host, uri)  # the search compiles with numba by default
     assert load_model("champion", host, uri, allow_mismatch=True).name == "models:/schedlab-host@champion"
+
+
+def test_registering_leaves_mlflows_global_uris_as_they_were(env, tmp_path, monkeypatch):
+    """log_and_register points MLflow at its store only for the call: afterwards neither the module state nor the
+    MLFLOW_* environment pins a registry, so a later MlflowClient(other_store) reads other_store's registry."""
+    from mlflow.tracking._model_registry import utils as registry_state
+
+    monkeypatch.delenv("MLFLOW_REGISTRY_URI", raising=False)
+    monkeypatch.setattr(registry_state, "_registry_uri", None)
+    uri = f"sqlite:///{tmp_path}/a.db"
+    log_and_register(build_model(ModelConfig(kind="hybrid"), seed=0), TARGET, dataset_tags(9), {"val_top1_score": 0.5},
+                     features(9), promote=False, tracking=uri)
+    assert registry_state._registry_uri is None and "MLFLOW_REGISTRY_URI" not in os.environ
+    other = f"sqlite:///{tmp_path}/b.db"
+    assert mlflow.MlflowClient(other)._registry_uri == other

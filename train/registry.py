@@ -124,17 +124,27 @@ def newest_version(target: str, tracking: str | None = None) -> str | None:
 
 @contextlib.contextmanager
 def _using(uri: str):
-    """Point MLflow's fluent API (start_run, log_model, register_model) at `uri` for the block, then restore."""
+    """Point MLflow's fluent API (start_run, log_model, register_model) at `uri` for the block, then restore
+    exactly what was there: MLflow keeps the URIs both in module state and in the MLFLOW_TRACKING_URI /
+    MLFLOW_REGISTRY_URI environment variables, and `get_registry_uri()` answers the tracking URI while none is
+    set, so restoring through the getters would pin a stale registry for every later MlflowClient."""
     import mlflow
+    from mlflow.tracking._model_registry import utils as registry_state
+    from mlflow.tracking._tracking_service import utils as tracking_state
 
-    old_tracking, old_registry = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
+    names = ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")
+    old = (tracking_state._tracking_uri, registry_state._registry_uri, {n: os.environ.get(n) for n in names})
     mlflow.set_tracking_uri(uri)
     mlflow.set_registry_uri(uri)
     try:
         yield
     finally:
-        mlflow.set_tracking_uri(old_tracking)
-        mlflow.set_registry_uri(old_registry)
+        tracking_state._tracking_uri, registry_state._registry_uri = old[0], old[1]
+        for n, v in old[2].items():
+            if v is None:
+                os.environ.pop(n, None)
+            else:
+                os.environ[n] = v
 
 
 def _client(uri: str):
