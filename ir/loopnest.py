@@ -22,7 +22,8 @@ non-SIMD loops fully unrolled), VECTORIZED (at the innermost level: serial loops
 for GPU targets BLOCK, THREAD and SIMD (vectorized inside a thread). Which loop runs as SIMD lanes is
 `vectorized_loop` (Halide's vectorized_loop_index): a PARALLEL or UNROLLED innermost level may carry one
 too; a SERIAL level that carries one is VECTORIZED (normalized on construction, so equal schedules are
-equal trees). Which kinds a target allows is its kind's business (ir.target).
+equal trees). Which kinds a target allows is its kind's business (ir.target). Fingerprints of trees of
+CPU kinds hash their format-1 JSON, so schedules stored before loop kinds keep their ids.
 
 Queries come first; the few methods that build new nests follow.
 """
@@ -223,9 +224,29 @@ class LoopNest:
             raise ScheduleError(f"LoopNest JSON format {fmt!r} is not one this schedlab reads (1, {FORMAT})")
         return LoopNest.from_json(obj["root"], fmt)
 
+    def to_v1_json(self) -> dict | None:
+        """The format-1 dict of this tree (booleans parallel / unrolled), or None when it uses a GPU loop kind,
+        which format 1 cannot say."""
+        if self.kind in (LoopKind.BLOCK, LoopKind.THREAD, LoopKind.SIMD):
+            return None
+        d = {k: v for k, v in self.to_json().items() if k not in ("kind", "children")}
+        if self.children:
+            kids = [c.to_v1_json() for c in self.children]
+            if any(k is None for k in kids):
+                return None
+            d["children"] = kids
+        if self.kind in (LoopKind.PARALLEL, LoopKind.UNROLLED):
+            d[self.kind.value] = True
+        return d
+
     @property
     def fingerprint(self) -> str:
-        return hashlib.sha256(self.dumps().encode()).hexdigest()[:16]
+        """A content hash of the schedule. A tree of CPU loop kinds hashes its format-1 JSON, so every schedule
+        in a dataset written before loop kinds keeps its id; a GPU tree hashes its format-2 JSON."""
+        v1 = self.to_v1_json()
+        text = (json.dumps({"format": 1, "root": v1}, sort_keys=True, separators=(",", ":")) if v1 is not None
+                else self.dumps())
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def structural_hash(self, depth: int) -> int:
         """Hash of the loop structure down to `depth` (seeds/adams2019 §3.2 coarse-to-fine passes;

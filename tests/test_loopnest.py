@@ -265,6 +265,8 @@ def test_version_1_json_still_loads(name):
     assert (LoopKind.VECTORIZED in kinds) or '"vectorized_loop"' not in v1 or LoopKind.UNROLLED in kinds
     v2 = ln.dumps()
     assert json.loads(v2)["format"] == 2 and '"parallel":true' not in v2 and LoopNest.loads(v2) == ln
+    assert ln.fingerprint == entry["fingerprint"]  # dataset ids stay valid
+    assert ln.to_v1_json() == json.loads(v1)["root"]
     app_name, how = name.split("/")
     app = get_app(app_name)
     p = app.build("small")
@@ -326,6 +328,7 @@ def test_plan_rejects_loop_kinds_the_target_does_not_have():
     gpu = _gpu(ScheduleBuilder(p).root("by", tiles=[{"x": 32, "y": 8}]).build(),
                {("by", 0): LoopKind.BLOCK, ("by", 1): LoopKind.THREAD})
     Plan(p.dag, gpu, get_target("h100"))
+    assert gpu.to_v1_json() is None and gpu.fingerprint != cpu.fingerprint  # hashed as format 2
     with pytest.raises(ScheduleError, match="by.s0: block loops are not legal on avx2-8core, a cpu target"):
         Plan(p.dag, gpu, get_target("avx2-8core"))
 
