@@ -152,7 +152,7 @@ class GroupModel:
             return GroupCost(members, out, math.inf, {}, "none")  # updates: a group of their own
         t = self.target
         l1 = self._for_cache(members, out, t.l1_bytes, "L1")
-        if l1.overlap > l1.comp_vol:  # Algorithm 2 line 5: too much redundant work for L1 tiles
+        if l1.overlap > l1.comp_vol - l1.overlap:  # Algorithm 2 line 5: more redundant work than the tile's
             return self._for_cache(members, out, t.l2_bytes, "L2")
         return l1
 
