@@ -15,6 +15,7 @@ import pytest
 from generator.apps import get_app
 from generator.random_pipeline import generate
 from ir import Func, Input, Pipeline, Var, f32
+from ir.builder import FuncDecision, StageSpec
 from ir.target import CpuTarget
 from scheduler import autoschedule
 from scheduler.strategy import strategy_names
@@ -53,6 +54,13 @@ def test_registered_and_the_model_is_ignored():
     a = autoschedule(p, algorithm="polymage-dp", model="analytical")
     b = autoschedule(p, algorithm="polymage-dp", model="random:7")
     assert a.loopnest.fingerprint == b.loopnest.fingerprint and a.predicted_cost == b.predicted_cost
+
+
+def test_partial_decisions_are_followed():
+    p = get_app("blur").build("small")
+    s = autoschedule(p, algorithm="polymage-dp", model="analytical", partial={"blur_x": FuncDecision("root", specs={0: StageSpec()})})
+    assert [c.func for c in s.loopnest.children][0] == "blur_x"  # at root, not inside blur_y's tiles
+    assert_correct(p, s.loopnest)
 
 
 def test_schedule_is_the_grouping_tiled_parallel_and_vectorized():

@@ -17,9 +17,12 @@ from ..strategy import SearchStrategy, register_strategy
 from .polymage_model import Grouping, dp_grouping
 
 
-def polymage_schedule(pipeline, target, grouping: Grouping | None = None) -> tuple[LoopNest, Grouping]:
-    """The LoopNest of the DP's grouping (computed here unless given)."""
+def polymage_schedule(pipeline, target, grouping: Grouping | None = None,
+                      fixed: dict[str, FuncDecision] | None = None) -> tuple[LoopNest, Grouping]:
+    """The LoopNest of the DP's grouping (computed here unless given); `fixed` (autoschedule's partial=)
+    decisions override the grouping's for their Funcs."""
     b = ScheduleBuilder(pipeline, target)
+    b.decisions.update(fixed or {})
     g = grouping or dp_grouping(pipeline.dag, b.target)
     options: dict[str, list[FuncDecision]] = {}
     for gc in g.groups:
@@ -41,7 +44,7 @@ def polymage_schedule(pipeline, target, grouping: Grouping | None = None) -> tup
             options[m] = [FuncDecision("at", gc.output, 0, 0, specs={0: StageSpec(vectorize=mx)}),
                           FuncDecision("at", gc.output, 0, 0, specs={0: StageSpec()}),
                           FuncDecision("root", specs={0: StageSpec()})]
-    for f in g.inlined:
+    for f in g.inlined - set(b.decisions):
         b.inline(f)
     tries: dict[str, int] = {}
 
@@ -62,7 +65,7 @@ class PolyMageDP(SearchStrategy):
     def finish(self) -> SearchResult:
         t0 = time.perf_counter()
         s = self.space
-        tree, g = polymage_schedule(s.pipeline, s.target)
+        tree, g = polymage_schedule(s.pipeline, s.target, fixed=s.options.frozen)
         state = State(tree, Plan(s.dag, tree, s.target), {}, num_decisions=s.total_decisions,
                       inlined=g.inlined)
         best = Scored(state, g.cost)
