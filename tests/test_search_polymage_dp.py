@@ -10,7 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+import backends
+import ir
 
 from generator.apps import get_app
 from generator.random_pipeline import generate
@@ -22,7 +26,7 @@ from scheduler.strategy import strategy_names
 from scheduler.strategies.polymage_dp import polymage_schedule
 from scheduler.strategies.polymage_model import (CostWeights, GroupModel, compute_tile_sizes, dp_grouping, effective_consumers,
                                                  inline_set, innermost_tile)
-from tests.test_scheduler import assert_correct
+from tests.test_scheduler import CHECK_ONLY, assert_correct
 
 ROOT = Path(__file__).resolve().parent.parent
 # a stated machine: 4 cores, AVX2 (8 f32 lanes), 32 KiB L1, 1 MiB L2
@@ -39,6 +43,17 @@ def test_apps_compile_and_equal_the_interpreter(app):
     s = autoschedule(p, algorithm="polymage-dp", model="analytical")
     assert s.stats.algorithm == "polymage-dp" and s.stats.states_evaluated > 0
     assert_correct(p, s.loopnest)
+
+
+@pytest.mark.parametrize("app", ["blur", "harris", "camera_pipe"])
+def test_the_halide_backend_compiles_it_too(app):
+    p = get_app(app).build("small")
+    s = autoschedule(p, algorithm="polymage-dp", model="analytical")
+    inputs = p.random_inputs(1)
+    with np.errstate(all="ignore"):
+        expected = ir.interpret(p, inputs)
+    m = backends.measure(backends.compile(p, s.loopnest, backend="halide"), inputs, CHECK_ONLY, expected=expected)
+    assert m.status == "ok", m.error
 
 
 @pytest.mark.parametrize("seed", [3, 11])
