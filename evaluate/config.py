@@ -11,7 +11,7 @@ from train.config import TrainConfig
 
 ALGORITHMS = ("greedy", "beam", "hierarchical")  # the searches evaluate.apps runs under the chosen model
 BASELINES = ("expert", "random", "random_weights")  # besides naive, which is always measured (the denominator)
-Algorithm = Literal["greedy", "beam", "hierarchical"]
+Algorithm = str  # a registered search strategy (scheduler.strategy): greedy, beam, hierarchical, polymage-dp, ...
 Baseline = Literal["expert", "random", "random_weights"]
 HALIDE_AUTOSCHEDULERS = ("Adams2019", "Mullapudi2016")  # Halide's own searches evaluate.apps compares against
 HalideAutoscheduler = Literal["Adams2019", "Mullapudi2016", "Li2018"]
@@ -73,6 +73,10 @@ class AppsConfig:
         for name in ("beam_size", "passes", "random_schedules"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        from scheduler.strategy import get_strategy
+
+        for a in self.algorithms:
+            get_strategy(a)  # a one-line error listing the registered strategies
         if self.halide not in (True, False, "auto"):
             raise ValueError(f"halide must be auto, true or false, got {self.halide!r}")
         for name in ("apps", "algorithms", "baselines", "halide_autoschedulers"):

@@ -12,7 +12,7 @@ from .search import SearchResult, SearchStats
 from .space import SearchError, SpaceOptions, make_space
 from .strategy import StrategyConfig, get_strategy, strategy_names
 
-ALGORITHMS = ("greedy", "beam", "hierarchical", "dropout", "top-k", "autotune")  # the built-in strategies
+ALGORITHMS = tuple(strategy_names())  # the registered strategies (scheduler/strategies/), at import
 MODES = ("one-shot", "top-k", "autotune")  # mode= is kept for one release: mode="top-k" is algorithm="top-k"
 
 

@@ -298,7 +298,8 @@ def test_apps_cli_bad_inputs_are_one_line(tracking, capsys):
     assert "unknown app 'blurr'" in error("apps=blurr")
     assert "unknown config key 'beam'" in error("beam=2")
     assert "small, full" in error("size=huge")
-    assert "greedy, beam, hierarchical" in error("algorithms=mcts")
+    assert "unknown algorithm 'annealing'; choose one of" in error("algorithms=annealing")
+    assert "polymage-dp" in error("algorithms=annealing")  # the registry, not a fixed list
     assert "cuda target" in error("target=h200", "apps=blur")
     assert "no model at" in error("apps=blur", "model=no-such-model.pt")
     assert "'halide' must be true or false" in error("halide=maybe")
