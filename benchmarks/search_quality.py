@@ -8,6 +8,7 @@ interpreter before it is timed. The measuring is evaluate.apps' (`python -m eval
 against more baselines and logs the table to MLflow); this script only chooses the methods and prints.
 
     python benchmarks/search_quality.py --apps unsharp,harris,blur,iir_blur --beam-size 8 --passes 2
+    python benchmarks/search_quality.py --strategies polymage-dp,mcts   # more registered strategies, side by side
     python benchmarks/search_quality.py --model models:/schedlab-host@champion --tracking sqlite:///…/mlflow.db
 """
 
@@ -34,6 +35,9 @@ def main(argv=None) -> int:
     ap.add_argument("--tracking", default=None)
     ap.add_argument("--beam-size", type=int, default=8)
     ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--strategies", default="polymage-dp",
+                    help="more registered strategies, comma-separated, each under the analytical model (a strategy "
+                         "that needs no model, as polymage-dp, ignores it)")
     args = ap.parse_args(argv)
     cfg = AppsConfig(apps=tuple(a for a in args.apps.split(",") if a), size=args.size, beam_size=args.beam_size,
                      passes=args.passes, tracking_uri=args.tracking, progress=False)
@@ -46,6 +50,8 @@ def main(argv=None) -> int:
                Method("greedy random", "search", load_model("random:0", tgt), "greedy"),
                Method("beam analytical", "search", load_model("analytical", tgt), "beam"),
                *(Method(f"beam {uri}", "search", load_model(uri, tgt, args.tracking), "beam") for uri in args.model),
+               *(Method(f"{a} analytical", "search", load_model("analytical", tgt), a)
+                 for a in args.strategies.split(",") if a),
                Method("expert", "expert")]
     print(HEADER)
     rows = []
