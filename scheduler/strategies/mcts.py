@@ -57,6 +57,15 @@ def check_config(c) -> None:
         raise SearchError(f"exploration must be >= 0, got {c.exploration}")
 
 
+@dataclass(frozen=True)
+class Commit:
+    """One committed decision: the root searched from, the ensemble's visits of its children then, the child."""
+
+    root: State
+    visits: dict[State, int]
+    chosen: State
+
+
 @register_strategy("mcts")
 class MCTS(SearchStrategy):
     """`trees` trees, `budget` cost-model evaluations (and/or `budget_seconds`), UCT constant `exploration`,
@@ -73,6 +82,7 @@ class MCTS(SearchStrategy):
         self.trees = [Tree(random.Random(config.seed * 1000003 + t)) for t in range(config.trees)]
         self.max_iteration = 0  # the most evaluations one iteration used (the budget's overshoot bound)
         self.result: SearchResult | None = None
+        self.commits: list[Commit] = []  # the decisions searched for, in order (not the single-child ones)
 
     # -- the space and the model -------------------------------------------------------------------
 
@@ -163,7 +173,7 @@ class MCTS(SearchStrategy):
         """Search from the root, commit the winning child, repeat until the root is complete."""
         c, space = self.config, self.space
         t_end = time.perf_counter() + c.budget_seconds if c.budget_seconds > 0 else math.inf
-        root = space.initial()
+        root = self.initial = space.initial()
         self.cost[root] = 0.0
         while not space.is_complete(root):
             kids = self._children(root)
@@ -201,7 +211,9 @@ class MCTS(SearchStrategy):
             best = min((t.stats[k].best for t in self.trees if k in t.stats), default=math.inf)
             visits = sum(t.stats[k].visits for t in self.trees if k in t.stats)
             return (best, -visits, k.order)
-        return min(kids, key=key)
+        chosen = min(kids, key=key)
+        self.commits.append(Commit(root, {k: self.visits(k) for k in kids}, chosen))
+        return chosen
 
     def visits(self, s: State) -> int:
         """The ensemble's visits of a state (the trees' sum)."""
