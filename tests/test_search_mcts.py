@@ -56,6 +56,8 @@ def test_the_budget_bounds_the_states_evaluated(budget):
     assert res.stats.states_evaluated == strategy.evaluated
     # checked before each iteration: at most one iteration (an expansion and a rollout) over
     assert res.stats.states_evaluated <= budget + strategy.max_iteration
+    # each level commits the child holding the cheapest leaf found so far: the path ends at the best leaf
+    assert strategy.final.cost == res.best.cost and len(strategy.commits) > 0
     small, _ = _run(p, "analytical", budget=60, trees=2)
     assert budget == 60 or small.evaluated < strategy.evaluated  # a larger budget searches more
 

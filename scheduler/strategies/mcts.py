@@ -79,6 +79,7 @@ class MCTS(SearchStrategy):
         self.kids: dict[State, list[State]] = {}  # expansions, shared by the trees
         self.leaves: dict[str, Scored] = {}  # fingerprint -> the complete states scored
         self.best_cost = math.inf
+        self.best_under: dict[State, float] = {}  # the cheapest complete state scored below each state
         self.trees = [Tree(random.Random(config.seed * 1000003 + t)) for t in range(config.trees)]
         self.max_iteration = 0  # the most evaluations one iteration used (the budget's overshoot bound)
         self.result: SearchResult | None = None
@@ -115,6 +116,10 @@ class MCTS(SearchStrategy):
         if fp not in self.leaves or c < self.leaves[fp].cost:
             self.leaves[fp] = Scored(s, c)
         self.best_cost = min(self.best_cost, c)
+        for a in s.ancestors():
+            if c >= self.best_under.get(a, math.inf):
+                break  # the ancestors above already know a leaf at least as cheap
+            self.best_under[a] = c
         return c
 
     # -- one iteration: select, expand, roll out, back up ----------------------------------------------
@@ -206,9 +211,10 @@ class MCTS(SearchStrategy):
         return root
 
     def _commit(self, root: State, kids: list[State]) -> State:
-        """The best child of every tree's best children (protuner2020 §4): lowest best cost, then visits."""
+        """The best child of every tree's best children (protuner2020 §4): lowest best cost found below it
+        (by any tree, rollouts included), then the ensemble's visits."""
         def key(k: State):
-            best = min((t.stats[k].best for t in self.trees if k in t.stats), default=math.inf)
+            best = self.best_under.get(k, math.inf)
             visits = sum(t.stats[k].visits for t in self.trees if k in t.stats)
             return (best, -visits, k.order)
         chosen = min(kids, key=key)
