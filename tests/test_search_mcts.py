@@ -12,7 +12,7 @@ from generator.apps import get_app
 from generator.random_pipeline import generate
 from ir.target import get_target
 from scheduler import SearchError, autoschedule
-from scheduler.cost import COST_MODELS, CostModel, PredictedCosts, load_model, register_cost_model
+from scheduler.cost import COST_MODELS, CostModel, load_model, register_cost_model
 from scheduler.space import make_space
 from scheduler.strategy import StrategyConfig, get_strategy
 from tests.test_scheduler import assert_correct
