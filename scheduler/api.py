@@ -45,7 +45,9 @@ class Schedule:
 def autoschedule(pipeline, target="host", model="champion", algorithm: str = "beam", beam_size: int = 32,
                  passes: int = 5, seed: int = 0, *, mode: str = "one-shot", k: int = 5, dropout: float = 100.0,
                  tracking: str | None = None, rounds: int = 2, samples: int = 16, partial: dict | None = None,
-                 progress=None, backend: str = "numba", allow_mismatch: bool = False) -> Schedule:
+                 progress=None, backend: str = "numba", allow_mismatch: bool = False, budget: int = 2000,
+                 budget_seconds: float = 0.0, trees: int = 4, exploration: float = 0.5, rollout: str = "greedy",
+                 measurements: int = 8) -> Schedule:
     """Search a schedule for `pipeline` on `target`, to be compiled with `backend`.
 
     model: "champion" (models:/schedlab-<target>@champion, or the analytical model while none is
@@ -56,7 +58,9 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
     passes), hierarchical (beam with hierarchical sampling and the freezing pre-pass), dropout (greedy with
     random dropout, `dropout` % fully greedy), top-k (measure the k best of a beam search, keep the fastest),
     autotune (`rounds` of `samples` dropout samples, measured, the model updated on them; never worse than
-    the beam result). mode: deprecated, kept for one release: mode="top-k" / "autotune" runs that strategy
+    the beam result), mcts (`trees` Monte Carlo trees, `budget` cost-model evaluations and/or `budget_seconds`,
+    UCT constant `exploration`, `rollout` greedy or random), mcts-real (MCTS, then `measurements` of its best
+    leaves measured, the runtimes backed up the tree). mode: deprecated, kept for one release: mode="top-k" / "autotune" runs that strategy
     starting from `algorithm`. partial: {Func name: ir.builder.FuncDecision} the search must follow."""
     if mode not in MODES:
         raise SearchError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)} (or algorithm=top-k/autotune)")
@@ -68,7 +72,9 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
     space = make_space(pipeline, tgt, SpaceOptions(frozen=dict(partial or {})))  # the target kind's space
     cost_model = load_model(model, tgt, tracking, backend=backend, allow_mismatch=allow_mismatch)
     config = StrategyConfig(beam_size=beam_size, passes=passes, seed=seed, dropout=dropout, k=k, rounds=rounds,
-                            samples=samples, base=base, progress=progress)
+                            samples=samples, base=base, progress=progress, budget=budget,
+                            budget_seconds=budget_seconds, trees=trees, exploration=exploration, rollout=rollout,
+                            measurements=measurements)
     get_strategy(base)
     strategy.initialize(space, cost_model, config)
     reference = None

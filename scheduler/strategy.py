@@ -33,6 +33,12 @@ class StrategyConfig:
     rounds: int = 2  # autotune: rounds of sampling, measuring and fine-tuning
     samples: int = 16  # autotune: dropout samples per round
     base: str = "beam"  # top-k / autotune: the model-only strategy whose result they start from
+    budget: int = 2000  # mcts: cost-model evaluations (states scored)
+    budget_seconds: float = 0.0  # mcts: wall-clock limit as well, 0 for none
+    trees: int = 4  # mcts: the ensemble's trees
+    exploration: float = 0.5  # mcts: UCT's exploration constant (values are in (0, 1])
+    rollout: str = "greedy"  # mcts: "greedy" (the model's cheapest child each step) or "random"
+    measurements: int = 8  # mcts-real: leaves compiled and measured
     progress: object = field(default=None, compare=False)  # the search's callback (pass, decisions, total, evaluated)
 
 

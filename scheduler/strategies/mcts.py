@@ -1,0 +1,297 @@
+"""Monte Carlo tree search (protuner2020 §3-4): UCT over the space's decision sequence, rollouts completed
+greedily or randomly and scored by the cost model, an ensemble of trees whose root children are combined to
+commit one decision at a time. "mcts-real" also measures the best leaves and backs the runtimes up the tree.
+
+Value of a rollout: best_cost_seen / cost, in (0, 1]. Each node keeps its visits and the sum of 1/cost, so
+its mean value is best_now * mean(1/cost): every backup is normalized by the current best, not a stale one.
+Like ProTuner, UCT selects by the mean value and a level's decision commits the child with the best cost
+found under it (the best of every tree's best child), ties broken by visits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import time
+from dataclasses import dataclass, field
+
+from ..cost import timed_score
+from ..search import Scored, SearchResult, SearchStats
+from ..space import SearchError, State
+from ..strategy import Measured, SearchStrategy, register_strategy
+
+ROLLOUTS = ("greedy", "random")
+IDLE_ITERATIONS = 16  # per root child: iterations in a row that score nothing new end a tree's turn
+
+
+@dataclass
+class NodeStats:
+    """One tree's statistics of a state: visits, sum of 1/cost of the rollouts through it, best cost."""
+
+    visits: int = 0
+    inv_sum: float = 0.0
+    best: float = math.inf
+
+
+@dataclass
+class Tree:
+    """One member of the ensemble: its own random stream and statistics (the states are shared)."""
+
+    rng: random.Random
+    stats: dict[State, NodeStats] = field(default_factory=dict)
+    iterations: int = 0
+
+
+def check_config(c) -> None:
+    """One-line errors for option values MCTS cannot run with."""
+    if c.rollout not in ROLLOUTS:
+        raise SearchError(f"unknown rollout {c.rollout!r}; choose one of {', '.join(ROLLOUTS)}")
+    if c.trees < 1:
+        raise SearchError(f"trees must be at least 1, got {c.trees}")
+    if c.budget < 1:
+        raise SearchError(f"budget must be at least 1 cost-model evaluation, got {c.budget}")
+    if c.budget_seconds < 0:
+        raise SearchError(f"budget_seconds must be >= 0 (0: no time limit), got {c.budget_seconds}")
+    if not c.exploration >= 0:
+        raise SearchError(f"exploration must be >= 0, got {c.exploration}")
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One committed decision: the root searched from, the ensemble's visits of its children then, the child."""
+
+    root: State
+    visits: dict[State, int]
+    chosen: State
+
+
+@register_strategy("mcts")
+class MCTS(SearchStrategy):
+    """`trees` trees, `budget` cost-model evaluations (and/or `budget_seconds`), UCT constant `exploration`,
+    `rollout` greedy (the cheapest child at each step) or random (only the complete leaf is scored)."""
+
+    def initialize(self, space, model, config) -> None:
+        check_config(config)
+        super().initialize(space, model, config)
+        self.evaluated = 0
+        self.cost: dict[State, float] = {}  # predicted costs, shared by the trees
+        self.kids: dict[State, list[State]] = {}  # expansions, shared by the trees
+        self.leaves: dict[str, Scored] = {}  # fingerprint -> the complete states scored
+        self.best_cost = math.inf
+        self.best_under: dict[State, float] = {}  # the cheapest complete state scored below each state
+        self.trees = [Tree(random.Random(config.seed * 1000003 + t)) for t in range(config.trees)]
+        self.max_iteration = 0  # the most evaluations one iteration used (the budget's overshoot bound)
+        self.result: SearchResult | None = None
+        self.commits: list[Commit] = []  # the decisions searched for, in order (not the single-child ones)
+
+    # -- the space and the model -------------------------------------------------------------------
+
+    def _children(self, s: State) -> list[State]:
+        kids = self.kids.get(s)
+        if kids is None:
+            kids = self.space.expand(s) or self.space.expand(s, shortcuts=False)
+            self.kids[s] = kids
+        return kids
+
+    def _score(self, states: list[State]) -> None:
+        fresh = []
+        for s in states:
+            if s in self.cost:
+                continue
+            if s.parent is not None and s.tree is s.parent.tree and s.parent in self.cost:
+                self.cost[s] = self.cost[s.parent]  # a decision passed on: the parent's cost
+            else:
+                fresh.append(s)
+        if fresh:
+            costs, _ = timed_score(self.model, self.space.dag, fresh, self.space.timing)
+            self.evaluated += len(fresh)
+            for s, c in zip(fresh, costs):
+                self.cost[s] = float(c)
+
+    def _leaf(self, s: State) -> float:
+        self._score([s])
+        c = self.cost[s]
+        fp = s.tree.fingerprint
+        if fp not in self.leaves or c < self.leaves[fp].cost:
+            self.leaves[fp] = Scored(s, c)
+        self.best_cost = min(self.best_cost, c)
+        for a in s.ancestors():
+            if c >= self.best_under.get(a, math.inf):
+                break  # the ancestors above already know a leaf at least as cheap
+            self.best_under[a] = c
+        return c
+
+    # -- one iteration: select, expand, roll out, back up ----------------------------------------------
+
+    def _value(self, st: NodeStats) -> float:
+        best = self.best_cost if math.isfinite(self.best_cost) else 1.0
+        return best * st.inv_sum / st.visits
+
+    def _select(self, tree: Tree, root: State) -> list[State]:
+        path, s = [root], root
+        while not self.space.is_complete(s):
+            kids = self._children(s)
+            if not kids:
+                break
+            fresh = [k for k in kids if k not in tree.stats]
+            if fresh:
+                path.append(tree.rng.choice(fresh))
+                break
+            log_n = math.log(tree.stats[s].visits)
+            c = self.config.exploration
+            s = max(kids, key=lambda k: self._value(tree.stats[k]) + c * math.sqrt(log_n / tree.stats[k].visits))
+            path.append(s)
+        return path
+
+    def _rollout(self, tree: Tree, s: State) -> State | None:
+        while not self.space.is_complete(s):
+            kids = self._children(s)
+            if not kids:
+                return None  # a dead end: no legal completion
+            if self.config.rollout == "greedy":
+                self._score(kids)
+                s = min(kids, key=lambda k: (self.cost[k], k.order))
+            else:
+                s = tree.rng.choice(kids)
+        return s
+
+    def _iterate(self, tree: Tree, root: State) -> None:
+        before = self.evaluated
+        path = self._select(tree, root)
+        leaf = self._rollout(tree, path[-1])
+        cost = self._leaf(leaf) if leaf is not None else math.inf
+        for s in path:
+            st = tree.stats.setdefault(s, NodeStats())
+            st.visits += 1
+            st.inv_sum += 1.0 / cost if cost > 0 else 1.0
+            st.best = min(st.best, cost)
+        tree.iterations += 1
+        self.max_iteration = max(self.max_iteration, self.evaluated - before)
+
+    # -- committing one level at a time --------------------------------------------------------------
+
+    def _out_of_budget(self, target: float, deadline: float) -> bool:
+        return self.evaluated >= target or time.perf_counter() >= deadline
+
+    def search(self) -> State:
+        """Search from the root, commit the winning child, repeat until the root is complete."""
+        c, space = self.config, self.space
+        t_end = time.perf_counter() + c.budget_seconds if c.budget_seconds > 0 else math.inf
+        root = self.initial = space.initial()
+        self.cost[root] = 0.0
+        while not space.is_complete(root):
+            kids = self._children(root)
+            if not kids:
+                raise SearchError(f"no legal schedule exists for pipeline {space.pipeline.name!r} on "
+                                  f"{space.target.name}: every candidate was illegal or pruned")
+            if len(kids) > 1:
+                levels = max(1, space.total_decisions - root.num_decisions)
+                share = (c.budget - self.evaluated) / levels
+                now = time.perf_counter()
+                slice_s = (t_end - now) / levels if math.isfinite(t_end) else math.inf
+                for t, tree in enumerate(self.trees):  # sequential: the same result for the same seed
+                    target = self.evaluated + share / (len(self.trees) - t) if share > 0 else self.evaluated
+                    share -= target - self.evaluated
+                    deadline = time.perf_counter() + slice_s / (len(self.trees) - t)
+                    first, idle = not self.leaves, 0
+                    while first or not self._out_of_budget(target, min(deadline, t_end)):
+                        before = self.evaluated
+                        self._iterate(tree, root)
+                        first = False
+                        idle = idle + 1 if self.evaluated == before else 0
+                        if idle >= IDLE_ITERATIONS * len(kids):  # everything under the root is scored already
+                            break
+                root = self._commit(root, kids)
+            else:
+                root = kids[0]
+            if c.progress is not None:
+                c.progress(0, root.num_decisions, space.total_decisions, self.evaluated)
+        self._leaf(root)
+        return root
+
+    def _commit(self, root: State, kids: list[State]) -> State:
+        """The best child of every tree's best children (protuner2020 §4): lowest best cost found below it
+        (by any tree, rollouts included), then the ensemble's visits."""
+        def key(k: State):
+            best = self.best_under.get(k, math.inf)
+            visits = sum(t.stats[k].visits for t in self.trees if k in t.stats)
+            return (best, -visits, k.order)
+        chosen = min(kids, key=key)
+        self.commits.append(Commit(root, {k: self.visits(k) for k in kids}, chosen))
+        return chosen
+
+    def visits(self, s: State) -> int:
+        """The ensemble's visits of a state (the trees' sum)."""
+        return sum(t.stats[s].visits for t in self.trees if s in t.stats)
+
+    def finish(self) -> SearchResult:
+        if self.result is None:
+            t0 = time.perf_counter()
+            final = self.search()
+            finals = sorted(self.leaves.values(), key=lambda x: (x.cost, x.state.order))
+            timing = self.space.timing
+            stats = SearchStats(self.evaluated, time.perf_counter() - t0, timing.enumerate_s, timing.featurize_s,
+                                timing.model_s, sum(t.iterations for t in self.trees), model=self.model.name)
+            self.final = Scored(final, self.cost[final])
+            self.result = SearchResult(finals[0], finals, stats)
+        return self.result
+
+
+@register_strategy("mcts-real")
+class MCTSReal(MCTS):
+    """MCTS, then up to `measurements` of its best leaves compiled and measured in batches of `trees`; each
+    measured runtime backs up through the tree (visits and value of every ancestor) and the next batch is
+    the unmeasured leaves under the fastest measured prefixes. Returns the fastest measured."""
+
+    measures = True
+
+    def initialize(self, space, model, config) -> None:
+        if config.measurements < 1:
+            raise SearchError(f"measurements must be at least 1, got {config.measurements}")
+        super().initialize(space, model, config)
+        self.real: dict[State, NodeStats] = {}  # measured statistics, backed up from the leaves
+        self.measured: dict[str, tuple[float, Scored]] = {}
+        self.best_time = math.inf
+
+    def generate_candidates(self) -> list[State]:
+        res = MCTS.finish(self)
+        left = self.config.measurements - len(self.measured)
+        if left <= 0:
+            return []
+        todo = [s for s in res.finals if s.tree.fingerprint not in self.measured]
+        todo.sort(key=lambda s: (-self._real_value(s.state), s.cost, s.state.order))
+        batch = todo[:min(left, len(self.trees))]
+        self.pending = {id(s.state): s for s in batch}
+        return [s.state for s in batch]
+
+    def _real_value(self, s: State) -> float:
+        """The measured mean value of the deepest measured ancestor (0 when none was measured)."""
+        for a in s.ancestors():
+            st = self.real.get(a)
+            if st is not None and st.visits:
+                return self.best_time * st.inv_sum / st.visits
+        return 0.0
+
+    def notify(self, measured: list[Measured]) -> None:
+        for s, t in measured:
+            self.measured[s.tree.fingerprint] = (t, self.pending[id(s)])
+            if math.isfinite(t):
+                self.best_time = min(self.best_time, t)
+            for a in s.ancestors():
+                st = self.real.setdefault(a, NodeStats())
+                st.visits += 1
+                st.inv_sum += 1.0 / t if math.isfinite(t) and t > 0 else 0.0
+                st.best = min(st.best, t)
+
+    def finish(self) -> SearchResult:
+        if self.generate_candidates():  # nobody measured: the caller's loop did not run
+            raise SearchError("mcts-real measures its leaves: run it through autoschedule, which measures them")
+        res = self.result
+        timed = [(t, s) for t, s in self.measured.values()]
+        if not timed or not any(math.isfinite(t) for t, _ in timed):
+            raise SearchError(f"none of the {len(timed)} measured MCTS leaves of {self.space.pipeline.name!r} "
+                              "compiled and ran correctly")
+        best_time, best = min(timed, key=lambda x: (x[0], x[1].cost))
+        stats = dataclasses.replace(res.stats, measured={s.tree.fingerprint: t for t, s in timed})
+        return dataclasses.replace(res, best=best, stats=stats, runtime=best_time)
