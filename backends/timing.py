@@ -45,8 +45,8 @@ def time_callable(fn, protocol: Protocol) -> tuple[float, float, float, int, int
             s = sorted(samples)
             if s[2] <= s[0] * (1 + protocol.accuracy) and elapsed >= protocol.min_seconds:
                 break
-        if elapsed >= protocol.max_seconds:
-            break
+        if elapsed >= protocol.max_seconds and len(samples) >= protocol.min_samples:
+            break  # the cap ends sampling, but never below min_samples: the spread is best vs third best
     s = sorted(samples)
     third = s[min(2, len(s) - 1)]
     return s[0], median(s), third / s[0] - 1 if s[0] > 0 else math.nan, len(s), total
