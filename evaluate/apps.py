@@ -370,7 +370,7 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
     from ir.errors import SchedlabError
     from ir.target import get_target
     from scheduler.cost import load_model
-    from scheduler.space import make_space
+    from scheduler.space import space_class
     from train.run import _quiet
 
     from .plots import tracked_run
@@ -382,7 +382,7 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
     try:  # the registered backend and search space of the target's kind say whether it can be run here
         backends.get_backend("numba").check_target(target)
         if cfg.algorithms:
-            make_space(get_app(names[0]).build("small"), target)
+            space_class(target)
     except SchedlabError as e:
         raise EvaluateError(f"target={cfg.target}: {e}") from None
     halide = use_halide(cfg)

@@ -122,14 +122,20 @@ def register_space(kind: str):
     return register
 
 
-def make_space(pipeline, target="host", options: "SpaceOptions | None" = None):
-    """The registered search space for `target`'s kind; a kind with none is a one-line SearchError."""
+def space_class(target="host") -> type:
+    """The search space registered for `target`'s kind; a kind with none is a one-line SearchError."""
     tgt = get_target(target)
     cls = _SPACES.get(tgt.kind)
     if cls is None:
         raise SearchError(f"no search space for {tgt.kind} targets ({tgt.name}); kinds with one: "
                           f"{', '.join(sorted(_SPACES))}")
-    return cls(pipeline, tgt, options)
+    return cls
+
+
+def make_space(pipeline, target="host", options: "SpaceOptions | None" = None):
+    """The registered search space for `target`'s kind, over `pipeline`."""
+    tgt = get_target(target)
+    return space_class(tgt)(pipeline, tgt, options)
 
 
 @register_space("cpu")

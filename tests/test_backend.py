@@ -394,7 +394,7 @@ def test_one_status_vocabulary():
     assert STATUSES == ("ok", "compile_error", "runtime_error", "crash", "timeout", "wrong_output",
                         "invalid_schedule", "worker_died")
     assert all(MEANING[s] for s in STATUSES) and Status.WORKER_DIED == "worker_died"
-    from generator.job.tasks import WORKER_DIED
+    from generator.job.driver import WORKER_DIED
 
     assert WORKER_DIED is Status.WORKER_DIED
 

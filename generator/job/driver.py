@@ -24,6 +24,7 @@ from pathlib import Path
 from backends.kernel import Measurement
 from generator.batch import BatchKey, BatchPlan, BatchSpec, SamplingModel, batch_rows, write_rows
 from ir.errors import SchedlabError, first_line
+from ir.status import WORKER_DIED
 
 from .config import JobConfig
 
@@ -239,8 +240,6 @@ class Job:
 
         from backends.protocols import get_protocol
 
-        from .tasks import WORKER_DIED
-
         try:
             outcome = ray.get(ref)
         except ray.exceptions.RayError as e:
@@ -259,7 +258,6 @@ class Job:
     def on_measure(self, ref, b: _Batch, i: int, node: str, _pending) -> bool:
         import ray
 
-        from .tasks import WORKER_DIED
 
         try:
             m = ray.get(ref)

@@ -20,7 +20,6 @@ import ray
 
 from backends.kernel import Measurement
 from generator.batch import BatchKey, BatchPlan, SamplingModel, plan_batch
-from ir.status import WORKER_DIED  # noqa: F401 - a status of the job (a dead Ray worker), for the driver
 
 
 @dataclass(frozen=True)
