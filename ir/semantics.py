@@ -7,7 +7,9 @@ int->int casts wrap; float `%` is a - b*floor(a/b); min(a, b) is `b < a ? b : a`
 Where Halide leaves behaviour undefined schedlab pins it so all backends agree: a float->int cast
 truncates toward zero and saturates to the target range, with NaN -> 0. Transcendental functions
 (exp, log, sin, cos, tanh, pow) are the C library's, as LLVM calls them from compiled code; here they
-run through numba so that reference and kernels use the very same routines.
+run through numba so that reference and kernels use the very same routines. On f32, exp, log and pow are
+the f64 routines rounded once to f32 (`VIA_F64`): Halide cannot call the C library's f32 versions (its own
+are polynomials an ulp or two off), and any backend can compute in f64, so every backend agrees bit for bit.
 """
 
 from __future__ import annotations
@@ -122,7 +124,12 @@ def math_fn(fn: str, args: list[np.ndarray], t: Type, arg_type: Type) -> np.ndar
             return np.ceil(args[0])
         if fn == "round":
             return np.rint(args[0])
+        if fn in VIA_F64 and t.bits == 32:  # the C library's f64 routine, rounded once to f32
+            return libm_ufunc(fn, 64)(*[np.asarray(a, dtype=np.float64) for a in args]).astype(np.float32)
         return libm_ufunc(fn, t.bits)(*[np.asarray(a, dtype=t.dtype) for a in args])
+
+
+VIA_F64 = frozenset({"exp", "log", "pow"})  # f32 calls computed in f64 and rounded once, on every backend
 
 
 @functools.cache

@@ -16,6 +16,7 @@ import halide as hl
 
 from ir.errors import SchedlabError
 from ir.expr import BinOp, Call, Cast, Cmp, Const, Expr, Logical, Math, Not, RVar, Select, Var, walk
+from ir.semantics import VIA_F64
 from ir.types import Type
 
 from ..numba.exprgen import _range_arith
@@ -251,8 +252,10 @@ class _Emitter:
 
 # Halide's own f32 exp, log and pow are polynomials that are off by an ulp or two from the C library
 # and wrong at special values (exp(inf) = 0, log(nan) = 89, denormals flushed); their f64 versions
-# agree with the C library, so f32 calls run in f64 and round once.
+# agree with the C library, so f32 calls run in f64 and round once — ir.semantics.VIA_F64, what every
+# backend and the interpreter compute.
 _VIA_F64 = {"exp": hl.exp, "log": hl.log, "pow": hl.pow}
+assert set(_VIA_F64) == VIA_F64
 
 
 # -- semantic fixes ------------------------------------------------------------------------------

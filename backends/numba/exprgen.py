@@ -15,6 +15,7 @@ from typing import Callable
 
 from ir.expr import BinOp, Call, Cast, Cmp, Const, Expr, Logical, Math, Not, RVar, Select, Var
 from ir.types import Type
+from ir.semantics import VIA_F64
 
 INF = math.inf
 
@@ -212,6 +213,8 @@ class PointEmitter:
             m = max(abs(a.lo), abs(a.hi))
             return self._assign(f"abs({a.code})", 0 if a.lo <= 0 <= a.hi else min(abs(a.lo), abs(a.hi)), m)
         fn = {"round": "rint", "pow": "power"}.get(e.fn, e.fn)
+        if e.fn in VIA_F64 and e.type.bits == 32:  # ir.semantics: the f64 routine, rounded once
+            return self._assign(f"np.float32(np.{fn}({', '.join(f'np.float64({a.code})' for a in args)}))")
         return self._assign(f"np.{fn}({', '.join(a.code for a in args)})")
 
 
