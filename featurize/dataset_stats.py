@@ -148,3 +148,61 @@ def _bytes(n: int) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} B"  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class LabelAgreement:
+    """How two measurements of the same schedules agree (benchmarks/label_noise.py): within each pipeline,
+    every pair of schedules ok in both runs is ordered by each run's runtime."""
+
+    samples: int  # schedules ok in both runs
+    pipelines: int
+    pairs: int
+    agree: float  # fraction of pairs both runs order the same way
+    pairs_10pct: int  # pairs whose first-run runtimes differ by >= 10 %
+    agree_10pct: float
+    near_ties: float  # fraction of pairs whose first-run difference is within the protocol's own spread
+    agree_outside_ties: float  # agreement over the pairs that are not near-ties
+    median_rel_diff: float  # median over samples of |second - first| / min(first, second)
+
+    def lines(self) -> list[str]:
+        return [f"{self.samples} schedules of {self.pipelines} pipelines ok in both runs; {self.pairs} pairs",
+                f"pairwise agreement: {self.agree:.3f} over all pairs, {self.agree_10pct:.3f} over the "
+                f"{self.pairs_10pct} pairs >= 10 % apart in the first run",
+                f"near-ties (first-run difference within the protocol's spread): {100 * self.near_ties:.1f} % of "
+                f"pairs; agreement over the rest {self.agree_outside_ties:.3f}",
+                f"median relative difference of a schedule's two runtimes: {100 * self.median_rel_diff:.2f} %"]
+
+
+def label_agreement(first, second) -> LabelAgreement:
+    """Compare two runs' rows (polars frames with pipeline_id, schedule_id, status, runtime_s, spread)."""
+    import numpy as np
+    import polars as pl
+
+    cols = ["pipeline_id", "schedule_id", "runtime_s", "spread"]
+    a = first.filter(pl.col("status") == "ok").select(cols)
+    b = second.filter(pl.col("status") == "ok").select(cols[:3]).rename({"runtime_s": "runtime_b"})
+    j = a.join(b, on=["pipeline_id", "schedule_id"], how="inner").sort(["pipeline_id", "schedule_id"])
+    pairs = agree = p10 = a10 = ties = agree_rest = rest = 0
+    for _, g in j.group_by("pipeline_id", maintain_order=True):
+        r1, r2 = g.get_column("runtime_s").to_numpy(), g.get_column("runtime_b").to_numpy()
+        sp = np.nan_to_num(g.get_column("spread").to_numpy().astype(np.float64), nan=0.0)
+        i, k = np.triu_indices(len(r1), 1)
+        same = np.sign(r1[i] - r1[k]) == np.sign(r2[i] - r2[k])
+        rel = np.abs(r1[i] - r1[k]) / np.minimum(r1[i], r1[k])
+        tie = rel <= np.maximum(sp[i], sp[k])
+        pairs += len(i)
+        agree += int(same.sum())
+        p10 += int((rel >= 0.1).sum())
+        a10 += int((same & (rel >= 0.1)).sum())
+        ties += int(tie.sum())
+        rest += int((~tie).sum())
+        agree_rest += int((same & ~tie).sum())
+    r1, r2 = j.get_column("runtime_s").to_numpy(), j.get_column("runtime_b").to_numpy()
+    diff = np.abs(r2 - r1) / np.minimum(r1, r2) if len(r1) else np.array([math.nan])
+
+    def frac(n, d):
+        return n / d if d else math.nan
+
+    return LabelAgreement(j.height, j.get_column("pipeline_id").n_unique(), pairs, frac(agree, pairs), p10,
+                          frac(a10, p10), frac(ties, pairs), frac(agree_rest, rest), float(np.median(diff)))

@@ -86,3 +86,24 @@ def test_bad_input_is_one_line(tmp_path):
 
 def test_format_seconds_picks_the_unit():
     assert [format_seconds(v) for v in (2.5, 0.0123, 4.5e-6)] == ["2.5 s", "12.3 ms", "4.5 µs"]
+
+
+def test_label_agreement_counts_pairs_by_hand():
+    import polars as pl
+
+    from featurize.dataset_stats import label_agreement
+
+    first = pl.DataFrame({"pipeline_id": ["p"] * 4 + ["q"] * 2, "schedule_id": ["a", "b", "c", "d", "e", "f"],
+                          "status": ["ok"] * 5 + ["timeout"], "runtime_s": [1.0, 2.0, 1.05, 4.0, 3.0, None],
+                          "spread": [0.01, 0.01, 0.1, 0.01, 0.0, None]})
+    second = pl.DataFrame({"pipeline_id": ["p"] * 4 + ["q"] * 2, "schedule_id": ["a", "b", "c", "d", "e", "f"],
+                           "status": ["ok"] * 6, "runtime_s": [1.1, 2.0, 1.0, 3.0, 3.0, 1.0]})
+    la = label_agreement(first, second)
+    # pipeline p: pairs ab ac ad bc bd cd; the second run swaps a and c (first: a < c, 5 % apart, within c's
+    # spread of 10 %); q has one ok-in-both schedule, so no pair
+    assert (la.samples, la.pipelines, la.pairs) == (5, 2, 6)
+    assert la.agree == pytest.approx(5 / 6)
+    assert la.pairs_10pct == 5 and la.agree_10pct == 1.0  # every pair but a-c is >= 10 % apart
+    assert la.near_ties == pytest.approx(1 / 6) and la.agree_outside_ties == 1.0
+    # relative differences a 0.1, b 0, c 0.05, d 1/3, e 0 -> median 0.05
+    assert la.median_rel_diff == pytest.approx(0.05)
