@@ -1,0 +1,148 @@
+"""Compile speed of each CPU backend on the same LoopNests, side by side in one run.
+
+For a fixed set of random pipelines (6-20 Funcs at a realistic size) and apps of the suite, the greedy
+schedule under the analytical model is compiled by every backend asked for, each compile in a fresh
+process with an empty kernel cache (a cold compile, what every training sample and every measured
+candidate pays), then checked against the interpreter and timed once under the quick protocol. Per row:
+compile seconds, the runtime of the compiled code, and the process's peak resident memory (what a worker
+needs to compile it); at the end the geomean ratios of each backend to Halide. Times are single runs on
+a shared machine: read the ratios.
+
+    python benchmarks/compile_speed.py --random 3 --apps blur,unsharp                  # ~3 minutes here
+    python benchmarks/compile_speed.py --random 8 --apps all --backends numba,halide   # the full run (long)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BACKENDS = ("numba", "halide")
+RANDOM_SIZE = (512, 512, 3)
+RANDOM_STAGES = 20
+
+
+@dataclass
+class Row:
+    pipeline: str
+    funcs: int
+    backend: str
+    status: str
+    compile_s: float
+    runtime_s: float
+    peak_gb: float
+    error: str = ""
+
+
+def pipeline_of(spec: str):
+    """'app:<name>' at full size, or 'random:<seed>' (max_stages 20 at 512 x 512 x 3)."""
+    kind, _, arg = spec.partition(":")
+    if kind == "app":
+        from generator.apps import get_app
+
+        return get_app(arg).build("full")
+    from generator.random_pipeline import generate
+
+    return generate(int(arg), max_stages=RANDOM_STAGES, output_size=RANDOM_SIZE).pipeline
+
+
+def child(spec: str, backend: str) -> None:
+    """One cold compile in this process; prints a JSON Row."""
+    import backends
+    from backends import MeasureInput, measure_many  # noqa: F401 - registers the backends
+    from scheduler import autoschedule
+    from scheduler.modes import reference
+
+    p = pipeline_of(spec)
+    ln = autoschedule(p, model="analytical", algorithm="greedy").loopnest
+    inputs, expected = reference(p)
+    t0 = time.perf_counter()
+    status, error, runtime = "ok", "", math.nan
+    try:
+        k = backends.compile(p, ln, backend=backend, isolate=False, timeout=None)
+        compile_s = time.perf_counter() - t0
+        m = backends.measure(k, inputs, "quick", expected=expected)
+        status, error, runtime = m.status, m.error, m.min_s
+    except Exception as e:  # noqa: BLE001 - a failure is this row's status
+        compile_s, status, error = time.perf_counter() - t0, "compile_error", str(e).splitlines()[0][:200]
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+    print(json.dumps(Row(spec, len(p.dag.nodes), backend, status, compile_s, runtime, peak, error).__dict__))
+
+
+def run_one(spec: str, backend: str, timeout: float) -> Row:
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "SCHEDLAB_CACHE_DIR": cache, "NUMBA_CACHE_DIR": cache}
+        try:
+            r = subprocess.run([sys.executable, __file__, "--child", spec, backend], cwd=ROOT, env=env,
+                               capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return Row(spec, 0, backend, "timeout", timeout, math.nan, math.nan, f"over {timeout:.0f} s")
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    if r.returncode != 0 or not lines:
+        tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
+        return Row(spec, 0, backend, "crash", math.nan, math.nan, math.nan, f"exit {r.returncode}: {tail[0][:200]}")
+    return Row(**json.loads(lines[-1]))
+
+
+def geomean(xs: list[float]) -> float:
+    xs = [x for x in xs if x > 0 and math.isfinite(x)]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
+
+
+def main(argv=None) -> int:
+    if argv is None and len(sys.argv) == 4 and sys.argv[1] == "--child":
+        child(sys.argv[2], sys.argv[3])
+        return 0
+    from generator.apps import APPS
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--random", type=int, default=3, help="random pipelines, seeds 0..N-1 (default 3)")
+    ap.add_argument("--apps", default="blur,unsharp", help="comma-separated apps, or all (default blur,unsharp)")
+    ap.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated (default numba,halide)")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per compile process")
+    a = ap.parse_args(argv)
+    apps = list(APPS) if a.apps == "all" else [x for x in a.apps.split(",") if x]
+    backends = [b for b in a.backends.split(",") if b]
+    bad = [x for x in apps if x not in APPS] + [b for b in backends if b not in BACKENDS]
+    if bad:
+        ap.error(f"unknown app or backend {bad[0]!r}; backends: {', '.join(BACKENDS)}")
+    specs = [f"random:{s}" for s in range(a.random)] + [f"app:{x}" for x in apps]
+    print(f"{'pipeline':26s} {'Funcs':>5s} {'backend':8s} {'status':14s} {'compile':>9s} {'runtime':>11s} "
+          f"{'peak mem':>9s}")
+    rows: list[Row] = []
+    for spec in specs:
+        for b in backends:
+            r = run_one(spec, b, a.timeout)
+            rows.append(r)
+            print(f"{spec:26s} {r.funcs:5d} {b:8s} {r.status:14s} {r.compile_s:8.2f}s {r.runtime_s * 1e3:9.3f}ms "
+                  f"{r.peak_gb:7.2f}GB {r.error[:80]}", flush=True)
+    if "halide" in backends:
+        ref = {r.pipeline: r for r in rows if r.backend == "halide" and r.status == "ok"}
+        for b in backends:
+            if b == "halide":
+                continue
+            mine = [r for r in rows if r.backend == b and r.status == "ok" and r.pipeline in ref]
+            c = geomean([r.compile_s / ref[r.pipeline].compile_s for r in mine])
+            t = geomean([r.runtime_s / ref[r.pipeline].runtime_s for r in mine])
+            print(f"{b}/halide over {len(mine)} pipelines (geomean): compile time {c:.2f}x, runtime {t:.2f}x "
+                  f"(> 1: {b} slower)")
+    worst = max((r for r in rows if math.isfinite(r.peak_gb)), key=lambda r: r.peak_gb, default=None)
+    if worst is not None:
+        print(f"peak memory of one compile: {worst.peak_gb:.2f} GB ({worst.pipeline}, {worst.backend})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

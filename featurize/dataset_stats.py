@@ -1,0 +1,208 @@
+"""What a dataset holds, at a glance: pipelines, samples, yield by status, runtimes, label spread, sizes.
+
+`dataset_stats(root)` reads only the small columns of every batch file (never the feature lists), so it
+is cheap on a dataset of any size; `DatasetStats.report()` is what `python -m generator.dataset stats` and
+the data-generation job's summary print. Label spread is the protocol's own: the third-best sample over the
+best, minus one (backends.timing), so a spread of 0.02 means the best three repeats agree within 2 %.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .dataset import DatasetError, partition_dir
+
+_COLUMNS = ("pipeline_id", "status", "runtime_s", "spread", "compile_s", "backend", "round", "sampler")
+QUANTILES = (0.0, 0.1, 0.5, 0.9, 1.0)
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """Quantiles (min, p10, median, p90, max) of one column over the rows that have it."""
+
+    count: int
+    values: tuple[float, ...]  # at QUANTILES; empty when count is 0
+
+    @staticmethod
+    def of(series) -> "Distribution":
+        s = series.drop_nulls().drop_nans() if series.dtype.is_float() else series.drop_nulls()
+        if s.len() == 0:
+            return Distribution(0, ())
+        return Distribution(s.len(), tuple(float(s.quantile(q, interpolation="nearest")) for q in QUANTILES))
+
+    def describe(self, fmt) -> str:
+        if not self.count:
+            return "none"
+        names = ("min", "p10", "median", "p90", "max")
+        return ", ".join(f"{n} {fmt(v)}" for n, v in zip(names, self.values))
+
+
+@dataclass(frozen=True)
+class PartitionStats:
+    """One target=<name> directory."""
+
+    target: str
+    files: int
+    bytes: int
+    rows: int
+    pipelines: int
+    backends: tuple[str, ...]
+    status_counts: tuple[tuple[str, int], ...]  # most frequent first
+    samples_per_pipeline: Distribution
+    runtime_s: Distribution  # ok samples
+    spread: Distribution  # ok samples that recorded one
+    compile_s: Distribution
+    within_1pct: float  # fraction of ok samples whose spread is <= 1 %
+    within_5pct: float
+
+    @property
+    def ok(self) -> int:
+        return dict(self.status_counts).get("ok", 0)
+
+    @property
+    def yield_(self) -> float:
+        return self.ok / self.rows if self.rows else math.nan
+
+
+@dataclass(frozen=True)
+class DatasetStats:
+    root: Path
+    partitions: list[PartitionStats] = field(default_factory=list)
+
+    def report(self) -> str:
+        lines = [f"dataset {self.root}"]
+        for p in self.partitions:
+            lines.append(f"target={p.target}: {p.pipelines} pipelines, {p.rows} samples "
+                         f"({p.ok} ok, yield {100 * p.yield_:.1f} %) in {p.files} files, {_bytes(p.bytes)} "
+                         f"(backend {', '.join(p.backends) or '-'})")
+            lines.append("  by status: " + ", ".join(f"{s} {n} ({100 * n / p.rows:.1f} %)"
+                                                     for s, n in p.status_counts))
+            lines.append(f"  samples per pipeline: {p.samples_per_pipeline.describe(lambda v: f'{v:.0f}')}")
+            lines.append(f"  runtime (ok): {p.runtime_s.describe(format_seconds)}")
+            if p.spread.count:
+                lines.append(f"  label spread (3rd best / best - 1): {p.spread.describe(_percent)}; "
+                             f"{100 * p.within_1pct:.1f} % of ok samples within 1 %, {100 * p.within_5pct:.1f} % "
+                             "within 5 %")
+            else:
+                lines.append("  label spread: not recorded")
+            lines.append(f"  compile time: {p.compile_s.describe(format_seconds)}")
+        return "\n".join(lines)
+
+
+def dataset_stats(root: Path | str) -> DatasetStats:
+    """Statistics of every target partition under `root`; a one-line DatasetError if there is none."""
+    import polars as pl
+
+    root = Path(root)
+    targets = sorted(p.name.removeprefix("target=") for p in root.glob("target=*") if p.is_dir())
+    parts = []
+    for target in targets:
+        files = sorted(partition_dir(root, target).glob("batch-*.parquet"))
+        if not files:
+            continue
+        df = pl.scan_parquet([str(f) for f in files], hive_partitioning=False).select(list(_COLUMNS)).collect()
+        parts.append(_partition(target, files, df))
+    if not parts:
+        raise DatasetError(f"{root} holds no dataset (no target=*/batch-*.parquet files); give data=<the job's out>")
+    return DatasetStats(root, parts)
+
+
+def _partition(target: str, files: list[Path], df) -> PartitionStats:
+    import polars as pl
+
+    counts = df.group_by("status").agg(pl.len().alias("n")).sort(["n", "status"], descending=[True, False])
+    ok = df.filter(pl.col("status") == "ok")
+    spread = ok.get_column("spread").drop_nulls().drop_nans()
+    per_pipeline = df.group_by("pipeline_id").agg(pl.len().alias("n")).get_column("n")
+    return PartitionStats(
+        target=target, files=len(files), bytes=sum(f.stat().st_size for f in files), rows=df.height,
+        pipelines=df.get_column("pipeline_id").n_unique(),
+        backends=tuple(sorted(df.get_column("backend").unique().to_list())),
+        status_counts=tuple((s, int(n)) for s, n in counts.iter_rows()),
+        samples_per_pipeline=Distribution.of(per_pipeline),
+        runtime_s=Distribution.of(ok.get_column("runtime_s")),
+        spread=Distribution.of(spread),
+        compile_s=Distribution.of(df.get_column("compile_s")),
+        within_1pct=float((spread <= 0.01).mean()) if spread.len() else math.nan,
+        within_5pct=float((spread <= 0.05).mean()) if spread.len() else math.nan)
+
+
+def format_seconds(s: float) -> str:
+    """A duration in s, ms or µs, chosen by magnitude."""
+    if s >= 1:
+        return f"{s:.3g} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} µs"
+
+
+def _percent(v: float) -> str:
+    return f"{100 * v:.2g} %"
+
+
+def _bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class LabelAgreement:
+    """How two measurements of the same schedules agree (benchmarks/label_noise.py): within each pipeline,
+    every pair of schedules ok in both runs is ordered by each run's runtime."""
+
+    samples: int  # schedules ok in both runs
+    pipelines: int
+    pairs: int
+    agree: float  # fraction of pairs both runs order the same way
+    pairs_10pct: int  # pairs whose first-run runtimes differ by >= 10 %
+    agree_10pct: float
+    near_ties: float  # fraction of pairs whose first-run difference is within the protocol's own spread
+    agree_outside_ties: float  # agreement over the pairs that are not near-ties
+    median_rel_diff: float  # median over samples of |second - first| / min(first, second)
+
+    def lines(self) -> list[str]:
+        return [f"{self.samples} schedules of {self.pipelines} pipelines ok in both runs; {self.pairs} pairs",
+                f"pairwise agreement: {self.agree:.3f} over all pairs, {self.agree_10pct:.3f} over the "
+                f"{self.pairs_10pct} pairs >= 10 % apart in the first run",
+                f"near-ties (first-run difference within the protocol's spread): {100 * self.near_ties:.1f} % of "
+                f"pairs; agreement over the rest {self.agree_outside_ties:.3f}",
+                f"median relative difference of a schedule's two runtimes: {100 * self.median_rel_diff:.2f} %"]
+
+
+def label_agreement(first, second) -> LabelAgreement:
+    """Compare two runs' rows (polars frames with pipeline_id, schedule_id, status, runtime_s, spread)."""
+    import numpy as np
+    import polars as pl
+
+    cols = ["pipeline_id", "schedule_id", "runtime_s", "spread"]
+    a = first.filter(pl.col("status") == "ok").select(cols)
+    b = second.filter(pl.col("status") == "ok").select(cols[:3]).rename({"runtime_s": "runtime_b"})
+    j = a.join(b, on=["pipeline_id", "schedule_id"], how="inner").sort(["pipeline_id", "schedule_id"])
+    pairs = agree = p10 = a10 = ties = agree_rest = rest = 0
+    for _, g in j.group_by("pipeline_id", maintain_order=True):
+        r1, r2 = g.get_column("runtime_s").to_numpy(), g.get_column("runtime_b").to_numpy()
+        sp = np.nan_to_num(g.get_column("spread").to_numpy().astype(np.float64), nan=0.0)
+        i, k = np.triu_indices(len(r1), 1)
+        same = np.sign(r1[i] - r1[k]) == np.sign(r2[i] - r2[k])
+        rel = np.abs(r1[i] - r1[k]) / np.minimum(r1[i], r1[k])
+        tie = rel <= np.maximum(sp[i], sp[k])
+        pairs += len(i)
+        agree += int(same.sum())
+        p10 += int((rel >= 0.1).sum())
+        a10 += int((same & (rel >= 0.1)).sum())
+        ties += int(tie.sum())
+        rest += int((~tie).sum())
+        agree_rest += int((same & ~tie).sum())
+    r1, r2 = j.get_column("runtime_s").to_numpy(), j.get_column("runtime_b").to_numpy()
+    diff = np.abs(r2 - r1) / np.minimum(r1, r2) if len(r1) else np.array([math.nan])
+
+    def frac(n, d):
+        return n / d if d else math.nan
+
+    return LabelAgreement(j.height, j.get_column("pipeline_id").n_unique(), pairs, frac(agree, pairs), p10,
+                          frac(a10, p10), frac(ties, pairs), frac(agree_rest, rest), float(np.median(diff)))

@@ -1,0 +1,109 @@
+"""`python -m generator.dataset stats`: the figures it prints are the dataset's, computed from the rows written."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from backends import Measurement
+from featurize import featurize
+from featurize.dataset import DatasetError, Sample, write_batch
+from featurize.dataset_stats import dataset_stats, format_seconds
+from generator.dataset import main
+from ir.sampling import random_schedule
+
+from .fuzz_pipelines import random_test_pipeline
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _samples(seed: int, runtimes: list[float | None], spreads: list[float]) -> list[Sample]:
+    p = random_test_pipeline(seed)
+    out = []
+    for k, (rt, sp) in enumerate(zip(runtimes, spreads)):
+        ln, _ = random_schedule(p, 1000 * seed + k)
+        m = (Measurement("ok", rt, rt * 1.1, sp, 5, 40, 0.25) if rt is not None
+             else Measurement("compile_error", error="boom", compile_s=0.5))
+        out.append(Sample.build(p, ln, featurize(p, ln), m, sampler="dropout"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ds")
+    write_batch(root, "host", "0000", _samples(1, [1e-3, 2e-3, None, 4e-3], [0.005, 0.02, 0.0, 0.08]))
+    write_batch(root, "host", "0001", _samples(2, [3e-3, 5e-3], [0.001, 0.009]))
+    write_batch(root, "avx2-8core", "0000", _samples(3, [None, 7e-2], [0.0, 0.5]))
+    return root
+
+
+def test_stats_count_what_was_written(data):
+    st = dataset_stats(data)
+    parts = {p.target: p for p in st.partitions}
+    assert sorted(parts) == ["avx2-8core", "host"]
+    host = parts["host"]
+    assert (host.files, host.rows, host.pipelines, host.ok) == (2, 6, 2, 5)
+    assert dict(host.status_counts) == {"ok": 5, "compile_error": 1} and host.status_counts[0] == ("ok", 5)
+    assert host.yield_ == pytest.approx(5 / 6)
+    assert host.bytes == sum(f.stat().st_size for f in (data / "target=host").glob("*.parquet"))
+    # runtimes of the ok rows only: 1, 2, 3, 4, 5 ms
+    assert host.runtime_s.count == 5 and host.runtime_s.values[0] == 1e-3 and host.runtime_s.values[-1] == 5e-3
+    assert host.runtime_s.values[2] == 3e-3
+    spreads = np.array([0.005, 0.02, 0.08, 0.001, 0.009])  # the failed row's spread is not a label's
+    assert host.spread.count == 5 and host.spread.values[2] == pytest.approx(np.median(spreads))
+    assert host.within_1pct == pytest.approx(3 / 5) and host.within_5pct == pytest.approx(4 / 5)
+    spp = host.samples_per_pipeline
+    assert spp.count == 2 and (spp.values[0], spp.values[-1]) == (2.0, 4.0)
+    other = parts["avx2-8core"]
+    assert (other.rows, other.ok, other.pipelines) == (2, 1, 1) and other.yield_ == 0.5
+
+
+def test_report_and_cli(data, capsys):
+    assert main(["stats", f"data={data}"]) == 0
+    out = capsys.readouterr().out
+    assert "target=host: 2 pipelines, 6 samples (5 ok, yield 83.3 %) in 2 files" in out
+    assert "by status: ok 5 (83.3 %), compile_error 1 (16.7 %)" in out
+    assert "runtime (ok): min 1 ms" in out and "max 5 ms" in out
+    assert "60.0 % of ok samples within 1 %" in out
+    assert "target=avx2-8core: 1 pipelines, 2 samples (1 ok, yield 50.0 %)" in out
+
+
+def test_bad_input_is_one_line(tmp_path):
+    with pytest.raises(DatasetError, match="holds no dataset"):
+        dataset_stats(tmp_path)
+    for argv, want in ((["stats", f"data={tmp_path}"], "holds no dataset"),
+                       ([], "give a command first (stats)"), (["stat"], "got 'stat'"),
+                       (["stats", "dat=x"], "unknown config key 'dat'")):
+        r = subprocess.run([sys.executable, "-m", "generator.dataset", *argv], cwd=ROOT, capture_output=True,
+                           text=True)
+        assert r.returncode == 2 and want in r.stderr and len(r.stderr.strip().splitlines()) == 1, (argv, r.stderr)
+
+
+def test_format_seconds_picks_the_unit():
+    assert [format_seconds(v) for v in (2.5, 0.0123, 4.5e-6)] == ["2.5 s", "12.3 ms", "4.5 µs"]
+
+
+def test_label_agreement_counts_pairs_by_hand():
+    import polars as pl
+
+    from featurize.dataset_stats import label_agreement
+
+    first = pl.DataFrame({"pipeline_id": ["p"] * 4 + ["q"] * 2, "schedule_id": ["a", "b", "c", "d", "e", "f"],
+                          "status": ["ok"] * 5 + ["timeout"], "runtime_s": [1.0, 2.0, 1.05, 4.0, 3.0, None],
+                          "spread": [0.01, 0.01, 0.1, 0.01, 0.0, None]})
+    second = pl.DataFrame({"pipeline_id": ["p"] * 4 + ["q"] * 2, "schedule_id": ["a", "b", "c", "d", "e", "f"],
+                           "status": ["ok"] * 6, "runtime_s": [1.1, 2.0, 1.0, 3.0, 3.0, 1.0]})
+    la = label_agreement(first, second)
+    # pipeline p: pairs ab ac ad bc bd cd; the second run swaps a and c (first: a < c, 5 % apart, within c's
+    # spread of 10 %); q has one ok-in-both schedule, so no pair
+    assert (la.samples, la.pipelines, la.pairs) == (5, 2, 6)
+    assert la.agree == pytest.approx(5 / 6)
+    assert la.pairs_10pct == 5 and la.agree_10pct == 1.0  # every pair but a-c is >= 10 % apart
+    assert la.near_ties == pytest.approx(1 / 6) and la.agree_outside_ties == 1.0
+    # relative differences a 0.1, b 0, c 0.05, d 1/3, e 0 -> median 0.05
+    assert la.median_rel_diff == pytest.approx(0.05)
