@@ -73,6 +73,7 @@ class JobConfig:
     ray_address: str | None = None  # None: the cluster of `ray job submit` (RAY_ADDRESS), else a local one
     num_cpus: int | None = None  # CPUs of a local cluster (None: all)
     benchmark_cpus: float = 1.0  # CPUs a node's benchmarking actor holds (its measurements run one at a time)
+    quiet_measurement: bool = True  # a measurement waits for the node's planning and compiling and runs alone
     max_retries: int = 2  # a Ray worker that dies is retried this often, then its samples are worker_died
     in_flight: int = 0  # batches under way at once (0: twice the cluster's CPUs)
     train: RoundTraining = field(default_factory=RoundTraining)

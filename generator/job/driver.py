@@ -204,7 +204,8 @@ class Job:
     def submit_plan(self, key: BatchKey, model_ref):
         from .tasks import plan_task
 
-        return plan_task.options(num_cpus=1, max_retries=self.cfg.max_retries).remote(key, model_ref)
+        return plan_task.options(num_cpus=1, max_retries=self.cfg.max_retries).remote(key, model_ref,
+                                                                                    self.cfg.quiet_measurement)
 
     def on_plan(self, ref, b: _Batch, _i, _extra, pending) -> bool:
         import ray
@@ -231,7 +232,7 @@ class Job:
         for i in range(n):
             fault = self.faults.get((b.key.seed, i), "")
             cref = compile_task.options(num_cpus=1, max_retries=self.cfg.max_retries, scheduling_strategy=where).remote(
-                b.plan_ref, i, self.cfg.compile_timeout, "die" if fault == "die" else "")
+                b.plan_ref, i, self.cfg.compile_timeout, "die" if fault == "die" else "", self.cfg.quiet_measurement)
             pending[cref] = ("compile", b, i, None)
         return False
 
@@ -251,7 +252,7 @@ class Job:
         fault = self.faults.get((b.key.seed, i), "")
         mref = self.benchmarker(outcome.node_id).measure.remote(
             b.plan_ref, i, get_protocol(self.cfg.protocol, self.cfg.benchmark_timeout), self.cfg.compile_timeout,
-            fault if fault != "die" else "")
+            fault if fault != "die" else "", self.cfg.quiet_measurement)
         pending[mref] = ("measure", b, i, outcome.node_id)
         return False
 

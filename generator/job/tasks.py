@@ -1,5 +1,6 @@
 """The job's Ray work: planning and compiling are parallel CPU tasks; measuring is one actor per node that
-runs one measurement at a time (the papers benchmark sequentially so that runs do not disturb each other).
+runs one measurement at a time (the papers benchmark sequentially so that runs do not disturb each other),
+and with `quiet_measurement` alone on its node: planning and compiling pause while it times (.quiet).
 
 numba kernels land in the node's on-disk cache (backends.numba.compiler), so the benchmarker finds the
 kernel its node compiled; a kernel compiled on another node is simply compiled again. Halide JIT code
@@ -21,6 +22,8 @@ import ray
 from backends.kernel import Measurement
 from generator.batch import BatchKey, BatchPlan, SamplingModel, plan_batch
 
+from .quiet import maybe
+
 
 @dataclass(frozen=True)
 class CompileOutcome:
@@ -31,14 +34,16 @@ class CompileOutcome:
 
 
 @ray.remote
-def plan_task(key: BatchKey, model: SamplingModel) -> BatchPlan:
-    plan = plan_batch(key, model)
+def plan_task(key: BatchKey, model: SamplingModel, quiet: bool = False) -> BatchPlan:
+    with maybe(quiet, "shared"):  # search is CPU work: never beside a measurement
+        plan = plan_batch(key, model)
     plan.node_id = ray.get_runtime_context().get_node_id()
     return plan
 
 
 @ray.remote
-def compile_task(plan: BatchPlan, index: int, compile_timeout: float, fault: str = "") -> CompileOutcome:
+def compile_task(plan: BatchPlan, index: int, compile_timeout: float, fault: str = "",
+                 quiet: bool = False) -> CompileOutcome:
     """Compile one sample into this node's kernel cache; `fault` "die" kills this Ray worker (testing)."""
     from backends import build
 
@@ -46,7 +51,8 @@ def compile_task(plan: BatchPlan, index: int, compile_timeout: float, fault: str
         os._exit(3)
     node = ray.get_runtime_context().get_node_id()
     s = plan.samples[index]
-    b = build(plan.pipeline, s.loopnest, plan.key.target, backend=plan.key.backend, timeout=compile_timeout)
+    with maybe(quiet, "shared"):
+        b = build(plan.pipeline, s.loopnest, plan.key.target, backend=plan.key.backend, timeout=compile_timeout)
     return CompileOutcome(b.status, b.error, b.compile_s if b.ok else float("nan"), node_id=node)
 
 
@@ -59,7 +65,10 @@ class Benchmarker:
 
         self.worker = Worker()
 
-    def measure(self, plan: BatchPlan, index: int, protocol, compile_timeout: float, fault: str = "") -> Measurement:
+    def measure(self, plan: BatchPlan, index: int, protocol, compile_timeout: float, fault: str = "",
+                quiet: bool = False) -> Measurement:
+        """Load (numba: from the node's cache) or rebuild (Halide) the kernel, then time it; with `quiet`, the
+        timing runs with no planning or compiling on the node (generator.job.quiet)."""
         from backends import build, run
 
         s = plan.samples[index]
@@ -68,7 +77,8 @@ class Benchmarker:
         if fault in ("crash", "hang") and built.kernel is not None:
             built.kernel.spec = FaultyKernel(fault)
         inputs = {n: np.array(a) for n, a in plan.inputs.items()}  # Ray hands out read-only views
-        return run(built, inputs, protocol, expected=plan.expected, worker=self.worker)
+        with maybe(quiet, "exclusive"):
+            return run(built, inputs, protocol, expected=plan.expected, worker=self.worker)
 
     def node_id(self) -> str:
         return ray.get_runtime_context().get_node_id()
