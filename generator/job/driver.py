@@ -75,8 +75,21 @@ class JobSummary:
             f"data: {self.out / ('target=' + self.target)}",
         ]
         out += [f"model after round {m.round}: {m.model}{(' ' + m.detail) if m.detail else ''}" for m in self.models]
+        out += self.dataset_lines()
         out.append(f"open: mlflow ui --backend-store-uri {self.tracking}")
         return out
+
+    def dataset_lines(self) -> list[str]:
+        """The whole dataset under `out` as `generator.dataset stats` reports it (this run's and earlier runs'
+        batches): runtimes, label spread, sizes."""
+        from featurize.dataset import DatasetError
+        from featurize.dataset_stats import dataset_stats
+
+        try:
+            report = dataset_stats(self.out).report().splitlines()
+        except DatasetError:
+            return []
+        return ["the dataset now (python -m generator.dataset stats):"] + [f"  {line}" for line in report[1:]]
 
 
 @dataclass
