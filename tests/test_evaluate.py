@@ -59,12 +59,14 @@ def tracking(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def trained(dataset, tracking, tmp_path_factory):
-    """A hybrid model trained for two epochs, registered and promoted to champion of schedlab-host."""
+    """A hybrid model trained for two epochs, registered and pinned as champion of schedlab-host (promotion=always:
+    these tests evaluate a champion, whether or not two epochs beat the baselines; tests/test_train.py checks the
+    honest rule)."""
     from train.config import TrainConfig
     from train.run import train
 
     return train(TrainConfig(data=str(dataset), tracking_uri=tracking, epochs=2, progress=False,
-                             min_schedules=MIN_SCHEDULES, val_fraction=VAL_FRACTION, promote=True,
+                             min_schedules=MIN_SCHEDULES, val_fraction=VAL_FRACTION, promote=True, promotion="always",
                              checkpoint_dir=str(tmp_path_factory.mktemp("ckpt"))))
 
 
@@ -126,6 +128,17 @@ def test_metrics_are_computed_on_exactly_the_held_out_pipelines(evaluated, train
     # the champion is the trained model: its metrics are training's final validation metrics
     for key, value in evaluated.metrics.as_dict("val_").items():
         assert value == pytest.approx(trained.val[key], abs=1e-9, nan_ok=True), key
+
+
+def test_split_val_holds_out_what_the_model_itself_held_out(evaluated, trained, dataset, tracking):
+    """A config whose val_fraction differs from the model's training would score training pipelines: the model's
+    recorded split wins, and the summary says so."""
+    from evaluate.models import evaluate_model
+
+    assert "held out as in the model's training: val_fraction=" in evaluated.summary()
+    other = evaluate_model(eval_config(dataset, tracking, val_fraction=0.9, max_k=4))
+    assert other.pipeline_ids == evaluated.pipeline_ids
+    assert "(the config said 0.9," in other.summary()
 
 
 def test_random_weights_on_every_pipeline(dataset, tracking):
