@@ -70,7 +70,8 @@ def load_network(uri: str, target: str, tracking: str | None):
     loaded = load_model(uri, get_target(target), tracking)
     if uri == "champion" and isinstance(loaded, AnalyticalModel):  # the scheduler's fallback: not a champion
         raise EvaluateError(f"model=champion: no models:/{model_name(target)}@champion in {tracking_uri(tracking)}; "
-                            "train and promote one (python -m train promote=true) or give model=<URI>")
+                            "no model has beaten the baselines yet (python -m train promote=true); give "
+                            f"model=models:/{model_name(target)}/latest or another URI")
     return _Totals(loaded), loaded.name
 
 
