@@ -183,7 +183,8 @@ def test_cli_bad_inputs_are_one_line(trained, dataset, tracking, tmp_path, capsy
 
     assert "no such directory" in error(f"data={tmp_path / 'nothing'}")
     assert "holds no dataset" in error(f"data={tmp_path}")
-    assert "none of its" in error(f"data={dataset}", "val_fraction=1e-9")
+    # a model with no recorded split (random weights) keeps the config's val_fraction, which holds nothing out
+    assert "none of its" in error(f"data={dataset}", "val_fraction=1e-9", "model=random:0")
     assert "no registered model 'nope'" in error(f"data={dataset}", "model=models:/nope@champion")
     assert "no model at" in error(f"data={dataset}", f"model={tmp_path / 'missing.pt'}")
     unknown = error(f"data={dataset}", "model=annealed")

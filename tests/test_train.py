@@ -231,7 +231,7 @@ def test_mlp_with_ranking_loss_is_a_comparable_variant(hybrid, dataset, env):
     beats = all(mine > (b.metrics["val_top1_score"], b.metrics["val_pairwise_accuracy"]) for b in mlp.promotion.baselines)
     assert mlp.registered.promoted == beats
     now = _champion(_client(env["tracking_uri"]), "schedlab-host")
-    assert now.version == (mlp.registered.version if beats else pinned.registered.version)
+    assert str(now.version) == (mlp.registered.version if beats else pinned.registered.version)
     assert CHAMPION == "champion"
 
 
