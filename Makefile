@@ -28,19 +28,20 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
-# the main job end to end: local Ray data generation (2 rounds, a model trained and registered after each),
-# the champion evaluated on held-out pipelines and on three apps; everything under $(DEMO)
+# the main job end to end: local Ray data generation (2 rounds, a model trained and registered after each,
+# champion only if it beats random weights and the analytical model), the newest model evaluated on the
+# pipelines it held out and on three apps; everything under $(DEMO)
 demo: $(STAMP)
 	$(BIN)/python -m generator.job --config conf/demo.yaml out=$(DEMO)/data tracking_uri=$(DEMO_TRACKING)
-	$(BIN)/python -m evaluate --config conf/evaluate.yaml model=models:/schedlab-host@champion data=$(DEMO)/data \
+	$(BIN)/python -m evaluate --config conf/evaluate.yaml model=models:/schedlab-host/latest data=$(DEMO)/data \
 		split=val val_fraction=0.25 min_schedules=6 tracking_uri=$(DEMO_TRACKING)
-	$(BIN)/python -m evaluate.apps --config conf/evaluate_apps.yaml model=models:/schedlab-host@champion \
+	$(BIN)/python -m evaluate.apps --config conf/evaluate_apps.yaml model=models:/schedlab-host/latest \
 		apps=blur,unsharp,harris size=small beam_size=4 passes=1 random_schedules=4 protocol=quick \
 		tracking_uri=$(DEMO_TRACKING)
 	@echo
 	@echo "demo done. data: $(DEMO)/data   models, runs, plots: $(DEMO)/mlflow.db (+ $(DEMO)/artifacts)"
 	@echo "(the apps ran at their small sizes, microsecond kernels where thread start-up dominates; the papers'"
-	@echo " sizes: $(BIN)/python -m evaluate.apps model=models:/schedlab-host@champion tracking_uri=$(DEMO_TRACKING))"
+	@echo " sizes: $(BIN)/python -m evaluate.apps model=models:/schedlab-host/latest tracking_uri=$(DEMO_TRACKING))"
 	@echo "open: $(BIN)/mlflow ui --backend-store-uri $(DEMO_TRACKING)"
 
 fuzz: $(STAMP)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ir.errors import SchedlabError
 from train.metrics import RankingMetrics
 
 from .config import EvalConfig, EvaluateError
@@ -31,6 +32,7 @@ class EvalResult:
     pipeline_ids: tuple[str, ...]  # the pipelines scored, sorted
     fingerprint: str  # of the whole dataset, as training logs it
     seconds: float
+    split_note: str = ""  # how split=val was chosen (from the model's own training run)
 
     def summary(self) -> str:
         m = self.metrics
@@ -41,6 +43,7 @@ class EvalResult:
             (f"pairwise accuracy {m.pairwise_accuracy:.3f}, top-1 score {m.top1_score:.3f}, top-5 "
              f"{m.top5_score:.3f}, Kendall tau {m.kendall_tau:.3f}, ordering@1.3x {m.ordering_rate_1_3:.3f}, "
              f"R2(log) {m.r2_log_runtime:.3f}"),
+            *([self.split_note] if self.split_note else []),
             f"MLflow run {self.run_id} (experiment {self.experiment_id}) in {self.tracking_uri}",
             f"open: mlflow ui --backend-store-uri {self.tracking_uri}",
         ])
@@ -67,7 +70,8 @@ def load_network(uri: str, target: str, tracking: str | None):
     loaded = load_model(uri, get_target(target), tracking)
     if uri == "champion" and isinstance(loaded, AnalyticalModel):  # the scheduler's fallback: not a champion
         raise EvaluateError(f"model=champion: no models:/{model_name(target)}@champion in {tracking_uri(tracking)}; "
-                            "train and promote one (python -m train promote=true) or give model=<URI>")
+                            "no model has beaten the baselines yet (python -m train promote=true); give "
+                            f"model=models:/{model_name(target)}/latest or another URI")
     return _Totals(loaded), loaded.name
 
 
@@ -104,6 +108,7 @@ def evaluate_model(cfg: EvalConfig) -> EvalResult:
 
     _quiet()
     t0 = time.time()
+    cfg, split_note = model_split(cfg)
     batches, stats = load_split(cfg)
     network, name = load_network(cfg.model, cfg.target, cfg.tracking_uri)
     bar = tqdm(batches, desc="scoring", unit="batch", disable=not cfg.progress, leave=False)
@@ -119,7 +124,31 @@ def evaluate_model(cfg: EvalConfig) -> EvalResult:
             run.log_metrics({"topk_score": score}, step=k)
         plots.log_figures(run.run_id, _figures(groups, f"{name} on {cfg.split}", topk), tracking=run.tracking_uri)
     return EvalResult(run.run_id, run.experiment_id, run.tracking_uri, name, cfg.split, metrics, topk,
-                      tuple(sorted(groups)), stats.fingerprint, time.time() - t0)
+                      tuple(sorted(groups)), stats.fingerprint, time.time() - t0, split_note)
+
+
+def model_split(cfg: EvalConfig) -> tuple[EvalConfig, str]:
+    """split=val scores the pipelines the model itself was validated on: a registered model's recorded
+    val_fraction and min_schedules replace the config's (a note says so when they differ), so an evaluation never
+    scores a model on its own training pipelines."""
+    from dataclasses import replace
+
+    from train.registry import model_name, recorded_split
+
+    if cfg.split != "val":
+        return cfg, ""
+    uri = f"models:/{model_name(cfg.target)}@champion" if cfg.model == "champion" else cfg.model
+    try:
+        recorded = recorded_split(uri, cfg.tracking_uri)
+    except SchedlabError:
+        recorded = None  # load_network reports an unknown model with its own one-line error
+    if recorded is None:
+        return cfg, ""
+    vf, ms = recorded
+    note = f"held out as in the model's training: val_fraction={vf:g}, min_schedules={ms}"
+    if (vf, ms) != (cfg.val_fraction, cfg.min_schedules):
+        note += f" (the config said {cfg.val_fraction:g}, {cfg.min_schedules})"
+    return replace(cfg, val_fraction=vf, min_schedules=ms), note
 
 
 def _figures(groups: dict[str, tuple[np.ndarray, np.ndarray]], title: str, topk: dict[int, float]) -> dict:

@@ -59,12 +59,14 @@ def tracking(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def trained(dataset, tracking, tmp_path_factory):
-    """A hybrid model trained for two epochs, registered and promoted to champion of schedlab-host."""
+    """A hybrid model trained for two epochs, registered and pinned as champion of schedlab-host (promotion=always:
+    these tests evaluate a champion, whether or not two epochs beat the baselines; tests/test_train.py checks the
+    honest rule)."""
     from train.config import TrainConfig
     from train.run import train
 
     return train(TrainConfig(data=str(dataset), tracking_uri=tracking, epochs=2, progress=False,
-                             min_schedules=MIN_SCHEDULES, val_fraction=VAL_FRACTION, promote=True,
+                             min_schedules=MIN_SCHEDULES, val_fraction=VAL_FRACTION, promote=True, promotion="always",
                              checkpoint_dir=str(tmp_path_factory.mktemp("ckpt"))))
 
 
@@ -128,6 +130,17 @@ def test_metrics_are_computed_on_exactly_the_held_out_pipelines(evaluated, train
         assert value == pytest.approx(trained.val[key], abs=1e-9, nan_ok=True), key
 
 
+def test_split_val_holds_out_what_the_model_itself_held_out(evaluated, trained, dataset, tracking):
+    """A config whose val_fraction differs from the model's training would score training pipelines: the model's
+    recorded split wins, and the summary says so."""
+    from evaluate.models import evaluate_model
+
+    assert "held out as in the model's training: val_fraction=" in evaluated.summary()
+    other = evaluate_model(eval_config(dataset, tracking, val_fraction=0.9, max_k=4))
+    assert other.pipeline_ids == evaluated.pipeline_ids
+    assert "(the config said 0.9," in other.summary()
+
+
 def test_random_weights_on_every_pipeline(dataset, tracking):
     from evaluate.models import evaluate_model
     from train.data import DataConfig, TrainingData
@@ -170,7 +183,8 @@ def test_cli_bad_inputs_are_one_line(trained, dataset, tracking, tmp_path, capsy
 
     assert "no such directory" in error(f"data={tmp_path / 'nothing'}")
     assert "holds no dataset" in error(f"data={tmp_path}")
-    assert "none of its" in error(f"data={dataset}", "val_fraction=1e-9")
+    # a model with no recorded split (random weights) keeps the config's val_fraction, which holds nothing out
+    assert "none of its" in error(f"data={dataset}", "val_fraction=1e-9", "model=random:0")
     assert "no registered model 'nope'" in error(f"data={dataset}", "model=models:/nope@champion")
     assert "no model at" in error(f"data={dataset}", f"model={tmp_path / 'missing.pt'}")
     unknown = error(f"data={dataset}", "model=annealed")

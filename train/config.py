@@ -26,7 +26,9 @@ class TrainConfig:
     experiment: str = "schedlab-train"
     run_name: str | None = None
     register: bool = True  # log the model and register it as schedlab-<target>
-    promote: bool = False  # set the champion alias if this version beats the current champion
+    promote: bool = False  # set the champion alias if this version beats every baseline (see promotion)
+    promotion: Literal["baselines", "always"] = "baselines"  # baselines: beat random weights, the analytical model
+    #   and the current champion on the same validation pipelines; always: take the alias (pinning, as by hand)
     checkpoint_dir: str = ".cache/checkpoints"
     resume: str | None = None  # a Lightning checkpoint (.ckpt) to continue from
     progress: bool = True

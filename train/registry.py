@@ -177,7 +177,7 @@ def ensure_experiment(name: str, tracking: str | None = None) -> str:
 def log_and_register(model, target: str, tags: dict[str, str], val_metrics: dict[str, float],
                      example: tuple[np.ndarray, np.ndarray], promote: bool, *, run_id: str | None = None,
                      tracking: str | None = None, experiment: str = DEFAULT_EXPERIMENT,
-                     backend: str = "numba") -> RegisteredVersion:
+                     backend: str = "numba", decided: bool = False) -> RegisteredVersion:
     """Log `model` into a run, register it as a new version of schedlab-<target>, and maybe promote it.
 
     The run: `run_id` (e.g. Lightning's `MLFlowLogger.run_id`, resumed and ended again here), else the active
@@ -186,7 +186,9 @@ def log_and_register(model, target: str, tags: dict[str, str], val_metrics: dict
     the caller's `tags` (dataset_fingerprint, dataset_samples, dataset_pipelines, loss, ...) and the val
     metrics (keys get a `val_` prefix, `/` becomes `_`). promote=True moves `champion` here when there is no
     champion or this version's val_top1_score is strictly higher (a champion without the tag always loses; a
-    version without it only wins an empty slot). Not atomic against a concurrent promoter."""
+    version without it only wins an empty slot). decided=True: the caller decided (train.promotion scores
+    every baseline afresh on one validation set), and promote alone says whether the alias moves. Not
+    atomic against a concurrent promoter."""
     import mlflow
 
     from train.model import save_checkpoint_dict
@@ -210,8 +212,8 @@ def log_and_register(model, target: str, tags: dict[str, str], val_metrics: dict
     client = _client(uri)
     client.set_registered_model_tag(name, "target", target)
     previous = _champion(client, name)
-    promoted = promote and _beats(version_tags.get(SCORE_KEY), previous.tags.get(SCORE_KEY) if previous else None,
-                                  previous is None)
+    promoted = promote and (decided or _beats(version_tags.get(SCORE_KEY),
+                                              previous.tags.get(SCORE_KEY) if previous else None, previous is None))
     if promoted:
         client.set_registered_model_alias(name, CHAMPION, mv.version)
     return RegisteredVersion(name, str(mv.version), active_run_id, f"models:/{name}/{mv.version}", promoted,
@@ -432,6 +434,21 @@ def recorded_target(uri: str, tracking: str | None = None) -> tuple[str | None, 
     name, _, version = _resolve_registered(uri, store)[len("models:/"):].partition("/")
     tags = _client(store).get_model_version(name, version).tags or {}
     return tags.get("target"), tags.get("backend")
+
+
+def recorded_split(uri: str, tracking: str | None = None) -> tuple[float, int] | None:
+    """(val_fraction, min_schedules) the registered model behind `uri` was trained with, so that its evaluation
+    on split=val scores exactly the pipelines it was validated on; None when not recorded (files, runs:/ URIs,
+    versions registered before these tags)."""
+    if not uri.startswith("models:/") or uri.startswith("models:/m-"):
+        return None
+    store = tracking_uri(tracking)
+    name, _, version = _resolve_registered(uri, store)[len("models:/"):].partition("/")
+    tags = _client(store).get_model_version(name, version).tags or {}
+    try:
+        return float(tags["val_fraction"]), int(tags["min_schedules"])
+    except (KeyError, ValueError):
+        return None
 
 
 def _resolve_registered(uri: str, store: str) -> str:

@@ -38,6 +38,8 @@ class TrainResult:
     checkpoint: str
     registered: object | None  # train.registry.RegisteredVersion
     seconds: float
+    best_epoch: int = 0  # the epoch whose weights were registered (best validation top-1)
+    promotion: object | None = None  # train.promotion.PromotionDecision
 
     def summary(self) -> str:
         v, i = self.val, self.init_val
@@ -50,12 +52,17 @@ class TrainResult:
              f"top-5 {v['val_top5_score']:.3f}, Kendall tau {v['val_kendall_tau']:.3f}, "
              f"ordering@1.3x {v['val_ordering_rate_1_3']:.3f}, R2(log) {v['val_r2_log_runtime']:.3f}"),
             f"MLflow run {self.run_id} (experiment {self.experiment_id}) in {self.tracking_uri}",
-            f"checkpoint: {self.checkpoint}",
+            f"checkpoint: {self.checkpoint}; registered weights: epoch {self.best_epoch} (best validation top-1)",
         ]
+        if self.promotion is not None:
+            lines.append("on the same validation pipelines:")
+            lines += self.promotion.lines(self.val)
         r = self.registered
         if r is not None:
             alias = " -> alias champion" if r.promoted else ""
             lines.append(f"registered: models:/{r.name}/{r.version}{alias}")
+        if self.promotion is not None:
+            lines.append(self.promotion.reason)
         lines.append(f"open: mlflow ui --backend-store-uri {self.tracking_uri}")
         return "\n".join(lines)
 
@@ -120,10 +127,18 @@ def train(cfg: TrainConfig) -> TrainResult:
                         log_every_n_steps=1, num_sanity_val_steps=0)
     trainer.fit(module, datamodule=CostModelDataModule(data), ckpt_path=cfg.resume)
 
+    best_epoch = _load_best(module, best.best_model_path, trainer.current_epoch - 1)  # what gets registered
     model = module.model.eval()
     groups = predict_groups(model, data.val)
     final = ranking_metrics(groups.values())
     val = final.as_dict("val_")
+    from .promotion import decide, score_baselines
+
+    baselines = score_baselines(data.val, get_target(cfg.target), init, lambda: _champion(cfg, uri), predict_groups)
+    decision = decide(val, baselines, cfg.register and cfg.promote, cfg.promotion)
+    logger.experiment.set_tag(run_id, "promotion", decision.reason)
+    logger.log_metrics({"best_epoch": float(best_epoch)}, step=trainer.global_step)
+    _log_baselines(logger.experiment, run_id, val, baselines)
     logger.log_metrics({f"final_{k}": v for k, v in val.items() if np.isfinite(v)}, step=trainer.global_step)
     pred = np.concatenate([p for p, _ in groups.values()])
     measured = np.concatenate([t for _, t in groups.values()])
@@ -137,14 +152,55 @@ def train(cfg: TrainConfig) -> TrainResult:
         first = data.val[0]
         tags = {"dataset_fingerprint": stats.fingerprint, "dataset_samples": str(stats.train_samples + stats.val_samples),
                 "dataset_pipelines": str(stats.train_pipelines + stats.val_pipelines), "model_kind": cfg.model,
-                "loss": cfg.loss, "feature_schema": schema.name, "dataset_backend": stats.backend}
+                "loss": cfg.loss, "feature_schema": schema.name, "dataset_backend": stats.backend,
+                "val_fraction": repr(cfg.val_fraction), "min_schedules": str(cfg.min_schedules),
+                "best_epoch": str(best_epoch), "promotion": decision.reason}
         registered = registry.log_and_register(
             model, cfg.target, tags, val, (first.pipeline_features.numpy(), first.schedule_features.numpy()),
-            promote=cfg.promote, run_id=run_id, tracking=uri, backend=stats.backend or "numba")
+            promote=decision.promote, run_id=run_id, tracking=uri, backend=stats.backend or "numba", decided=True)
     return TrainResult(run_id, logger.experiment_id, uri, init, val,
                        stats.train_samples + stats.val_samples, stats.train_pipelines + stats.val_pipelines,
                        stats.train_pipelines, stats.val_pipelines, str(ckpt_dir / "last.ckpt"), registered,
-                       time.time() - t0)
+                       time.time() - t0, best_epoch, decision)
+
+
+def _load_best(module, path: str, last_epoch: int) -> int:
+    """Load the best checkpoint's weights (by validation top-1) into `module`; its epoch (1-based). Without
+    one (no validation epoch ran), the last epoch's weights stay."""
+    import torch
+
+    if not path or not Path(path).is_file():
+        return last_epoch + 1
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    module.load_state_dict(ckpt["state_dict"])
+    return int(ckpt.get("epoch", last_epoch)) + 1
+
+
+def _champion(cfg: TrainConfig, uri: str):
+    """("champion v<N>", its network) of schedlab-<target> in the store, or None when there is none."""
+    from . import registry
+
+    client = registry._client(uri)
+    current = registry._champion(client, registry.model_name(cfg.target))
+    if current is None:
+        return None
+    return f"champion v{current.version}", registry.load_cost_model(
+        f"models:/{registry.model_name(cfg.target)}/{current.version}", uri)
+
+
+def _log_baselines(client, run_id: str, val: dict[str, float], baselines) -> None:
+    """baselines.csv: this model and each baseline, scored on the same validation pipelines."""
+    import csv
+    import io
+
+    keys = sorted(val)
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["model", *keys, "note"])
+    w.writerow(["this model (best epoch)", *[f"{val[k]:.6g}" for k in keys], ""])
+    for b in baselines:
+        w.writerow([b.name, *[f"{b.metrics[k]:.6g}" if k in b.metrics else "" for k in keys], b.note])
+    client.log_text(run_id, buf.getvalue(), "baselines.csv")
 
 
 def _quiet() -> None:

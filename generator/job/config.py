@@ -44,7 +44,8 @@ class RoundTraining:
     weight_decay: float = 0.0
     min_schedules: int = 8
     val_fraction: float = 0.125
-    promote: bool = True  # move the champion alias when the new version's validation top-1 is better
+    promote: bool = True  # move the champion alias when the new version beats every baseline (train.promotion)
+    promotion: Literal["baselines", "always"] = "baselines"  # train's promotion rule
     experiment: str = "schedlab-datagen"
 
 

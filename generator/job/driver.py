@@ -162,8 +162,8 @@ class Job:
         cfg = TrainConfig(data=str(self.out), target=self.cfg.target, model=t.model, loss=t.loss, epochs=t.epochs,
                           lr=t.lr, weight_decay=t.weight_decay, min_schedules=t.min_schedules,
                           val_fraction=t.val_fraction, seed=self.cfg.seed + r, tracking_uri=self.tracking,
-                          experiment=t.experiment, run_name=f"datagen round {r}", promote=t.promote, progress=False,
-                          checkpoint_dir=str(self.out / "job" / "checkpoints"))
+                          experiment=t.experiment, run_name=f"datagen round {r}", promote=t.promote,
+                          promotion=t.promotion, progress=False, checkpoint_dir=str(self.out / "job" / "checkpoints"))
         self.note(f"round {r}: training on {self.out}")
         try:
             result = train(cfg)
@@ -174,7 +174,8 @@ class Job:
         reg = result.registered
         v = result.val
         detail = (f"(validation pairwise {v['val_pairwise_accuracy']:.3f}, top-1 {v['val_top1_score']:.3f}, "
-                  f"{result.samples} samples{', champion' if reg.promoted else ''})")
+                  f"{result.samples} samples{', champion' if reg.promoted else ''}; "
+                  f"{result.promotion.reason.split(' on the same')[0] if result.promotion else ''})")
         marker.parent.mkdir(parents=True, exist_ok=True)
         tmp = marker.with_suffix(".tmp")
         tmp.write_text(json.dumps({"model": reg.model_uri, "run_id": result.run_id, "tracking": self.tracking,
