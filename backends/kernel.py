@@ -31,6 +31,7 @@ class Measurement:
     iterations: int = 0  # runs timed in total
     compile_s: float = math.nan
     error: str = ""
+    measure_s: float = math.nan  # wall seconds the measurement took (kernel load or rebuild, runs, output check)
 
     @property
     def ok(self) -> bool:

@@ -69,8 +69,11 @@ class Benchmarker:
                 quiet: bool = False) -> Measurement:
         """Load (numba: from the node's cache) or rebuild (Halide) the kernel, then time it; with `quiet`, the
         timing runs with no planning or compiling on the node (generator.job.quiet)."""
+        import time
+
         from backends import build, run
 
+        t0 = time.perf_counter()
         s = plan.samples[index]
         built = build(plan.pipeline, s.loopnest, plan.key.target, backend=plan.key.backend, timeout=compile_timeout,
                       worker=self.worker)
@@ -78,7 +81,9 @@ class Benchmarker:
             built.kernel.spec = FaultyKernel(fault)
         inputs = {n: np.array(a) for n, a in plan.inputs.items()}  # Ray hands out read-only views
         with maybe(quiet, "exclusive"):
-            return run(built, inputs, protocol, expected=plan.expected, worker=self.worker)
+            m = run(built, inputs, protocol, expected=plan.expected, worker=self.worker)
+        m.measure_s = time.perf_counter() - t0
+        return m
 
     def node_id(self) -> str:
         return ray.get_runtime_context().get_node_id()
