@@ -3,7 +3,7 @@
 Runs the Ray job (`generator.job`, a local cluster) once per backend on the same config — one round, no
 training, a fresh kernel cache each — and prints per backend: valid (ok) samples per hour per CPU, the yield,
 and where the task time went (planning = search, compiling, measuring = kernel load or rebuild + timing +
-output check, each summed over tasks), with the wall time. Everything after the options is a generator.job
+output check, and the measurements' wait for a quiet node, each summed over tasks), with the wall time. Everything after the options is a generator.job
 key=value override.
 
     python benchmarks/datagen_throughput.py --pipelines 6 --schedules 12                 # conf/datagen.yaml
@@ -50,12 +50,12 @@ def main(argv=None) -> int:
             rows.append((backend, s))
             print(f"{backend}: " + "; ".join(s.lines()[:3]), flush=True)
     print(f"\n{'backend':8s} {'valid/core-h':>12s} {'yield':>7s} {'wall':>7s} {'planning':>9s} {'compiling':>10s} "
-          f"{'measuring':>10s}   ({len(rows) and a.pipelines} pipelines x {a.schedules} schedules, "
+          f"{'measuring':>10s} {'quiet wait':>10s}   ({len(rows) and a.pipelines} pipelines x {a.schedules} schedules, "
           f"{' '.join(a.overrides) or 'conf defaults'})")
     for backend, s in rows:
         written = max(1, s.samples_written)
         print(f"{backend:8s} {s.samples_per_core_hour:12.0f} {100 * s.status['ok'] / written:6.1f}% {s.seconds:6.0f}s "
-              f"{s.plan_s:8.0f}s {s.compile_s:9.0f}s {s.measure_s:9.0f}s")
+              f"{s.plan_s:8.0f}s {s.compile_s:9.0f}s {s.measure_s:9.0f}s {s.wait_s:9.0f}s")
     if len(rows) == 2 and rows[1][1].samples_per_core_hour > 0:
         (b0, s0), (b1, s1) = rows
         print(f"{b0}/{b1} valid samples per core-hour: {s0.samples_per_core_hour / s1.samples_per_core_hour:.2f}x")

@@ -62,6 +62,7 @@ class JobSummary:
     plan_s: float = 0.0  # seconds planning (search), summed over batches
     compile_s: float = 0.0  # seconds in compile tasks, summed over samples
     measure_s: float = 0.0  # seconds in the benchmarkers (kernel load or rebuild, timing, output check), summed
+    wait_s: float = 0.0  # seconds the benchmarkers waited for a quiet node (quiet_measurement), summed
 
     @property
     def samples_per_core_hour(self) -> float:
@@ -81,7 +82,7 @@ class JobSummary:
              f"{100.0 * ok / max(1, self.samples_written):.1f}% ok; by status: {statuses or 'none'}"),
             (f"throughput: {per_hour:.0f} samples per hour per core ({self.samples_per_core_hour:.0f} valid; "
              f"{self.cpus:g} CPUs); task time: planning {self.plan_s:.0f} s, compiling {self.compile_s:.0f} s, "
-             f"measuring {self.measure_s:.0f} s"),
+             f"measuring {self.measure_s:.0f} s (+ {self.wait_s:.0f} s waiting for a quiet node)"),
             f"data: {self.out / ('target=' + self.target)}",
         ]
         out += [f"model after round {m.round}: {m.model}{(' ' + m.detail) if m.detail else ''}" for m in self.models]
@@ -295,6 +296,8 @@ class Job:
         m.compile_s = b.compile_s[i]  # the compile task's time, not the cache load before measuring
         if math.isfinite(m.measure_s):
             self.summary.measure_s += m.measure_s
+        if math.isfinite(m.wait_s):
+            self.summary.wait_s += m.wait_s
         return self.record(b, i, m)
 
     def record(self, b: _Batch, i: int, m: Measurement) -> bool:
