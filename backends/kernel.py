@@ -31,6 +31,8 @@ class Measurement:
     iterations: int = 0  # runs timed in total
     compile_s: float = math.nan
     error: str = ""
+    measure_s: float = math.nan  # wall seconds the measurement took (kernel load or rebuild, runs, output check)
+    wait_s: float = math.nan  # seconds it waited for its node to be quiet before timing (generator.job.quiet)
 
     @property
     def ok(self) -> bool:

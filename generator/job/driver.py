@@ -59,6 +59,15 @@ class JobSummary:
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
     interrupted: bool = False
+    plan_s: float = 0.0  # seconds planning (search), summed over batches
+    compile_s: float = 0.0  # seconds in compile tasks, summed over samples
+    measure_s: float = 0.0  # seconds in the benchmarkers (kernel load or rebuild, timing, output check), summed
+    wait_s: float = 0.0  # seconds the benchmarkers waited for a quiet node (quiet_measurement), summed
+
+    @property
+    def samples_per_core_hour(self) -> float:
+        """Valid (ok) samples per hour per CPU of the cluster."""
+        return self.status["ok"] / max(self.seconds, 1e-9) * 3600 / max(self.cpus, 1)
 
     def lines(self) -> list[str]:
         ok = self.status["ok"]
@@ -71,7 +80,9 @@ class JobSummary:
              f"(of {self.batches_planned} planned)"),
             (f"samples: {self.samples_written} written ({self.samples_existing} already there); yield "
              f"{100.0 * ok / max(1, self.samples_written):.1f}% ok; by status: {statuses or 'none'}"),
-            f"throughput: {per_hour:.0f} samples per hour per core ({self.cpus:g} CPUs)",
+            (f"throughput: {per_hour:.0f} samples per hour per core ({self.samples_per_core_hour:.0f} valid; "
+             f"{self.cpus:g} CPUs); task time: planning {self.plan_s:.0f} s, compiling {self.compile_s:.0f} s, "
+             f"measuring {self.measure_s:.0f} s (+ {self.wait_s:.0f} s waiting for a quiet node)"),
             f"data: {self.out / ('target=' + self.target)}",
         ]
         out += [f"model after round {m.round}: {m.model}{(' ' + m.detail) if m.detail else ''}" for m in self.models]
@@ -238,6 +249,7 @@ class Job:
             return True
         n = len(b.plan.samples)
         self.summary.errors += b.plan.errors
+        self.summary.plan_s += b.plan.seconds
         self.shrink(self.cfg.schedules_per_pipeline - n)
         b.rows, b.compile_s = [None] * n, [math.nan] * n
         if n == 0:
@@ -261,6 +273,8 @@ class Job:
             return self.record(b, i, Measurement(WORKER_DIED, error=f"compile task: {first_line(e, last=True)} "
                                                  f"(tried {self.cfg.max_retries + 1} times)"))
         b.compile_s[i] = outcome.compile_s
+        if math.isfinite(outcome.compile_s):
+            self.summary.compile_s += outcome.compile_s
         if outcome.status != "ok":
             return self.record(b, i, Measurement(outcome.status, error=outcome.error, compile_s=outcome.compile_s))
         fault = self.faults.get((b.key.seed, i), "")
@@ -280,6 +294,10 @@ class Job:
             self.benchmarkers.pop(node, None)  # a fresh actor for what comes next
             m = Measurement(WORKER_DIED, error=f"benchmarker: {first_line(e, last=True)}")
         m.compile_s = b.compile_s[i]  # the compile task's time, not the cache load before measuring
+        if math.isfinite(m.measure_s):
+            self.summary.measure_s += m.measure_s
+        if math.isfinite(m.wait_s):
+            self.summary.wait_s += m.wait_s
         return self.record(b, i, m)
 
     def record(self, b: _Batch, i: int, m: Measurement) -> bool:

@@ -69,16 +69,24 @@ class Benchmarker:
                 quiet: bool = False) -> Measurement:
         """Load (numba: from the node's cache) or rebuild (Halide) the kernel, then time it; with `quiet`, the
         timing runs with no planning or compiling on the node (generator.job.quiet)."""
+        import time
+
         from backends import build, run
 
+        t0 = time.perf_counter()
         s = plan.samples[index]
         built = build(plan.pipeline, s.loopnest, plan.key.target, backend=plan.key.backend, timeout=compile_timeout,
                       worker=self.worker)
         if fault in ("crash", "hang") and built.kernel is not None:
             built.kernel.spec = FaultyKernel(fault)
         inputs = {n: np.array(a) for n, a in plan.inputs.items()}  # Ray hands out read-only views
+        t1 = time.perf_counter()
         with maybe(quiet, "exclusive"):
-            return run(built, inputs, protocol, expected=plan.expected, worker=self.worker)
+            t2 = time.perf_counter()
+            m = run(built, inputs, protocol, expected=plan.expected, worker=self.worker)
+        m.wait_s = t2 - t1
+        m.measure_s = time.perf_counter() - t0 - m.wait_s
+        return m
 
     def node_id(self) -> str:
         return ray.get_runtime_context().get_node_id()
