@@ -84,7 +84,7 @@ def load_split(cfg: EvalConfig):
         raise EvaluateError(f"data={cfg.data}: no such directory; give the dataset root "
                             "(python -m generator.datagen --out DIR writes one)")
     data = TrainingData.load(DataConfig(path=cfg.data, target=cfg.target, min_schedules=cfg.min_schedules,
-                                        val_fraction=0.0))
+                                        val_fraction=0.0, max_spread=cfg.max_spread))
     batches = data.train
     if cfg.split == "val":
         batches = [b for b in batches if is_validation(b.pipeline_id, cfg.val_fraction)]
@@ -144,11 +144,12 @@ def model_split(cfg: EvalConfig) -> tuple[EvalConfig, str]:
         recorded = None  # load_network reports an unknown model with its own one-line error
     if recorded is None:
         return cfg, ""
-    vf, ms = recorded
-    note = f"held out as in the model's training: val_fraction={vf:g}, min_schedules={ms}"
-    if (vf, ms) != (cfg.val_fraction, cfg.min_schedules):
-        note += f" (the config said {cfg.val_fraction:g}, {cfg.min_schedules})"
-    return replace(cfg, val_fraction=vf, min_schedules=ms), note
+    r = recorded
+    note = (f"held out as in the model's training: val_fraction={r.val_fraction:g}, min_schedules={r.min_schedules}, "
+            f"max_spread={r.max_spread}")
+    if (r.val_fraction, r.min_schedules, r.max_spread) != (cfg.val_fraction, cfg.min_schedules, cfg.max_spread):
+        note += f" (the config said {cfg.val_fraction:g}, {cfg.min_schedules}, {cfg.max_spread})"
+    return replace(cfg, val_fraction=r.val_fraction, min_schedules=r.min_schedules, max_spread=r.max_spread), note
 
 
 def _figures(groups: dict[str, tuple[np.ndarray, np.ndarray]], title: str, topk: dict[int, float]) -> dict:

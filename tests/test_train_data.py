@@ -327,3 +327,21 @@ def test_a_v1_dataset_file_still_trains():
     assert data.stats.train_pipelines == 2 and data.stats.train_samples == 8
     for b in data.train:
         assert b.pipeline_features.shape[1:] == (40, 7) and b.schedule_features.shape[2] == 39
+
+
+def test_labels_noisier_than_max_spread_are_dropped(root):
+    """A duplicate of a known schedule measured faster but with a 50 % spread must not become its label under
+    max_spread=0.25, and must without the filter (the merge takes the minimum)."""
+    keep = TrainingData.load(config(root))
+    (pid, sid), t = next(iter(by_schedule(keep).items()))
+    row = read_dataset(root, "host").samples.filter(sample_id=f"{pid}-{sid}").row(0, named=True)
+    p, ln = Pipeline.from_json(json.loads(row["pipeline_json"])), LoopNest.loads(row["schedule_json"])
+    noisy = Sample.build(p, ln, featurize(p, ln), Measurement("ok", t / 2, t, 0.5, 5, 5, 0.1))
+    write_batch(root, "host", "noisy", [noisy])
+    everything = TrainingData.load(config(root))
+    assert by_schedule(everything)[(pid, sid)] == t / 2 and everything.stats.noisy_dropped == 0
+    clean = TrainingData.load(config(root, max_spread=0.25))
+    assert by_schedule(clean)[(pid, sid)] == t and clean.stats.noisy_dropped == 1
+    assert "1 with a label spread above max_spread" in str(clean.stats)
+    with pytest.raises(DatasetError, match="max_spread must be > 0"):
+        config(root, max_spread=0.0)

@@ -21,6 +21,7 @@ class TrainConfig:
     batch_size: int = 64  # most schedules in one batch (each batch holds one pipeline's schedules)
     min_schedules: int = 8  # pipelines with fewer measured schedules are skipped
     val_fraction: float = 0.125  # share of pipelines (by hash) held out for validation
+    max_spread: float | None = 0.25  # skip labels whose own best repeats disagree by more (none: keep all)
     seed: int = 0
     tracking_uri: str | None = None  # None: the embedded SQLite store (.cache/mlflow/mlflow.db)
     experiment: str = "schedlab-train"

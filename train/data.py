@@ -65,8 +65,11 @@ class DataConfig:
     batch_size: int = 64  # most schedules per batch; larger pipelines are chunked
     seed: int = 0  # shuffles training batches per epoch; the split does not depend on it
     backend: str | None = None  # whose runtimes to learn; None: the only backend in the data
+    max_spread: float | None = None  # drop labels whose own repeats disagree more (spread = 3rd best / best - 1)
 
     def __post_init__(self):
+        if self.max_spread is not None and not self.max_spread > 0:
+            raise DatasetError(f"max_spread must be > 0 (or none), got {self.max_spread}")
         if self.min_schedules < 1:
             raise DatasetError(f"min_schedules must be >= 1, got {self.min_schedules}")
         if not 0.0 <= self.val_fraction < 1.0:
@@ -83,6 +86,7 @@ class DataStats:
     other_backends_dropped: int = 0  # rows measured on other backends (never merged with this one's)
     rejected: int = 0  # screened out by the reader (features or runtime unusable)
     failed_dropped: int = 0  # status other than ok
+    noisy_dropped: int = 0  # ok, but the label's spread is above max_spread
     duplicates_merged: int = 0  # rows folded into another row of the same schedule
     inconsistent_dropped: int = 0  # stage list differs from the rest of its pipeline's schedules
     pipelines_skipped: int = 0  # fewer than min_schedules distinct ok schedules
@@ -102,7 +106,8 @@ class DataStats:
     def __str__(self) -> str:
         return (f"{self.samples_read} samples read from {self.files} files: backend {self.backend} "
                 f"({self.other_backends_dropped} rows of other backends left out), {self.rejected} rejected, "
-                f"{self.failed_dropped} failed, {self.duplicates_merged} duplicates merged, "
+                f"{self.failed_dropped} failed, {self.noisy_dropped} with a label spread above max_spread, "
+                f"{self.duplicates_merged} duplicates merged, "
                 f"{self.pipelines_skipped} pipelines skipped (< min schedules); train {self.train_pipelines} "
                 f"pipelines / {self.train_samples} samples, validation {self.val_pipelines} / {self.val_samples}; "
                 f"fingerprint {self.fingerprint}")
@@ -151,7 +156,7 @@ class TrainingData:
         ds = read_dataset(config.path, target)
         stats = DataStats(files=len(ds.files), samples_read=ds.samples.height + ds.rejected.height,
                           rejected=ds.rejected.height, rejected_reasons=_reasons(ds.rejected))
-        samples = _ok_merged(_one_backend(ds.samples, config, stats), stats)
+        samples = _ok_merged(_one_backend(ds.samples, config, stats), stats, config.max_spread)
         stages = _stage_rows(ds.stages, samples, stats)
         samples, stages = _min_schedules(samples, stages, config.min_schedules, stats)
         batches = _batches(samples, stages, config.batch_size, ds.schema)
@@ -187,9 +192,10 @@ def _one_backend(samples, config: DataConfig, stats: DataStats):
     return mine
 
 
-def _ok_merged(samples, stats: DataStats):
-    """Rows with status ok, one per (pipeline, schedule) with the minimum runtime; `samples` hold one backend's
-    rows, so the merge never crosses backends."""
+def _ok_merged(samples, stats: DataStats, max_spread: float | None = None):
+    """Rows with status ok whose label spread is at most `max_spread` (a row without a recorded spread is kept),
+    one per (pipeline, schedule) with the minimum runtime; `samples` hold one backend's rows, so the merge never
+    crosses backends."""
     import polars as pl
 
     assert samples["backend"].n_unique() <= 1, "runtimes of two backends must not be merged"
@@ -197,6 +203,10 @@ def _ok_merged(samples, stats: DataStats):
 
     ok = samples.filter(pl.col("status") == Status.OK)
     stats.failed_dropped = samples.height - ok.height
+    if max_spread is not None:
+        clean = ok.filter(~(pl.col("spread").fill_nan(None).fill_null(0.0) > max_spread))
+        stats.noisy_dropped = ok.height - clean.height
+        ok = clean
     merged = (ok.group_by("sample_id")
               .agg(pl.col("pipeline_id").first(), pl.col("schedule_id").first(), pl.col("runtime_s").min())
               .sort("sample_id"))

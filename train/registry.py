@@ -436,17 +436,27 @@ def recorded_target(uri: str, tracking: str | None = None) -> tuple[str | None, 
     return tags.get("target"), tags.get("backend")
 
 
-def recorded_split(uri: str, tracking: str | None = None) -> tuple[float, int] | None:
-    """(val_fraction, min_schedules) the registered model behind `uri` was trained with, so that its evaluation
-    on split=val scores exactly the pipelines it was validated on; None when not recorded (files, runs:/ URIs,
-    versions registered before these tags)."""
+@dataclass(frozen=True)
+class RecordedSplit:
+    """How the registered model's training chose its validation samples."""
+
+    val_fraction: float
+    min_schedules: int
+    max_spread: float | None  # None: every label was kept
+
+
+def recorded_split(uri: str, tracking: str | None = None) -> RecordedSplit | None:
+    """The split the registered model behind `uri` was validated on, so that its evaluation on split=val scores
+    exactly those samples; None when not recorded (files, runs:/ URIs, versions registered before these tags)."""
     if not uri.startswith("models:/") or uri.startswith("models:/m-"):
         return None
     store = tracking_uri(tracking)
     name, _, version = _resolve_registered(uri, store)[len("models:/"):].partition("/")
     tags = _client(store).get_model_version(name, version).tags or {}
     try:
-        return float(tags["val_fraction"]), int(tags["min_schedules"])
+        spread = tags.get("max_spread", "None")
+        return RecordedSplit(float(tags["val_fraction"]), int(tags["min_schedules"]),
+                             None if spread == "None" else float(spread))
     except (KeyError, ValueError):
         return None
 

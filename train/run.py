@@ -94,7 +94,7 @@ def train(cfg: TrainConfig) -> TrainResult:
         raise registry.RegistryError(f"resume={cfg.resume}: no such checkpoint file")
     data = TrainingData.load(DataConfig(path=cfg.data, target=cfg.target, min_schedules=cfg.min_schedules,
                                         val_fraction=cfg.val_fraction, batch_size=cfg.batch_size, seed=cfg.seed,
-                                        backend=cfg.backend))
+                                        backend=cfg.backend, max_spread=cfg.max_spread))
     schema = get_extractor(cfg.target).schema  # what the model reads; the data must have been written under it
     data.check_schema(schema)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
@@ -154,6 +154,7 @@ def train(cfg: TrainConfig) -> TrainResult:
                 "dataset_pipelines": str(stats.train_pipelines + stats.val_pipelines), "model_kind": cfg.model,
                 "loss": cfg.loss, "feature_schema": schema.name, "dataset_backend": stats.backend,
                 "val_fraction": repr(cfg.val_fraction), "min_schedules": str(cfg.min_schedules),
+                "max_spread": repr(cfg.max_spread),
                 "best_epoch": str(best_epoch), "promotion": decision.reason}
         registered = registry.log_and_register(
             model, cfg.target, tags, val, (first.pipeline_features.numpy(), first.schedule_features.numpy()),

@@ -1,0 +1,159 @@
+"""Multi-node Ray for real: a head and a worker node on loopback (two `ray start`), the data-generation job run
+across both, the worker node killed mid-round (its raylet, by pid), and the job still ends with every batch
+written exactly once and every sample a row — measured, or recorded with the status that says it was lost.
+Measurement stays one at a time per node. The nodes are stopped by signalling the processes this test started
+(never `ray stop`, which would stop every Ray process of this user, other tests' included)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+RAY = str(Path(PY).parent / "ray")
+PIPELINES, SCHEDULES = 6, 3
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(PY).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pids_with(text: str) -> list[int]:
+    """Processes whose command line contains `text`."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if text in (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    out.append(int(d.name))
+            except OSError:
+                continue
+    return out
+
+
+def _busy_children(pid: int) -> list[str]:
+    """Titles of the Ray workers under raylet `pid` running one of the job's tasks (Ray titles a worker
+    ray::<task> while it runs one, ray::IDLE otherwise)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            title = (d / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and title.startswith("ray::") and any(t in title for t in ("plan_task", "compile_task",
+                                                                                   "Benchmarker")):
+            out.append(title)
+    return out
+
+
+def _alive_nodes(address: str) -> int:
+    code = ("import ray, json; ray.init(address=%r, logging_level='ERROR'); "
+            "print(json.dumps(sum(n['Alive'] for n in ray.nodes())))" % address)
+    r = subprocess.run([PY, "-c", code], env=_env(), capture_output=True, text=True, timeout=120, check=False)
+    try:
+        return int(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return 0
+
+
+@pytest.fixture
+def two_nodes(tmp_path):
+    temp = Path(tempfile.mkdtemp(prefix="mn", dir="/tmp"))  # short: Ray's socket paths must fit 107 bytes
+    port, worker_port = _free_port(), _free_port()
+    address = f"127.0.0.1:{port}"
+    common = ["--block", "--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--disable-usage-stats"]
+    env = {**_env(), "SCHEDLAB_CACHE_DIR": str(tmp_path / "kernels")}  # cold: every sample really compiles
+    head = subprocess.Popen([RAY, "start", "--head", "--port", str(port), "--temp-dir", str(temp),
+                             "--include-dashboard", "false", *common], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    procs = [head]
+    try:
+        deadline = time.monotonic() + 120
+        while _alive_nodes(address) < 1:
+            assert head.poll() is None and time.monotonic() < deadline, "the head node did not start"
+            time.sleep(1)
+        worker = subprocess.Popen([RAY, "start", "--address", address, "--node-manager-port", str(worker_port),
+                                   *common], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True)
+        procs.append(worker)
+        while _alive_nodes(address) < 2:
+            assert worker.poll() is None and time.monotonic() < deadline, "the worker node did not join"
+            time.sleep(1)
+        yield address, worker_port
+    finally:
+        for p in reversed(procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+        for pid in _pids_with(str(temp)):  # anything of this cluster still around
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_a_node_dies_mid_round_and_nothing_is_lost_or_duplicated(two_nodes, tmp_path):
+    address, worker_port = two_nodes
+    out = tmp_path / "data"
+    args = ["-m", "generator.job", "--config", "conf/datagen.yaml", f"out={out}", f"tracking_uri={tmp_path / 'ml'}",
+            f"ray_address={address}", "rounds=1", f"pipelines_per_round={PIPELINES}", "seed=40",
+            f"schedules_per_pipeline={SCHEDULES}", "train.enabled=false", "benchmark_cpus=0", "max_retries=2",
+            "max_stages=4", "beam_size=2", "passes=1", "progress=false", "compile_timeout=300",
+            "benchmark_timeout=60"]
+    job = subprocess.Popen([PY, *args], cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    part = out / "target=host"
+    deadline = time.monotonic() + 600
+    while not list(part.glob("batch-*.parquet")) and job.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert job.poll() is None, "the job ended before the worker node could be killed"
+    raylets = [p for p in _pids_with(f"--node_manager_port={worker_port}") if "raylet" in
+               (Path("/proc") / str(p) / "cmdline").read_bytes().decode(errors="replace")]
+    assert len(raylets) == 1, raylets
+    while not _busy_children(raylets[0]) and job.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # kill it while it works on the job
+    busy = _busy_children(raylets[0])
+    written_before = len(list(part.glob("batch-*.parquet")))
+    os.kill(raylets[0], signal.SIGKILL)  # the worker node dies with whatever it was planning, compiling, measuring
+    assert busy, "the worker node had no task of the job when it was killed"
+
+    stdout, stderr = job.communicate(timeout=900)
+    assert job.returncode == 0, (stdout + stderr)[-4000:]
+    assert written_before < PIPELINES, "every batch was written before the node died: nothing was tested"
+    files = sorted(part.glob("batch-*.parquet"))
+    rows = pl.concat([pl.read_parquet(f).with_columns(pl.lit(f.name).alias("file")) for f in files])
+    assert len(files) == PIPELINES and rows["pipeline_id"].n_unique() == PIPELINES  # every batch, once
+    assert rows.group_by("file").len()["len"].to_list() == [SCHEDULES] * PIPELINES  # every sample, once
+    assert rows.select("pipeline_id", "schedule_id").is_duplicated().sum() == 0
+    statuses = set(rows["status"].to_list())
+    assert statuses <= {"ok", "worker_died"}, rows.filter(pl.col("status") != "ok").select("status", "error")
+    assert rows.filter(pl.col("status") == "ok").height >= PIPELINES, rows.select("status", "error")
+    assert "data generation done" in stdout and f"{PIPELINES} batches written" in stdout, stdout
+    assert not list(part.glob(".*.tmp"))
