@@ -14,7 +14,7 @@ with its status; a pipeline that cannot be generated is skipped, counted, and wr
 tries it again).
 
     python -m generator.datagen --seeds 0:8 --schedules 16 --out DIR [--max-stages 6] [--size 64,48,3]
-                                [--target host] [--protocol quick] [--schedule-seed 0] [--round 0]
+                                [--target host] [--protocol full] [--schedule-seed 0] [--round 0]
                                 [--beam-size 8] [--passes 2] [--dropout 1.0] [--baselines naive,simple]
                                 [--no-random-fill] [--model random:0] [--markov] [--no-check] [--overwrite]
 """
@@ -254,7 +254,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--max-stages", type=cli.max_stages, default=6, help="stages per pipeline (default 6)")
     ap.add_argument("--size", type=cli.output_size, default=SMALL_OUTPUT, help="output size W,H,C (default 64,48,3)")
     ap.add_argument("--target", default="host", help="target name or YAML (default host)")
-    ap.add_argument("--protocol", choices=sorted(PROTOCOLS), default="quick", help="measurement protocol")
+    ap.add_argument("--protocol", choices=sorted(PROTOCOLS), default="full",
+                    help="measurement protocol (default full, as the job)")
     ap.add_argument("--schedule-seed", type=int, default=0,
                     help="the job's seed: seeds the dropout draws and the round-0 model random:<seed> (default 0)")
     ap.add_argument("--round", type=int, default=0, help="the job round the batches belong to (default 0)")

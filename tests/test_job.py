@@ -227,7 +227,7 @@ def test_ray_job_submit_generates_two_rounds_and_bootstraps_the_model(cluster, t
            "python", "-m", "generator.job", "--config", "conf/datagen.yaml", f"out={out}", f"tracking_uri=sqlite:///{db}",
            "rounds=2", "pipelines_per_round=3", "seed=30", "schedules_per_pipeline=3", "train.min_schedules=2",
            "train.val_fraction=0.4", "train.epochs=2", *TINY]
-    for _ in range(20):  # the head answers `ray job list` before its job agent accepts submissions
+    for _ in range(60):  # the head answers `ray job list` before its job agent accepts submissions (slow under load)
         r = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=1200, check=False)
         log = r.stdout + r.stderr
         if "No available agent to submit job" not in log:
