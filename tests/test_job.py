@@ -197,7 +197,8 @@ def cluster():
     port, dash = _free_port(), _free_port()
     cmd = [str(Path(PY).parent / "ray"), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
            "--port", str(port), "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash), "--num-cpus", "2",
-           "--temp-dir", str(temp), "--disable-usage-stats", "--include-dashboard", "true"]
+           "--temp-dir", str(temp), "--disable-usage-stats", "--include-dashboard", "true",
+           "--dashboard-agent-listen-port", str(_free_port())]  # not the machine-wide default 52365
     head = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     address = f"http://127.0.0.1:{dash}"

@@ -85,9 +85,12 @@ def two_nodes(tmp_path):
     port, worker_port = _free_port(), _free_port()
     address = f"127.0.0.1:{port}"
     common = ["--block", "--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--disable-usage-stats"]
+    # every node's dashboard agent on its own port: the default (52365) is one per machine, and a second cluster
+    # of another test (ray job submit needs its agent) must not find it taken
+    agent = lambda: ["--dashboard-agent-listen-port", str(_free_port())]  # noqa: E731
     env = {**_env(), "SCHEDLAB_CACHE_DIR": str(tmp_path / "kernels")}  # cold: every sample really compiles
     head = subprocess.Popen([RAY, "start", "--head", "--port", str(port), "--temp-dir", str(temp),
-                             "--include-dashboard", "false", *common], env=env, stdout=subprocess.DEVNULL,
+                             "--include-dashboard", "false", *agent(), *common], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     procs = [head]
     try:
@@ -96,7 +99,7 @@ def two_nodes(tmp_path):
             assert head.poll() is None and time.monotonic() < deadline, "the head node did not start"
             time.sleep(1)
         worker = subprocess.Popen([RAY, "start", "--address", address, "--node-manager-port", str(worker_port),
-                                   *common], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   *agent(), *common], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   start_new_session=True)
         procs.append(worker)
         while _alive_nodes(address) < 2:
