@@ -61,24 +61,21 @@ class NodeQuiet:
 
     def busy(self) -> bool:
         """Whether CPU work or a measurement holds the node now (a non-blocking probe, for tests and logs)."""
-        with self._open(self.rw_path) as rw:
-            try:
-                fcntl.flock(rw, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(rw, fcntl.LOCK_UN)
-            return False
+        return self._held(self.rw_path)
 
     def gate_closed(self) -> bool:
         """Whether a measurement is waiting or running (new CPU work would wait)."""
-        with self._open(self.gate_path) as gate:
+        return self._held(self.gate_path)
+
+    def _held(self, path: Path) -> bool:
+        """Whether anyone holds a lock on `path` (tries an exclusive lock without waiting, and lets it go)."""
+        with self._open(path) as f:
             try:
-                fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return True
-            fcntl.flock(gate, fcntl.LOCK_UN)
+            fcntl.flock(f, fcntl.LOCK_UN)
             return False
-
 
 @contextmanager
 def maybe(enabled: bool, kind: str):
