@@ -428,12 +428,8 @@ def recorded_target(uri: str, tracking: str | None = None) -> tuple[str | None, 
 
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
         return ckpt.get("target"), ckpt.get("backend")
-    if not uri.startswith("models:/") or uri.startswith("models:/m-"):
-        return None, None
-    store = tracking_uri(tracking)
-    name, _, version = _resolve_registered(uri, store)[len("models:/"):].partition("/")
-    tags = _client(store).get_model_version(name, version).tags or {}
-    return tags.get("target"), tags.get("backend")
+    tags = _version_tags(uri, tracking)
+    return (None, None) if tags is None else (tags.get("target"), tags.get("backend"))
 
 
 @dataclass(frozen=True)
@@ -448,17 +444,24 @@ class RecordedSplit:
 def recorded_split(uri: str, tracking: str | None = None) -> RecordedSplit | None:
     """The split the registered model behind `uri` was validated on, so that its evaluation on split=val scores
     exactly those samples; None when not recorded (files, runs:/ URIs, versions registered before these tags)."""
-    if not uri.startswith("models:/") or uri.startswith("models:/m-"):
+    tags = _version_tags(uri, tracking)
+    if tags is None:
         return None
-    store = tracking_uri(tracking)
-    name, _, version = _resolve_registered(uri, store)[len("models:/"):].partition("/")
-    tags = _client(store).get_model_version(name, version).tags or {}
     try:
         spread = tags.get("max_spread", "None")
         return RecordedSplit(float(tags["val_fraction"]), int(tags["min_schedules"]),
                              None if spread == "None" else float(spread))
     except (KeyError, ValueError):
         return None
+
+
+def _version_tags(uri: str, tracking: str | None) -> dict[str, str] | None:
+    """The tags of the registered version behind a models:/<name>/<version|alias|latest> URI; None for other URIs."""
+    if not uri.startswith("models:/") or uri.startswith("models:/m-"):
+        return None
+    store = tracking_uri(tracking)
+    name, _, version = _resolve_registered(uri, store)[len("models:/"):].partition("/")
+    return _client(store).get_model_version(name, version).tags or {}
 
 
 def _resolve_registered(uri: str, store: str) -> str:
