@@ -120,7 +120,9 @@ def test_evaluate_logs_metrics_and_figures_to_mlflow(evaluated, trained, trackin
 def test_metrics_are_computed_on_exactly_the_held_out_pipelines(evaluated, trained, dataset):
     from train.data import DataConfig, TrainingData
 
-    data = TrainingData.load(DataConfig(path=str(dataset), min_schedules=MIN_SCHEDULES, val_fraction=VAL_FRACTION))
+    # the same label filter as training and evaluation (on a loaded machine a noisy label is dropped by all three)
+    data = TrainingData.load(DataConfig(path=str(dataset), min_schedules=MIN_SCHEDULES, val_fraction=VAL_FRACTION,
+                                        max_spread=EvalConfig.max_spread))
     held_out = {b.pipeline_id for b in data.val}
     assert held_out and evaluated.metrics.pipelines == len(held_out) == trained.val_pipelines
     assert set(evaluated.pipeline_ids) == held_out
@@ -147,7 +149,7 @@ def test_random_weights_on_every_pipeline(dataset, tracking):
 
     r = evaluate_model(eval_config(dataset, tracking, model="random:0", split="all", max_k=4))
     stats = TrainingData.load(DataConfig(path=str(dataset), min_schedules=MIN_SCHEDULES,
-                                         val_fraction=VAL_FRACTION)).stats
+                                         val_fraction=VAL_FRACTION, max_spread=EvalConfig.max_spread)).stats
     assert r.model == "random:0" and r.metrics.pipelines == stats.train_pipelines + stats.val_pipelines
     assert sorted(r.topk) == [1, 2, 3, 4]
     assert math.isfinite(r.metrics.pairwise_accuracy)
@@ -205,7 +207,8 @@ def test_evaluate_scores_stored_features_with_the_analytical_model(dataset, trac
 
     r = evaluate_model(eval_config(dataset, tracking, model="analytical", split="all"))
     print(r.summary())
-    data = TrainingData.load(DataConfig(path=str(dataset), min_schedules=MIN_SCHEDULES, val_fraction=0.0))
+    data = TrainingData.load(DataConfig(path=str(dataset), min_schedules=MIN_SCHEDULES, val_fraction=0.0,
+                                        max_spread=EvalConfig.max_spread))
     assert r.model == "analytical" and r.split == "all"
     assert r.pipeline_ids == tuple(sorted({b.pipeline_id for b in data.train}))
     assert r.metrics.samples == sum(len(b.runtimes) for b in data.train)
