@@ -1,5 +1,7 @@
-"""Multi-node Ray for real: a head and a worker node on loopback (two `ray start`), the data-generation job run
-across both, the worker node killed mid-round (its raylet, by pid), and the job still ends with every batch
+"""Multi-node Ray for real: a head and a worker node on loopback (two `ray start`), the data-generation job
+submitted as users do (`ray job submit --working-dir . --runtime-env conf/runtime_env.yaml`) and run across
+both. The worker node imports a stale copy of schedlab (its PYTHONPATH): a plain driver refuses it with one
+line naming the node, the submitted job runs the driver's code everywhere. Then the worker node is killed mid-round (its raylet, by pid), and the job still ends with every batch
 written exactly once and every sample a row — measured, or recorded with the status that says it was lost.
 Measurement stays one at a time per node. The nodes are stopped by signalling the processes this test started
 (never `ray stop`, which would stop every Ray process of this user, other tests' included)."""
@@ -11,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -79,18 +82,34 @@ def _alive_nodes(address: str) -> int:
         return 0
 
 
+def _stale_checkout(root: Path) -> Path:
+    """A copy of schedlab's packages with one file changed: what a node with an older checkout imports."""
+    from generator.job.nodes import PACKAGES
+
+    for pkg in PACKAGES:
+        shutil.copytree(ROOT / pkg, root / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(root / "generator" / "job" / "driver.py", "a") as f:
+        f.write("# an older checkout\n")
+    return root
+
+
 @pytest.fixture
 def two_nodes(tmp_path):
+    """A head (with the dashboard, for ray job submit) and a worker node whose PYTHONPATH points at a stale
+    copy of schedlab, as a node with an old checkout would import."""
     temp = Path(tempfile.mkdtemp(prefix="mn", dir="/tmp"))  # short: Ray's socket paths must fit 107 bytes
-    port, worker_port = _free_port(), _free_port()
+    worker_temp = Path(tempfile.mkdtemp(prefix="mw", dir="/tmp"))
+    port, dash, worker_port = _free_port(), _free_port(), _free_port()
     address = f"127.0.0.1:{port}"
     common = ["--block", "--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--disable-usage-stats"]
     # every node's dashboard agent on its own port: the default (52365) is one per machine, and a second cluster
     # of another test (ray job submit needs its agent) must not find it taken
     agent = lambda: ["--dashboard-agent-listen-port", str(_free_port())]  # noqa: E731
     env = {**_env(), "SCHEDLAB_CACHE_DIR": str(tmp_path / "kernels")}  # cold: every sample really compiles
+    stale = _stale_checkout(tmp_path / "stale")
     head = subprocess.Popen([RAY, "start", "--head", "--port", str(port), "--temp-dir", str(temp),
-                             "--include-dashboard", "false", *agent(), *common], env=env, stdout=subprocess.DEVNULL,
+                             "--include-dashboard", "true", "--dashboard-host", "127.0.0.1", "--dashboard-port",
+                             str(dash), *agent(), *common], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     procs = [head]
     try:
@@ -98,14 +117,16 @@ def two_nodes(tmp_path):
         while _alive_nodes(address) < 1:
             assert head.poll() is None and time.monotonic() < deadline, "the head node did not start"
             time.sleep(1)
+        # its own temp dir, as on another machine: nodes sharing one would unpack the job's working directory
+        # into the same place, one deleting it under the other's processes
         worker = subprocess.Popen([RAY, "start", "--address", address, "--node-manager-port", str(worker_port),
-                                   *agent(), *common], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  start_new_session=True)
+                                   "--temp-dir", str(worker_temp), *agent(), *common], env={**env, "PYTHONPATH": str(stale)},
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         procs.append(worker)
         while _alive_nodes(address) < 2:
             assert worker.poll() is None and time.monotonic() < deadline, "the worker node did not join"
             time.sleep(1)
-        yield address, worker_port
+        yield address, f"http://127.0.0.1:{dash}", worker_port, stale
     finally:
         for p in reversed(procs):
             if p.poll() is None:
@@ -115,28 +136,63 @@ def two_nodes(tmp_path):
                 p.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
-        for pid in _pids_with(str(temp)):  # anything of this cluster still around
+        for pid in _pids_with(str(temp)) + _pids_with(str(worker_temp)):  # anything of this cluster still around
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        shutil.rmtree(temp, ignore_errors=True)
+        shutil.rmtree(worker_temp, ignore_errors=True)
+
+
+def _submit(dashboard: str, args: list[str], log: Path) -> subprocess.Popen:
+    """`ray job submit` of the job with the project's runtime environment, following its log into `log`;
+    retried while the head's job agent is not up yet (it answers after the dashboard, slowly under load)."""
+    cmd = [RAY, "job", "submit", "--address", dashboard, "--working-dir", ".", "--runtime-env",
+           "conf/runtime_env.yaml", "--", "python", *args]
+    for _ in range(60):
+        with open(log, "w") as f:
+            job = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=f, stderr=subprocess.STDOUT, text=True)
+        try:
+            job.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return job  # submitted and running
+        if "No available agent to submit job" not in log.read_text():
+            pytest.fail(f"ray job submit ended at once: {log.read_text()[-3000:]}")
+        time.sleep(3)
+    pytest.fail("the head's job agent never accepted the job")
 
 
 def test_a_node_dies_mid_round_and_nothing_is_lost_or_duplicated(two_nodes, tmp_path):
-    address, worker_port = two_nodes
+    address, dashboard, worker_port, stale = two_nodes
     out = tmp_path / "data"
-    args = ["-m", "generator.job", "--config", "conf/datagen.yaml", f"out={out}", f"tracking_uri={tmp_path / 'ml'}",
-            f"ray_address={address}", "rounds=1", f"pipelines_per_round={PIPELINES}", "seed=40",
+    args = ["-m", "generator.job", "--config", str(ROOT / "conf" / "datagen.yaml"), f"out={out}",
+            f"tracking_uri=sqlite:///{tmp_path / 'ml' / 'mlflow.db'}", "rounds=1", f"pipelines_per_round={PIPELINES}", "seed=40",
             f"schedules_per_pipeline={SCHEDULES}", "train.enabled=false", "benchmark_cpus=0", "max_retries=2",
             "max_stages=4", "beam_size=2", "passes=1", "progress=false", "compile_timeout=300",
             "benchmark_timeout=60"]
-    job = subprocess.Popen([PY, *args], cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True)
+    # run as a plain driver, the job finds the worker node importing the stale copy and refuses to start
+    # (from another directory: Ray puts the driver's directory on every worker's path, which on one machine
+    # would hide the stale copy; schedlab comes from its installation)
+    away = tmp_path / "elsewhere"
+    away.mkdir()
+    env = {k: v for k, v in _env().items() if k != "PYTHONPATH"}
+    plain = subprocess.run([PY, *args, f"ray_address={address}"], cwd=away, env=env, capture_output=True,
+                           text=True, timeout=300, check=False)
+    err = [line for line in plain.stderr.splitlines() if line.startswith("python -m generator.job: error:")]
+    assert plain.returncode == 2 and len(err) == 1, plain.stderr[-3000:]
+    assert "imports other schedlab code" in err[0] and str(stale) in err[0] and "--working-dir" in err[0], err
+    assert not out.exists() or not list(out.rglob("*.parquet"))
+
+    # submitted with the project's runtime environment, every node runs the driver's code
+    log = tmp_path / "submit.log"
+    job = _submit(dashboard, args, log)
     part = out / "target=host"
     deadline = time.monotonic() + 600
     while not list(part.glob("batch-*.parquet")) and job.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert job.poll() is None, "the job ended before the worker node could be killed"
+    if job.poll() is not None:
+        pytest.fail(f"the job ended before the worker node could be killed: {log.read_text()[-4000:]}")
     raylets = [p for p in _pids_with(f"--node_manager_port={worker_port}") if "raylet" in
                (Path("/proc") / str(p) / "cmdline").read_bytes().decode(errors="replace")]
     assert len(raylets) == 1, raylets
@@ -147,8 +203,11 @@ def test_a_node_dies_mid_round_and_nothing_is_lost_or_duplicated(two_nodes, tmp_
     os.kill(raylets[0], signal.SIGKILL)  # the worker node dies with whatever it was planning, compiling, measuring
     assert busy, "the worker node had no task of the job when it was killed"
 
-    stdout, stderr = job.communicate(timeout=900)
-    assert job.returncode == 0, (stdout + stderr)[-4000:]
+    job.wait(timeout=900)
+    stdout = log.read_text()
+    assert job.returncode == 0 and "succeeded" in stdout, stdout[-4000:]
+    nodes = [line for line in stdout.splitlines() if line.startswith("node ")]
+    assert len(nodes) == 2 and len({line.rsplit("code ", 1)[1] for line in nodes}) == 1, nodes
     assert written_before < PIPELINES, "every batch was written before the node died: nothing was tested"
     files = sorted(part.glob("batch-*.parquet"))
     rows = pl.concat([pl.read_parquet(f).with_columns(pl.lit(f.name).alias("file")) for f in files])

@@ -63,6 +63,7 @@ class JobSummary:
     compile_s: float = 0.0  # seconds in compile tasks, summed over samples
     measure_s: float = 0.0  # seconds in the benchmarkers (kernel load or rebuild, timing, output check), summed
     wait_s: float = 0.0  # seconds the benchmarkers waited for a quiet node (quiet_measurement), summed
+    nodes: list = field(default_factory=list)  # .nodes.NodeReport of every node the job checked and used
 
     @property
     def samples_per_core_hour(self) -> float:
@@ -85,6 +86,7 @@ class JobSummary:
              f"measuring {self.measure_s:.0f} s (+ {self.wait_s:.0f} s waiting for a quiet node)"),
             f"data: {self.out / ('target=' + self.target)}",
         ]
+        out += [f"node {n.describe()}" for n in self.nodes]
         out += [f"model after round {m.round}: {m.model}{(' ' + m.detail) if m.detail else ''}" for m in self.models]
         out += self.dataset_lines()
         out.append(f"open: mlflow ui --backend-store-uri {self.tracking}")
@@ -427,12 +429,25 @@ def run_job(cfg: JobConfig, progress: bool | None = None) -> JobSummary:
     # (by nohup, or under a test runner's workers) would otherwise be deaf to Ctrl-C
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        return Job(cfg, out, tracking, tgt, cpus, bar if show else None).run()
+        nodes = _checked_nodes(cfg)
+        job = Job(cfg, out, tracking, tgt, cpus, bar if show else None)
+        job.summary.nodes = nodes
+        return job.run()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         bar.close()
         ray.shutdown()
+
+
+def _checked_nodes(cfg: JobConfig) -> list:
+    """Every node's report, or JobError naming the node that lacks a package or runs other code (.nodes)."""
+    from .nodes import NodeError, check_nodes
+
+    try:
+        return check_nodes(cfg.backend)
+    except NodeError as e:
+        raise JobError(str(e)) from None
 
 
 def _interrupt(signum, frame):
