@@ -20,9 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluate.apps import HEADER, Method, app_names, format_row, geomeans, measure_app, ratio
+from evaluate.apps import HEADER, Method, app_names, format_row, geomeans, measure_app
 from evaluate.config import AppsConfig, EvaluateError
 from generator.apps import get_app
+from ir.units import format_ratio
 from ir.target import get_target
 from scheduler.cost import load_model
 
@@ -60,7 +61,7 @@ def main(argv=None) -> int:
         print("\n".join(format_row(r) for r in rows if r.app == name), flush=True)
     print("\ngeometric mean speedup over naive:")
     for g in geomeans(rows):
-        print(f"  {g.method:30s} {ratio(g.speedup):>6s}x  over {g.apps} apps")
+        print(f"  {g.method:30s} {format_ratio(g.speedup):>6s}x  over {g.apps} apps")
     return 0
 
 

@@ -19,9 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluate.apps import HALIDE, VS_HALIDE, evaluate_apps, ratio
+from evaluate.apps import HALIDE, VS_HALIDE, evaluate_apps
 from evaluate.config import AppsConfig
 from ir.errors import SchedlabError
+from ir.units import format_ratio
 
 LOOPNESTS = ("naive", "expert", "greedy", "beam")  # measured under both backends
 
@@ -73,7 +74,7 @@ def main(argv=None) -> int:
 
 
 def _x(value: float, width: int) -> str:
-    return f"{ratio(value):>{width - 1}s}x" if math.isfinite(value) else f"{'-':>{width}s}"
+    return f"{format_ratio(value):>{width - 1}s}x" if math.isfinite(value) else f"{'-':>{width}s}"
 
 
 if __name__ == "__main__":
