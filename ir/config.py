@@ -55,8 +55,16 @@ def run_cli(config_cls, run, argv=None, prog: str = "", description: str = "",
 
     default = "the built-in defaults" + (f", as {default_config}" if default_config else "")
     description = "\n\n".join(textwrap.fill(" ".join(par.split()), 100) for par in description.split("\n\n"))
-    ap = argparse.ArgumentParser(prog=prog or None, description=description, epilog=keys_help(config_cls),
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):  # one line, not the usage dump; an old --flag gets its key=value spelling
+            flags = [w for w in message.split() if w.startswith("--")]
+            key = flags[0][2:].partition("=")[0].replace("-", "_") if flags else ""
+            hint = f"; settings are key=value ({key}=...), see --help" if flags else ""
+            print(f"{self.prog}: error: {message.splitlines()[0]}{hint}", file=sys.stderr)
+            sys.exit(2)
+
+    ap = Parser(prog=prog or None, description=description, epilog=keys_help(config_cls),
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default=None, help=f"YAML config (default: {default})")
     ap.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides (keys below)")
     a = ap.parse_args(argv)

@@ -59,6 +59,14 @@ def test_run_cli_errors_are_one_line_and_exit_status_2(argv, text, capsys):
     assert err.count("\n") == 1 and err.startswith("python -m toy: error: ") and text in err, err
 
 
+def test_run_cli_bad_arguments_are_one_line_and_an_old_flag_gets_its_key(capsys):
+    with pytest.raises(SystemExit) as e:
+        run_cli(ToyConfig, toy_run, ["--nested-depth=3"], "python -m toy")
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1, err
+    assert err.startswith("python -m toy: error: unrecognized arguments: --nested-depth=3") and "(nested_depth=...)" in err
+
+
 def test_run_cli_help_names_the_default_config(capsys):
     with pytest.raises(SystemExit):
         run_cli(ToyConfig, toy_run, ["--help"], "python -m toy", "A toy.", default_config="conf/toy.yaml")
@@ -90,6 +98,7 @@ def _cli_mains():
     import evaluate.__main__ as evaluate_main
     import generator.dataset as dataset
     import generator.job.__main__ as job_main
+    import generator.schedule as schedule
     import train.__main__ as train_main
     from evaluate import apps
     from evaluate.config import AppsConfig, EvalConfig
@@ -100,10 +109,12 @@ def _cli_mains():
             ("python -m evaluate", evaluate_main.main, [], EvalConfig),
             ("python -m evaluate.apps", apps.main, [], AppsConfig),
             ("python -m generator.job", job_main.main, [], JobConfig),
-            ("python -m generator.dataset stats", dataset.main, ["stats"], dataset.StatsConfig)]
+            ("python -m generator.dataset stats", dataset.main, ["stats"], dataset.StatsConfig),
+            ("python -m scheduler", schedule.main, [], schedule.SchedulerConfig)]
 
 
-@pytest.mark.parametrize("index", range(5), ids=["train", "evaluate", "evaluate.apps", "generator.job", "dataset"])
+@pytest.mark.parametrize("index", range(6), ids=["train", "evaluate", "evaluate.apps", "generator.job", "dataset",
+                                                  "scheduler"])
 def test_every_cli_help_lists_every_key_with_default_and_meaning(index, capsys):
     prog, main, prefix, cls = _cli_mains()[index]
     with pytest.raises(SystemExit) as e:
