@@ -83,7 +83,7 @@ def load_split(cfg: EvalConfig):
 
     if not Path(cfg.data).is_dir():
         raise EvaluateError(f"data={cfg.data}: no such directory; give the dataset root "
-                            "(python -m generator.datagen --out DIR writes one)")
+                            "(python -m generator.datagen seeds=0:64 out=DIR writes one)")
     data = TrainingData.load(DataConfig(path=cfg.data, target=cfg.target, min_schedules=cfg.min_schedules,
                                         val_fraction=0.0, max_spread=cfg.max_spread))
     batches = data.train

@@ -15,6 +15,7 @@ import dataclasses
 import functools
 import inspect
 import io
+import re
 import textwrap
 import tokenize
 import types
@@ -26,6 +27,25 @@ import yaml
 from .errors import SchedlabError, first_line
 
 _NONE = {"none", "null", "~"}
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML 1.1 without its base-60 numbers, so that `seeds=1:3` is the text '1:3', not the integer 63."""
+
+
+_INT, _FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in (_INT, _FLOAT)]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_Loader.add_implicit_resolver(_INT, re.compile(
+    r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$"), list("-+0123456789"))
+_Loader.add_implicit_resolver(_FLOAT, re.compile(
+    r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"), list("-+0123456789."))
+
+
+def _yaml(text: str):
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader
 
 
 class ConfigError(SchedlabError):
@@ -41,7 +61,7 @@ def load_config(cls, path: str | Path | None = None, overrides: list[str] = ()):
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"override {item!r} is not key=value")
-        _set_dotted(values, key.strip(), yaml.safe_load(text) if text.strip() else "")
+        _set_dotted(values, key.strip(), _yaml(text) if text.strip() else "")
     return from_dict(cls, values)
 
 
@@ -213,7 +233,7 @@ def _read_yaml(path: Path) -> dict:
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = _yaml(path.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"{path} is not valid YAML: {str(e).splitlines()[0]}") from None
     if data is None:
@@ -260,7 +280,7 @@ def _convert(hint, value, key: str):
         return value
     if origin in (tuple, list):
         if isinstance(value, str):
-            value = [yaml.safe_load(v) for v in value.split(",") if v.strip()]
+            value = [_yaml(v) for v in value.split(",") if v.strip()]
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"config key {key!r} must be a list, got {value!r}")
         args = typing.get_args(hint)

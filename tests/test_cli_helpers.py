@@ -96,6 +96,7 @@ def test_run_cli_help_lists_every_key_with_its_default_and_meaning(capsys):
 def _cli_mains():
     """(prog, main(argv), argv prefix, config class) of every config-driven command."""
     import evaluate.__main__ as evaluate_main
+    import generator.datagen as datagen
     import generator.dataset as dataset
     import generator.job.__main__ as job_main
     import generator.schedule as schedule
@@ -110,11 +111,12 @@ def _cli_mains():
             ("python -m evaluate.apps", apps.main, [], AppsConfig),
             ("python -m generator.job", job_main.main, [], JobConfig),
             ("python -m generator.dataset stats", dataset.main, ["stats"], dataset.StatsConfig),
-            ("python -m scheduler", schedule.main, [], schedule.SchedulerConfig)]
+            ("python -m scheduler", schedule.main, [], schedule.SchedulerConfig),
+            ("python -m generator.datagen", datagen.main, [], datagen.DatagenConfig)]
 
 
-@pytest.mark.parametrize("index", range(6), ids=["train", "evaluate", "evaluate.apps", "generator.job", "dataset",
-                                                  "scheduler"])
+@pytest.mark.parametrize("index", range(7), ids=["train", "evaluate", "evaluate.apps", "generator.job", "dataset",
+                                                  "scheduler", "generator.datagen"])
 def test_every_cli_help_lists_every_key_with_default_and_meaning(index, capsys):
     prog, main, prefix, cls = _cli_mains()[index]
     with pytest.raises(SystemExit) as e:
