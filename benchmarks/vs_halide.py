@@ -34,12 +34,12 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="analytical", help="the cost model of schedlab's searches")
     ap.add_argument("--beam-size", type=int, default=8)
     ap.add_argument("--passes", type=int, default=2)
-    ap.add_argument("--tracking", default=None, help="MLflow tracking URI (default: the embedded SQLite store)")
+    ap.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: the embedded SQLite store)")
     args = ap.parse_args(argv)
     try:
         cfg = AppsConfig(apps=tuple(a for a in args.apps.split(",") if a), size=args.size, model=args.model,
                          algorithms=("greedy", "beam"), baselines=("expert",), beam_size=args.beam_size,
-                         passes=args.passes, halide=True, tracking_uri=args.tracking, run_name="vs_halide",
+                         passes=args.passes, halide=True, tracking_uri=args.tracking_uri, run_name="vs_halide",
                          progress=False)
         result = evaluate_apps(cfg)
     except (SchedlabError, ValueError) as e:
