@@ -9,7 +9,7 @@ against more baselines and logs the table to MLflow); this script only chooses t
 
     python benchmarks/search_quality.py --apps unsharp,harris,blur,iir_blur --beam-size 8 --passes 2
     python benchmarks/search_quality.py --strategies polymage-dp,mcts   # more registered strategies, side by side
-    python benchmarks/search_quality.py --model models:/schedlab-host@champion --tracking sqlite:///…/mlflow.db
+    python benchmarks/search_quality.py --model models:/schedlab-host@champion --tracking-uri sqlite:///…/mlflow.db
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluate.apps import HEADER, Method, app_names, format_row, geomeans, measure_app, ratio
+from evaluate.apps import HEADER, Method, app_names, format_row, geomeans, measure_app
 from evaluate.config import AppsConfig, EvaluateError
 from generator.apps import get_app
+from ir.units import format_ratio
 from ir.target import get_target
 from scheduler.cost import load_model
 
@@ -32,7 +33,7 @@ def main(argv=None) -> int:
     ap.add_argument("--apps", default="unsharp,harris,blur,iir_blur,max_filter,hist_eq")
     ap.add_argument("--size", default="full", choices=("small", "full"))
     ap.add_argument("--model", action="append", default=[], help="a learned model to compare (repeatable)")
-    ap.add_argument("--tracking", default=None)
+    ap.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: the embedded SQLite store)")
     ap.add_argument("--beam-size", type=int, default=8)
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--strategies", default="polymage-dp",
@@ -40,7 +41,7 @@ def main(argv=None) -> int:
                          "that needs no model, as polymage-dp, ignores it)")
     args = ap.parse_args(argv)
     cfg = AppsConfig(apps=tuple(a for a in args.apps.split(",") if a), size=args.size, beam_size=args.beam_size,
-                     passes=args.passes, tracking_uri=args.tracking, progress=False)
+                     passes=args.passes, tracking_uri=args.tracking_uri, progress=False)
     try:
         names = app_names(cfg)
     except EvaluateError as e:
@@ -49,7 +50,7 @@ def main(argv=None) -> int:
     methods = [Method("naive", "naive"),
                Method("greedy random", "search", load_model("random:0", tgt), "greedy"),
                Method("beam analytical", "search", load_model("analytical", tgt), "beam"),
-               *(Method(f"beam {uri}", "search", load_model(uri, tgt, args.tracking), "beam") for uri in args.model),
+               *(Method(f"beam {uri}", "search", load_model(uri, tgt, args.tracking_uri), "beam") for uri in args.model),
                *(Method(f"{a} analytical", "search", load_model("analytical", tgt), a)
                  for a in args.strategies.split(",") if a),
                Method("expert", "expert")]
@@ -60,7 +61,7 @@ def main(argv=None) -> int:
         print("\n".join(format_row(r) for r in rows if r.app == name), flush=True)
     print("\ngeometric mean speedup over naive:")
     for g in geomeans(rows):
-        print(f"  {g.method:30s} {ratio(g.speedup):>6s}x  over {g.apps} apps")
+        print(f"  {g.method:30s} {format_ratio(g.speedup):>6s}x  over {g.apps} apps")
     return 0
 
 

@@ -19,9 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluate.apps import HALIDE, VS_HALIDE, evaluate_apps, ratio
+from evaluate.apps import HALIDE, VS_HALIDE, evaluate_apps
 from evaluate.config import AppsConfig
 from ir.errors import SchedlabError
+from ir.units import format_ratio
 
 LOOPNESTS = ("naive", "expert", "greedy", "beam")  # measured under both backends
 
@@ -33,12 +34,12 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="analytical", help="the cost model of schedlab's searches")
     ap.add_argument("--beam-size", type=int, default=8)
     ap.add_argument("--passes", type=int, default=2)
-    ap.add_argument("--tracking", default=None, help="MLflow tracking URI (default: the embedded SQLite store)")
+    ap.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: the embedded SQLite store)")
     args = ap.parse_args(argv)
     try:
         cfg = AppsConfig(apps=tuple(a for a in args.apps.split(",") if a), size=args.size, model=args.model,
                          algorithms=("greedy", "beam"), baselines=("expert",), beam_size=args.beam_size,
-                         passes=args.passes, halide=True, tracking_uri=args.tracking, run_name="vs_halide",
+                         passes=args.passes, halide=True, tracking_uri=args.tracking_uri, run_name="vs_halide",
                          progress=False)
         result = evaluate_apps(cfg)
     except (SchedlabError, ValueError) as e:
@@ -73,7 +74,7 @@ def main(argv=None) -> int:
 
 
 def _x(value: float, width: int) -> str:
-    return f"{ratio(value):>{width - 1}s}x" if math.isfinite(value) else f"{'-':>{width}s}"
+    return f"{format_ratio(value):>{width - 1}s}x" if math.isfinite(value) else f"{'-':>{width}s}"
 
 
 if __name__ == "__main__":

@@ -15,10 +15,12 @@ PROG = "python -m evaluate"
 
 
 def main(argv=None) -> int:
+    from ir.config import doc_body
+
     from .config import EvalConfig, run_command
     from .models import evaluate_model
 
-    return run_command(PROG, __doc__.splitlines()[2], EvalConfig, "conf/evaluate.yaml", evaluate_model, argv)
+    return run_command(PROG, doc_body(__doc__), EvalConfig, "conf/evaluate.yaml", evaluate_model, argv)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from typing import Literal
 import numpy as np
 
 from ir.errors import first_line
+from ir.units import format_ratio, format_runtime_ratio, format_seconds
 
 from .config import AppsConfig, EvaluateError, run_command
 
@@ -100,10 +101,10 @@ class HalideComparison:
 
     def lines(self) -> list[str]:
         pairs = ", ".join(self.pair_methods) or "none"
-        beam = (f"beam@halide vs Adams2019@halide: {ratio(self.beam_over_adams2019)}x  (geomean of "
-                f"runtime(Adams2019)/runtime(beam) over {self.beam_apps} apps; > 1: schedlab's beam is faster)")
-        numba = (f"numba vs Halide, same LoopNest:  {ratio(self.numba_over_halide)}x  (geomean of "
-                 f"runtime(numba)/runtime(halide) over {self.pairs} pairs of {pairs}; > 1: Halide runs it faster)")
+        beam = (f"{format_runtime_ratio('Adams2019@halide', 'beam@halide', self.beam_over_adams2019)}"
+                f"  (geomean over {self.beam_apps} apps)")
+        numba = (f"{format_runtime_ratio('numba', 'Halide', self.numba_over_halide)}, same LoopNest"
+                 f"  (geomean over {self.pairs} pairs of {pairs})")
         return [beam, numba]
 
 
@@ -127,36 +128,35 @@ class AppsResult:
             f"geometric mean speedup over naive ({apps} apps, searches with {self.model or 'no model'}):",
             *map(format_geomean, self.geomeans),
             *(["compared under Halide:", *(f"  {line}" for line in self.halide.lines())] if self.halide else []),
-            f"{len(self.rows)} rows in {self.seconds:.0f}s, {sum(r.status != 'ok' for r in self.rows)} failed",
+            f"{len(self.rows)} rows in {format_seconds(self.seconds)}, "
+            f"{sum(r.status != 'ok' for r in self.rows)} failed",
             f"MLflow run {self.run_id} (experiment {self.experiment_id}) in {self.tracking_uri}",
             f"open: mlflow ui --backend-store-uri {self.tracking_uri}",
         ])
 
 
-HEADER = (f"{'app':16s} {'method':22s} {'status':14s} {'runtime':>12s} {'speedup':>8s} {'same-bk':>8s} "
-          f"{'nb/hl':>6s} {'search':>8s}  note")
+HEADER = (f"{'app':16s} {'method':22s} {'status':14s} {'runtime':>10s} {'speedup':>8s} {'same-bk':>8s} "
+          f"{'t_nb/t_hl':>9s} {'search':>9s}  note")
 
 
 def format_row(r: AppRow) -> str:
-    """speedup: over numba naive; same-bk: over the naive schedule of the row's backend; nb/hl: runtime of the
-    same LoopNest under numba / under Halide."""
-    runtime = f"{r.runtime_s * 1e3:9.4g} ms" if math.isfinite(r.runtime_s) else f"{'-':>12s}"
-    return (f"{r.app:16s} {r.method:22s} {r.status:14s} {runtime} {_times(r.speedup, 8)} "
-            f"{_times(r.speedup_same_backend, 8)} {_times(r.numba_over_halide, 6)} {r.search_s:7.2f}s  {r.note}")
+    """speedup: over numba naive; same-bk: over the naive schedule of the row's backend; t_nb/t_hl: runtime of
+    the same LoopNest under numba / under Halide (> 1: Halide faster)."""
+    runtime = format_seconds(r.runtime_s if math.isfinite(r.runtime_s) else math.nan)
+    t_nb_hl = format_ratio(r.numba_over_halide) if math.isfinite(r.numba_over_halide) else "-"
+    return (f"{r.app:16s} {r.method:22s} {r.status:14s} {runtime:>10s} {_times(r.speedup, 8)} "
+            f"{_times(r.speedup_same_backend, 8)} {t_nb_hl:>9s} {format_seconds(r.search_s):>9s}  {r.note}")
 
 
 def format_geomean(g: Geomean) -> str:
-    same = f"  ({ratio(g.speedup_same_backend)}x over {HALIDE_NAIVE})" if g.method.endswith(HALIDE) else ""
-    return f"  {g.method:24s} {ratio(g.speedup):>7s}x  over {g.apps} apps{same}"
+    same = f"  ({format_ratio(g.speedup_same_backend)}x over {HALIDE_NAIVE})" if g.method.endswith(HALIDE) else ""
+    return f"  {g.method:24s} {format_ratio(g.speedup):>7s}x  over {g.apps} apps{same}"
 
 
 def _times(x: float, width: int) -> str:
-    return f"{ratio(x):>{width - 1}s}x" if math.isfinite(x) else f"{'-':>{width}s}"
+    return f"{format_ratio(x):>{width - 1}s}x" if math.isfinite(x) else f"{'-':>{width}s}"
 
 
-def ratio(x: float) -> str:
-    """A speedup to read: two decimals, or two significant digits below 0.1 (a 1000x slowdown is not 0.00)."""
-    return f"{x:.2f}" if x >= 0.1 or not math.isfinite(x) else f"{x:.2g}"
 
 
 # --- methods -------------------------------------------------------------------------------------------------

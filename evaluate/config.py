@@ -33,10 +33,10 @@ class EvalConfig:
     min_schedules: int = TrainConfig.min_schedules  # pipelines with fewer ok schedules are skipped, as in training
     max_spread: float | None = TrainConfig.max_spread  # labels noisier than this are skipped, as in training
     max_k: int = 32  # the top-k curve runs k = 1..max_k
-    tracking_uri: str | None = None  # None: the embedded SQLite store (.cache/mlflow/mlflow.db)
-    experiment: str = "schedlab-evaluate"
-    run_name: str | None = None
-    progress: bool = True
+    tracking_uri: str | None = None  # MLflow tracking URI (none: the embedded SQLite store .cache/mlflow/mlflow.db)
+    experiment: str = "schedlab-evaluate"  # MLflow experiment of the run
+    run_name: str | None = None  # MLflow run name (none: MLflow picks one)
+    progress: bool = True  # show progress bars
 
     def __post_init__(self):
         if not 0 < self.val_fraction < 1:
@@ -51,24 +51,24 @@ class AppsConfig:
     """python -m evaluate.apps: searched schedules of the app suite against baselines, measured."""
 
     apps: tuple[str, ...] = ()  # names from generator.apps; empty: every app
-    size: Literal["small", "full"] = "full"
-    target: str = "host"
+    size: Literal["small", "full"] = "full"  # app sizes: full (the benchmark's) or small (quick)
+    target: str = "host"  # host, or a conf/targets/<name>.yaml target
     model: str = "champion"  # the cost model the searches use: champion, analytical, random:<seed>, any URI or path
-    algorithms: tuple[Algorithm, ...] = ALGORITHMS
+    algorithms: tuple[Algorithm, ...] = ALGORITHMS  # search strategies run with the model (scheduler.strategy)
     beam_size: int = 8  # beam and hierarchical
     passes: int = 2  # coarse-to-fine passes of beam and hierarchical
     seed: int = 0  # seeds the searches, the random schedules and the random weights
-    baselines: tuple[Baseline, ...] = BASELINES
+    baselines: tuple[Baseline, ...] = BASELINES  # measured besides naive (always measured, the denominator)
     random_schedules: int = 8  # the random baseline: the median runtime of this many random schedules
     protocol: Literal["quick", "full", "check", "default"] = "full"  # backends.PROTOCOLS; "default" = full
     # also compile naive, expert and the searched LoopNests with Halide, and run Halide's autoschedulers:
     # auto = when the halide package is installed; true = required (an error without it); false = never
     halide: bool | Literal["auto"] = "auto"
-    halide_autoschedulers: tuple[HalideAutoscheduler, ...] = HALIDE_AUTOSCHEDULERS
-    tracking_uri: str | None = None
-    experiment: str = "schedlab-evaluate-apps"
-    run_name: str | None = None
-    progress: bool = True
+    halide_autoschedulers: tuple[HalideAutoscheduler, ...] = HALIDE_AUTOSCHEDULERS  # Halide's own searches compared with halide on
+    tracking_uri: str | None = None  # MLflow tracking URI (none: the embedded SQLite store .cache/mlflow/mlflow.db)
+    experiment: str = "schedlab-evaluate-apps"  # MLflow experiment of the run
+    run_name: str | None = None  # MLflow run name (none: MLflow picks one)
+    progress: bool = True  # show progress bars
 
     def __post_init__(self):
         for name in ("beam_size", "passes", "random_schedules"):

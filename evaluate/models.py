@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ir.errors import SchedlabError
+from ir.units import format_seconds
 from train.metrics import RankingMetrics
 
 from .config import EvalConfig, EvaluateError
@@ -39,7 +40,7 @@ class EvalResult:
         which = "held-out" if self.split == "val" else "all"
         return "\n".join([
             (f"evaluated {self.model} on {which} {m.pipelines} pipelines ({m.samples} schedules) of dataset "
-             f"{self.fingerprint} in {self.seconds:.1f}s"),
+             f"{self.fingerprint} in {format_seconds(self.seconds)}"),
             (f"pairwise accuracy {m.pairwise_accuracy:.3f}, top-1 score {m.top1_score:.3f}, top-5 "
              f"{m.top5_score:.3f}, Kendall tau {m.kendall_tau:.3f}, ordering@1.3x {m.ordering_rate_1_3:.3f}, "
              f"R2(log) {m.r2_log_runtime:.3f}"),
@@ -82,7 +83,7 @@ def load_split(cfg: EvalConfig):
 
     if not Path(cfg.data).is_dir():
         raise EvaluateError(f"data={cfg.data}: no such directory; give the dataset root "
-                            "(python -m generator.datagen --out DIR writes one)")
+                            "(python -m generator.datagen seeds=0:64 out=DIR writes one)")
     data = TrainingData.load(DataConfig(path=cfg.data, target=cfg.target, min_schedules=cfg.min_schedules,
                                         val_fraction=0.0, max_spread=cfg.max_spread))
     batches = data.train

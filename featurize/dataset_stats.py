@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ir.units import format_seconds
+
 from .dataset import DatasetError, partition_dir
 
 _COLUMNS = ("pipeline_id", "status", "runtime_s", "spread", "compile_s", "backend", "round", "sampler")
@@ -127,15 +129,6 @@ def _partition(target: str, files: list[Path], df) -> PartitionStats:
         compile_s=Distribution.of(df.get_column("compile_s")),
         within_1pct=float((spread <= 0.01).mean()) if spread.len() else math.nan,
         within_5pct=float((spread <= 0.05).mean()) if spread.len() else math.nan)
-
-
-def format_seconds(s: float) -> str:
-    """A duration in s, ms or µs, chosen by magnitude."""
-    if s >= 1:
-        return f"{s:.3g} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    return f"{s * 1e6:.3g} µs"
 
 
 def _percent(v: float) -> str:

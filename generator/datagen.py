@@ -13,26 +13,23 @@ is reported, not redone (overwrite=True replaces it atomically). A failed compil
 with its status; a pipeline that cannot be generated is skipped, counted, and written by no file (a rerun
 tries it again).
 
-    python -m generator.datagen --seeds 0:8 --schedules 16 --out DIR [--max-stages 6] [--size 64,48,3]
-                                [--target host] [--protocol full] [--schedule-seed 0] [--round 0]
-                                [--beam-size 8] [--passes 2] [--dropout 1.0] [--baselines naive,simple]
-                                [--no-random-fill] [--model random:0] [--markov] [--no-check] [--overwrite]
+    python -m generator.datagen seeds=0:8 schedules_per_pipeline=16 out=DIR [key=value ...]   # --help: every key
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 from backends.protocols import PROTOCOLS, QUICK, get_protocol  # noqa: F401 - re-exported: the named protocols
 from ir.errors import SchedlabError, first_line
+from ir.units import format_seconds
 
-from . import cli
 from .batch import (SMALL_OUTPUT, BatchPlan, BatchSpec, SamplingModel, batch_rows, derived_seed, get_baseline,
                     plan_batch, prepare_pipeline, write_rows)
 
@@ -61,7 +58,7 @@ class BatchSummary:
     def __str__(self) -> str:
         failed = ", ".join(f"{k} {v}" for k, v in sorted(self.failed_by_status.items())) or "none failed"
         skipped = f", {self.pipelines_skipped} pipelines skipped" if self.pipelines_skipped else ""
-        how = "already written" if self.reused else f"{self.seconds:.1f}s"
+        how = "already written" if self.reused else format_seconds(self.seconds)
         return (f"batch {self.batch_id}: {self.pipelines} pipelines, {self.schedules} schedules, {self.ok} ok "
                 f"({failed}){skipped} -> {self.path} [{how}]")
 
@@ -229,100 +226,99 @@ def _summary_of_file(batch_id: str, path: Path) -> BatchSummary:
 # -- command line -------------------------------------------------------------------------------------
 
 PROG = "python -m generator.datagen"
+DESCRIPTION = ("Generates the job's batches on this host, without Ray: one Parquet file per pipeline seed, the job's "
+               "file names and sampler, so a local run and the job resume each other. Give the seeds "
+               "(seeds=0:64); every other key has a default. A bad key or value stops with one line naming "
+               "what to fix (exit status 2).")
 
 
-def _seeds(text: str) -> tuple[int, ...]:
-    """'A:B' (B exclusive), 'A,B,C' or 'A'."""
-    try:
-        if ":" in text:
-            a, b = (int(v) for v in text.split(":"))
-            seeds = tuple(range(a, b))
-        else:
-            seeds = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"seeds must be A:B, A,B,C or A (ints), got {text!r}") from None
-    if not seeds:
-        raise argparse.ArgumentTypeError(f"seeds {text!r} select no seed")
-    return seeds
+@dataclass(frozen=True)
+class DatagenConfig:
+    """python -m generator.datagen: the keys the job's config (generator/job/config.py) shares have its names."""
 
+    seeds: str = ""  # pipeline seeds, one batch each: A:B (B exclusive), A,B,C or A
+    schedules_per_pipeline: int = 16  # distinct schedules per pipeline
+    out: str = "data"  # dataset root: batches go to <out>/target=<name>/batch-<id>.parquet
+    max_stages: int = 6  # most stages of a random pipeline, input and output included (>= 2)
+    output_size: tuple[int, int, int] = SMALL_OUTPUT  # W,H,C of the random pipelines' outputs
+    target: str = "host"  # host, or a conf/targets/<name>.yaml target; the dataset partition
+    protocol: Literal["quick", "full", "check", "default"] = "full"  # backends.PROTOCOLS, full as the job's
+    seed: int = 0  # the job's seed: seeds the dropout draws and the round-0 model random:<seed>
+    round: int = 0  # the job round the batches belong to (part of their names)
+    beam_size: int = 8  # beam width of the beam-search sample
+    passes: int = 2  # coarse-to-fine passes of the beam-search sample
+    dropout: float = 1.0  # % chance that a dropout sample is the fully greedy schedule
+    baselines: tuple[str, ...] = ("naive", "simple")  # generator.batch.BASELINES planned first ('': none; the job's: none)
+    random_fill: bool = True  # random schedules when beam + dropout find fewer distinct ones than asked (the job's: false)
+    model: str | None = None  # sampling model: random:<seed> or a model URI (none: random:<seed>, the job's round 0)
+    markov: bool = False  # draw stage kinds from the GPU variant's Markov transition matrix (generator.random_pipeline)
+    check_outputs: bool = True  # every schedule's output against the reference interpreter
+    backend: str = "numba"  # the registered backend that compiles and measures (numba, halide)
+    overwrite: bool = False  # regenerate batches that are already written
 
-def parse_args(argv=None) -> argparse.Namespace:
-    ap = cli.OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=_seeds, required=True, help="pipeline seeds: A:B (B exclusive), A,B,C or A")
-    ap.add_argument("--schedules", type=cli.positive_int, default=16, help="distinct schedules per pipeline (default 16)")
-    ap.add_argument("--out", type=Path, required=True, help="dataset root (batches go to OUT/target=<name>/)")
-    ap.add_argument("--max-stages", type=cli.max_stages, default=6, help="stages per pipeline (default 6)")
-    ap.add_argument("--size", type=cli.output_size, default=SMALL_OUTPUT, help="output size W,H,C (default 64,48,3)")
-    ap.add_argument("--target", default="host", help="target name or YAML (default host)")
-    ap.add_argument("--protocol", choices=sorted(PROTOCOLS), default="full",
-                    help="measurement protocol (default full, as the job)")
-    ap.add_argument("--schedule-seed", type=int, default=0,
-                    help="the job's seed: seeds the dropout draws and the round-0 model random:<seed> (default 0)")
-    ap.add_argument("--round", type=int, default=0, help="the job round the batches belong to (default 0)")
-    ap.add_argument("--beam-size", type=cli.positive_int, default=8, help="beam of the beam-search sample (default 8)")
-    ap.add_argument("--passes", type=cli.positive_int, default=2, help="passes of the beam-search sample (default 2)")
-    ap.add_argument("--dropout", type=_dropout, default=1.0,
-                    help="%% chance that a dropout sample is the fully greedy schedule (default 1.0)")
-    ap.add_argument("--baselines", type=_baselines, default=("naive", "simple"),
-                    help="baseline schedules planned first, comma-separated; '' for none (default naive,simple)")
-    ap.add_argument("--no-random-fill", action="store_true",
-                    help="no random schedules when beam + dropout find fewer distinct ones than asked")
-    ap.add_argument("--model", default=None,
-                    help="sampling model: random:<seed> or a model URI (default random:<schedule-seed>)")
-    ap.add_argument("--markov", action="store_true", help="draw stage kinds from the GPU variant's Markov matrix")
-    ap.add_argument("--no-check", action="store_true", help="do not compare outputs with the interpreter")
-    ap.add_argument("--backend", default="numba", help="the registered backend that compiles and measures "
-                    "(numba, halide)")
-    ap.add_argument("--overwrite", action="store_true", help="regenerate batches that are already written")
-    a = ap.parse_args(argv)
-    if a.out.exists() and not a.out.is_dir():
-        ap.error(f"--out {a.out} is not a directory")
-    try:
-        _target(a.target, a.backend)
-    except SchedlabError as e:
-        ap.error(f"--target/--backend: {e}")
-    return a
+    def __post_init__(self):
+        self.seed_list  # noqa: B018 - a one-line error for a bad seeds value, now
+        for name in ("schedules_per_pipeline", "beam_size", "passes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_stages < 2:
+            raise ValueError(f"max_stages counts the input and output stages; it must be >= 2, got {self.max_stages}")
+        if len(self.output_size) != 3 or min(self.output_size) < 1:
+            raise ValueError(f"output_size must be W,H,C (three positive ints), got {self.output_size}")
+        if not 0 < self.dropout <= 100:
+            raise ValueError(f"dropout must be a percentage in (0, 100], got {self.dropout}")
+        for name in self.baselines:
+            get_baseline(name)
 
-
-def _dropout(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        v = -1.0
-    if not 0 < v <= 100:
-        raise argparse.ArgumentTypeError(f"dropout must be a percentage in (0, 100], got {text!r}")
-    return v
-
-
-def _baselines(text: str) -> tuple[str, ...]:
-    names = tuple(n.strip() for n in text.split(",") if n.strip())
-    for n in names:
+    @property
+    def seed_list(self) -> tuple[int, ...]:
+        """The pipeline seeds `seeds` names."""
+        text = self.seeds.strip()
+        if not text:
+            raise ValueError("give the pipeline seeds: seeds=A:B (B exclusive), A,B,C or A")
         try:
-            get_baseline(n)
-        except SchedlabError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-    return names
+            if ":" in text:
+                a, b = (int(v) for v in text.split(":"))
+                seeds = tuple(range(a, b))
+            else:
+                seeds = tuple(int(v) for v in text.split(","))
+        except ValueError:
+            raise ValueError(f"seeds must be A:B, A,B,C or A (ints), got {text!r}") from None
+        if not seeds:
+            raise ValueError(f"seeds {text!r} select no seed")
+        return seeds
 
 
 def main(argv=None) -> int:
-    a = parse_args(argv)
+    from ir.config import run_cli
 
-    spec = BatchSpec(seeds=a.seeds, schedules_per_pipeline=a.schedules, max_stages=a.max_stages, output_size=a.size,
-                     target=a.target, protocol=a.protocol, schedule_seed=a.schedule_seed, markov=a.markov,
-                     check_outputs=not a.no_check, round=a.round, beam_size=a.beam_size, passes=a.passes,
-                     dropout=a.dropout, baselines=a.baselines, random_fill=not a.no_random_fill, backend=a.backend)
+    return run_cli(DatagenConfig, _run, argv, PROG, DESCRIPTION)
+
+
+def _run(a: DatagenConfig) -> int:
+    from ir.config import ConfigError
+
+    out = Path(a.out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"out={a.out} is not a directory")
+    _target(a.target, a.backend)  # a backend that cannot build for the target is one line, before any work
+    seeds = a.seed_list
+    spec = BatchSpec(seeds=seeds, schedules_per_pipeline=a.schedules_per_pipeline, max_stages=a.max_stages,
+                     output_size=a.output_size, target=a.target, protocol=a.protocol, schedule_seed=a.seed,
+                     markov=a.markov, check_outputs=a.check_outputs, round=a.round, beam_size=a.beam_size,
+                     passes=a.passes, dropout=a.dropout, baselines=a.baselines, random_fill=a.random_fill,
+                     backend=a.backend)
     model = SamplingModel(a.model or spec.random_model)
     try:
         model.cost_model(_target(a.target, a.backend))  # a model that cannot load is one error, not a failure per seed
     except SchedlabError as e:
-        print(f"{PROG}: error: --model: {str(e).splitlines()[0]}", file=sys.stderr)
-        return 2
+        raise ConfigError(f"model: {first_line(e)}") from None
     from tqdm import tqdm
 
     from backends.worker import Worker
 
     worker = Worker()
-    bar = tqdm(total=len(a.seeds) * a.schedules, unit="schedule", file=sys.stderr, dynamic_ncols=True)
+    bar = tqdm(total=len(seeds) * a.schedules_per_pipeline, unit="schedule", file=sys.stderr, dynamic_ncols=True)
     run, t0 = RunSummary(), time.perf_counter()
     last = 0  # schedules done in the current batch, as last reported
 
@@ -335,7 +331,7 @@ def main(argv=None) -> int:
     try:
         for seed in spec.seeds:  # one batch per seed, as generator.job writes them
             last = 0
-            s = generate_batch(replace(spec, seeds=(seed,)), a.out, worker, progress, a.overwrite, model)
+            s = generate_batch(replace(spec, seeds=(seed,)), out, worker, progress, a.overwrite, model)
             if s.reused:
                 bar.update(s.schedules)
             for b in s.batches:
@@ -359,7 +355,7 @@ def main(argv=None) -> int:
     print(f"{len(run.batches)} batches ({sum(b.reused for b in run.batches)} already written), "
           f"{run.pipelines} pipelines ({run.pipelines_skipped} skipped), {run.schedules} schedules: "
           f"{statuses or 'none'}; yield {100.0 * run.ok / max(1, run.schedules):.1f}% in "
-          f"{time.perf_counter() - t0:.0f}s -> {a.out}")
+          f"{format_seconds(time.perf_counter() - t0)} -> {a.out}")
     return 0 if run.ok else 1
 
 

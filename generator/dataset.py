@@ -20,7 +20,7 @@ class StatsConfig:
 
 
 def main(argv=None) -> int:
-    from ir.config import run_cli
+    from ir.config import doc_body, run_cli
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in COMMANDS:
@@ -28,7 +28,7 @@ def main(argv=None) -> int:
         print(f"{PROG}: error: give a command first ({', '.join(COMMANDS)}), got {got}; "
               f"e.g. {PROG} stats data=data", file=sys.stderr)
         return 2
-    return run_cli(StatsConfig, _stats, argv[1:], f"{PROG} stats", __doc__.splitlines()[2])
+    return run_cli(StatsConfig, _stats, argv[1:], f"{PROG} stats", doc_body(__doc__))
 
 
 def _stats(cfg: StatsConfig) -> int:

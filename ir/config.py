@@ -4,12 +4,20 @@
 
 Every command of schedlab takes its settings this way, so a run is reproducible from one file plus
 the overrides printed in its summary. An unknown key or a value of the wrong type raises ConfigError
-naming the key and what it accepts; nothing is silently ignored. `run_cli` is every such command's main.
+naming the key and what it accepts; nothing is silently ignored. `run_cli` is every such command's main;
+its --help lists every key (`config_keys`) with its default and the meaning written as the field's comment.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
+import inspect
+import io
+import re
+import textwrap
+import tokenize
 import types
 import typing
 from pathlib import Path
@@ -19,6 +27,25 @@ import yaml
 from .errors import SchedlabError, first_line
 
 _NONE = {"none", "null", "~"}
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML 1.1 without its base-60 numbers, so that `seeds=1:3` is the text '1:3', not the integer 63."""
+
+
+_INT, _FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in (_INT, _FLOAT)]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_Loader.add_implicit_resolver(_INT, re.compile(
+    r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$"), list("-+0123456789"))
+_Loader.add_implicit_resolver(_FLOAT, re.compile(
+    r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"), list("-+0123456789."))
+
+
+def _yaml(text: str):
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader
 
 
 class ConfigError(SchedlabError):
@@ -34,7 +61,7 @@ def load_config(cls, path: str | Path | None = None, overrides: list[str] = ()):
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"override {item!r} is not key=value")
-        _set_dotted(values, key.strip(), yaml.safe_load(text) if text.strip() else "")
+        _set_dotted(values, key.strip(), _yaml(text) if text.strip() else "")
     return from_dict(cls, values)
 
 
@@ -42,20 +69,130 @@ def run_cli(config_cls, run, argv=None, prog: str = "", description: str = "",
             default_config: str | None = None) -> int:
     """A config-driven command's main: `--config FILE` and key=value overrides -> `config_cls` -> `run(cfg)`,
     which prints its result and returns the exit status. A SchedlabError (a bad key, value, file, dataset,
-    ...) is one line `<prog>: error: <what to fix>` on stderr and exit status 2."""
+    ...) is one line `<prog>: error: <what to fix>` on stderr and exit status 2. --help lists every key."""
     import argparse
     import sys
 
     default = "the built-in defaults" + (f", as {default_config}" if default_config else "")
-    ap = argparse.ArgumentParser(prog=prog or None, description=description)
+    description = "\n\n".join(textwrap.fill(" ".join(par.split()), 100) for par in description.split("\n\n"))
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):  # one line, not the usage dump; an old --flag gets its key=value spelling
+            flags = [w for w in message.split() if w.startswith("--")]
+            key = flags[0][2:].partition("=")[0].replace("-", "_") if flags else ""
+            hint = f"; settings are key=value ({key}=...), see --help" if flags else ""
+            print(f"{self.prog}: error: {message.splitlines()[0]}{hint}", file=sys.stderr)
+            sys.exit(2)
+
+    ap = Parser(prog=prog or None, description=description, epilog=keys_help(config_cls),
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", default=None, help=f"YAML config (default: {default})")
-    ap.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    ap.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides (keys below)")
     a = ap.parse_args(argv)
     try:
         return run(load_config(config_cls, a.config, a.overrides))
     except SchedlabError as e:
         print(f"{prog or ap.prog}: error: {first_line(e)}", file=sys.stderr)
         return 2
+
+
+def doc_body(doc: str) -> str:
+    """A command module's docstring without its first (usage) line: the --help description, whole
+    paragraphs rather than a line cut mid-sentence."""
+    return doc.split("\n\n", 1)[-1].strip()
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigKey:
+    """One key a user can set: dotted name (`train.epochs`), built-in default as written on the command
+    line, and its meaning (the field's comment; "" when it has none, which tests/test_config.py forbids)."""
+
+    key: str
+    default: str
+    meaning: str
+
+
+def config_keys(cls, prefix: str = "") -> list[ConfigKey]:
+    """Every key of the config dataclass `cls`, nested dataclasses flattened into dotted keys."""
+    meanings = field_comments(cls)
+    out: list[ConfigKey] = []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        if f.default is not dataclasses.MISSING:
+            value = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            value = f.default_factory()
+        else:
+            value = dataclasses.MISSING
+        if dataclasses.is_dataclass(value):
+            out += config_keys(type(value), f"{prefix}{f.name}.")
+        else:
+            out.append(ConfigKey(prefix + f.name, format_value(value), meanings.get(f.name, "")))
+    return out
+
+
+def keys_help(cls, width: int = 100) -> str:
+    """The --help epilog: each key with its default and meaning, the meaning wrapped under it."""
+    keys = config_keys(cls)
+    if not keys:
+        return ""
+    lines = ["config keys (key=default: meaning):"]
+    for k in keys:
+        head = f"  {k.key}={k.default}:"
+        if len(head) < 40:
+            lines.append(textwrap.fill(f"{head} {k.meaning or '-'}", width, subsequent_indent=" " * 6))
+        else:  # a long default (a tuple of names) gets its own line
+            lines += [head, textwrap.fill(k.meaning or "-", width, initial_indent=" " * 6, subsequent_indent=" " * 6)]
+    return "\n".join(lines)
+
+
+def format_value(value) -> str:
+    """A value as it is written in key=value (none, true, a,b,c)."""
+    if value is dataclasses.MISSING:
+        return "(required)"
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list)):
+        return ",".join(map(format_value, value)) or "''"
+    if value == "":
+        return "''"
+    return str(value)
+
+
+@functools.cache
+def field_comments(cls) -> dict[str, str]:
+    """{field: meaning} from the comments in `cls`'s source, the one place a key's meaning is written: the
+    comment ending a field's line, continued by comment lines under it indented past the '#' ('#   more'),
+    or comment lines just above a field (for a meaning too long to trail it)."""
+    try:
+        source = textwrap.dedent(inspect.getsource(cls))
+    except (OSError, TypeError):
+        return {}
+    comments: dict[int, tuple[str, bool]] = {}  # line -> (text, the line holds only the comment)
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            only = not tok.line[:tok.start[1]].strip()
+            comments[tok.start[0]] = (tok.string, only)
+    body = ast.parse(source).body[0].body
+    out: dict[str, str] = {}
+    for node in body:
+        if not (isinstance(node, ast.AnnAssign) and hasattr(node.target, "id")):
+            continue
+        parts = [comments[i][0] for i in range(node.lineno, node.end_lineno + 1)
+                 if i in comments and not comments[i][1]]
+        above, i = [], node.lineno - 1
+        while i in comments and comments[i][1] and not comments[i][0].startswith("#  "):
+            above.insert(0, comments[i][0])
+            i -= 1
+        i = node.end_lineno + 1
+        while i in comments and comments[i][1] and comments[i][0].startswith("#  "):
+            parts.append(comments[i][0])
+            i += 1
+        text = " ".join(c.lstrip("#").strip() for c in above + parts)
+        out[node.target.id] = " ".join(text.split())
+    return out
 
 
 def from_dict(cls, values: dict, where: str = ""):
@@ -96,7 +233,7 @@ def _read_yaml(path: Path) -> dict:
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = _yaml(path.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"{path} is not valid YAML: {str(e).splitlines()[0]}") from None
     if data is None:
@@ -143,7 +280,7 @@ def _convert(hint, value, key: str):
         return value
     if origin in (tuple, list):
         if isinstance(value, str):
-            value = [yaml.safe_load(v) for v in value.split(",") if v.strip()]
+            value = [_yaml(v) for v in value.split(",") if v.strip()]
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"config key {key!r} must be a list, got {value!r}")
         args = typing.get_args(hint)

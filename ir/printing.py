@@ -82,50 +82,92 @@ def _level(n: LoopNest, plan, lines: list[str], depth: int, pipeline) -> None:
 
 
 def to_halide_schedule(root: LoopNest, pipeline) -> str:
-    """Halide scheduling directives that express the same schedule (C++ syntax), for reading and for
-    the Halide backend. Level k of a stage's loops are the Vars suffixed _k."""
+    """Halide scheduling directives (C++ syntax) for the schedule the Halide backend builds: the same
+    splits, reorders, fused parallel loop, vectorize / unroll and compute / store sites as
+    backends/halide/schedule.py, so what `python -m scheduler halide_schedule=true` prints is what runs.
+    A split of loop `x` at level d makes `x_d` (outer) and `x_{d+1}` (inner); an update stage's names
+    carry `_u<k>`; a level whose loop runs once makes no Var, and later levels keep the last name."""
     from .plan import Plan
 
     plan = Plan(pipeline.dag, root)
+    loops = {id(ch): _chain_directives(ch) for fp in plan.funcs.values() if not fp.inlined for ch in fp.chains}
     out: list[str] = []
     for f in plan.inlined:
         out.append(f"{f}.compute_inline();")
     for name, fp in plan.funcs.items():
         if fp.inlined:
             continue
-        site = "compute_root()" if fp.site.is_root else _at(plan, fp.site, "compute_at")
+        site = "compute_root()" if fp.site.is_root else _at(plan, fp.site, "compute_at", loops)
         store = ""
         if fp.store is not fp.site:
-            store = ".store_root()" if fp.store.is_root else "." + _at(plan, fp.store, "store_at")
+            store = ".store_root()" if fp.store.is_root else "." + _at(plan, fp.store, "store_at", loops)
         out.append(f"{name}.{site}{store};")
         for ch in fp.chains:
-            s = name if ch.stage.index == 0 else f"{name}.update({ch.stage.index - 1})"
-            parts = []
-            for lvl in ch.levels[:-1]:
-                for j, lp in enumerate(lvl.loops):
-                    if lp.count > 1 and ch.stage.loop[j].pure:
-                        v = ch.stage.loop[j].name
-                        parts.append(f"split({v}_{lvl.depth}, {v}_{lvl.depth}, {v}_{lvl.depth + 1}, {lp.tile}, "
-                                     f"TailStrategy::{'ShiftInwards' if lp.tail == 'shift' else 'GuardWithIf'})")
-            inner = ch.levels[-1].node
-            if inner.vectorized_loop >= 0:
-                v = ch.stage.loop[inner.vectorized_loop].name
-                parts.append(f"vectorize({v}_{len(ch.levels) - 1})")
-            if inner.unrolled:
-                for j, l in enumerate(ch.stage.loop):
-                    if j != inner.vectorized_loop and inner.size[j] > 1:
-                        parts.append(f"unroll({l.name}_{len(ch.levels) - 1})")
-            if ch.levels[0].node.parallel:
-                for j, l in enumerate(ch.stage.loop):
-                    if ch.levels[0].loops[j].count > 1:
-                        parts.append(f"parallel({l.name}_0)")
+            parts = loops[id(ch)][0]
             if parts:
+                s = name if ch.stage.index == 0 else f"{name}.update({ch.stage.index - 1})"
                 out.append(f"{s}." + ".".join(parts) + ";")
     return "\n".join(out)
 
 
-def _at(plan, node: LoopNest, verb: str) -> str:
-    lvl = plan.level(node)
-    loops = [j for j in lvl.order if lvl.loops[j].count > 1]
-    v = lvl.chain.stage.loop[loops[-1]].name if loops else lvl.chain.stage.loop[0].name
-    return f"{verb}({node.func}, {v}_{lvl.depth})"
+def _chain_directives(ch) -> tuple[list[str], list[str | None]]:
+    """(the directives of one stage, the innermost Var of each of its levels: None where no loop runs)."""
+    n = len(ch.levels)
+    tag = "" if ch.stage.index == 0 else f"_u{ch.stage.index - 1}"
+    by_level: list[dict[int, str]] = [{} for _ in range(n)]
+    split: set[int] = set()
+    parts: list[str] = []
+
+    def tail(j: int, d: int) -> str:  # as backends.halide.schedule._tail
+        shift = ch.stage.index == 0 and (d > 0 or ch.exact[j])
+        return f"TailStrategy::{'ShiftInwards' if shift else 'GuardWithIf'}"
+
+    for j, loop in enumerate(ch.stage.loop):
+        cur = loop.name
+        if loop.pure:
+            for d in range(n - 1):
+                lp = ch.levels[d].loops[j]
+                if lp.count > 1:
+                    outer, inner = f"{loop.name}{tag}_{d}", f"{loop.name}{tag}_{d + 1}"
+                    parts.append(f"split({cur}, {outer}, {inner}, {lp.tile}, {tail(j, d)})")
+                    by_level[d][j] = outer
+                    cur = inner
+                    split.add(j)
+        by_level[n - 1][j] = cur
+    order = [(d, by_level[d][j]) for d in range(n) for j in ch.levels[d].order if j in by_level[d]]
+    if len(order) > 1:
+        parts.append(f"reorder({', '.join(v for _, v in reversed(order))})")
+    node = ch.levels[-1].node
+    for j, loop in enumerate(ch.stage.loop):
+        size = node.size[j]
+        if not loop.pure or size <= 1 or (j != node.vectorized_loop and not node.unrolled):
+            continue
+        verb = "vectorize" if j == node.vectorized_loop else "unroll"
+        v = by_level[n - 1][j]
+        parts.append(f"{verb}({v})" if j in split else f"{verb}({v}, {size}, {tail(j, n - 1)})")
+    innermost: list[str | None] = [None] * n
+    for d, v in order:
+        innermost[d] = v
+    level0 = [v for d, v in order if d == 0]
+    if ch.levels[0].node.parallel and level0:
+        fused = level0[0]
+        for k, v in enumerate(level0[1:]):
+            parts.append(f"fuse({v}, {fused}, par{tag}_{k})")
+            fused = f"par{tag}_{k}"
+        parts.append(f"parallel({fused})")
+        innermost[0] = fused
+    return parts, innermost
+
+
+def _at(plan, node: LoopNest, verb: str, loops: dict) -> str:
+    """compute_at / store_at the loop of `node`: the innermost Var of its level, or of the nearest enclosing
+    level that has one (a level whose loops all run once has no Halide loop; the enclosing one is the same
+    place), as backends.halide.schedule._loop_level; store_root / compute_root when none has one."""
+    while not node.is_root:
+        lvl = plan.level(node)
+        innermost = loops[id(lvl.chain)][1]
+        for d in range(lvl.depth, -1, -1):
+            if innermost[d] is not None:
+                return f"{verb}({lvl.chain.func}, {innermost[d]})"
+        node = lvl.chain.site
+    return verb.replace("_at", "_root") + "()"

@@ -1,4 +1,4 @@
-"""`python -m scheduler --app unsharp --algorithm beam --model analytical [--measure]`: runs the scheduler's
+"""`python -m scheduler app=unsharp algorithm=beam model=analytical [measure=true]`: runs the scheduler's
 command line, generator/schedule.py (`python -m generator.schedule`, the same command).
 
 The command picks pipelines from the app suite and the random generator, which sit a layer above the

@@ -69,9 +69,11 @@ class SearchStats:
         return 1e6 * self.seconds / max(1, self.states_evaluated)
 
     def __str__(self) -> str:
-        return (f"{self.algorithm} with {self.model}: {self.states_evaluated} states in {self.seconds:.2f} s "
-                f"({self.us_per_state:.0f} us/state: enumerate {self.enumerate_s:.2f} s, featurize "
-                f"{self.featurize_s:.2f} s, model {self.model_s:.2f} s)")
+        from ir.units import format_seconds as t
+
+        return (f"{self.algorithm} with {self.model}: {self.states_evaluated} states in {t(self.seconds)} "
+                f"({t(self.seconds / max(1, self.states_evaluated))}/state: enumerate {t(self.enumerate_s)}, "
+                f"featurize {t(self.featurize_s)}, model {t(self.model_s)})")
 
 
 @dataclass(frozen=True)

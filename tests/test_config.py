@@ -77,3 +77,14 @@ def test_bad_files(tmp_path):
     listy.write_text("- 1\n- 2\n")
     with pytest.raises(ConfigError, match="must hold a mapping"):
         load_config(Outer, listy)
+
+
+def test_a_to_b_is_text_not_a_base_60_number(tmp_path):
+    """YAML 1.1 reads 1:30 as the integer 90; a config reads it as written (seeds=1:30 is a range)."""
+    assert load_config(Outer, None, ["name=1:30"]).name == "1:30"
+    f = tmp_path / "c.yaml"
+    f.write_text("name: 1:30\nsteps: 1_000\ninner:\n  scale: 1.5e-3\n")
+    c = load_config(Outer, f)
+    assert (c.name, c.steps, c.inner.scale) == ("1:30", 1000, 0.0015)
+    with pytest.raises(ConfigError, match="'steps' must be an integer, got '1:30'"):
+        load_config(Outer, None, ["steps=1:30"])

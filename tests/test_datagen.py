@@ -218,35 +218,51 @@ def test_a_pipeline_that_cannot_be_generated_is_skipped(tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--seeds", "5:2", "--out", "x"], "select no seed"),
-    (["--seeds", "a:b", "--out", "x"], "seeds must be"),
-    (["--seeds", "0:2", "--schedules", "0", "--out", "x"], "positive int"),
-    (["--seeds", "0:2", "--max-stages", "1", "--out", "x"], "max stages"),
-    (["--seeds", "0:2", "--size", "3,3", "--out", "x"], "W,H,C"),
-    (["--seeds", "0:2"], "--out"),
-    (["--seeds", "0:2", "--target", "v100", "--out", "x"], "cuda target"),
-    (["--seeds", "0:2", "--target", "nosuch", "--out", "x"], "unknown target"),
-    (["--seeds", "0:2", "--baselines", "naive,expert", "--out", "x"], "unknown baseline 'expert'; registered: "),
-    (["--seeds", "0:2", "--dropout", "0", "--out", "x"], "percentage in (0, 100]"),
-    (["--seeds", "0:2", "--per-batch", "2", "--out", "x"], "unrecognized arguments: --per-batch"),
+    (["seeds=5:2", "out=x"], "select no seed"),
+    (["seeds=a:b", "out=x"], "seeds must be"),
+    (["out=x"], "give the pipeline seeds: seeds=A:B"),
+    (["seeds=0:2", "schedules_per_pipeline=0", "out=x"], "schedules_per_pipeline must be >= 1"),
+    (["seeds=0:2", "max_stages=1", "out=x"], "max_stages counts the input and output stages"),
+    (["seeds=0:2", "output_size=3,3", "out=x"], "W,H,C"),
+    (["seeds=0:2", "target=v100", "out=x"], "cuda target"),
+    (["seeds=0:2", "target=nosuch", "out=x"], "unknown target"),
+    (["seeds=0:2", "baselines=naive,expert", "out=x"], "unknown baseline 'expert'; registered: "),
+    (["seeds=0:2", "dropout=0", "out=x"], "percentage in (0, 100]"),
+    (["seeds=0:2", "per_batch=2", "out=x"], "unknown config key 'per_batch'"),
+    (["--seeds", "0:2"], "unrecognized arguments: --seeds; settings are key=value (seeds=...)"),  # the old flags
 ])
 def test_bad_arguments_are_one_line(argv, message, capsys):
-    with pytest.raises(SystemExit) as e:
-        datagen.main(argv)
+    try:
+        status = datagen.main(argv)
+    except SystemExit as e:  # argparse exits, rather than returns, on arguments it cannot parse
+        status = e.code
     err = capsys.readouterr().err
-    assert e.value.code == 2 and message in err and err.count("\n") == 1
+    assert status == 2 and err.startswith("python -m generator.datagen: error: ") and message in err, err
+    assert err.count("\n") == 1, err
+
+
+def test_seeds_a_to_b_is_a_range_not_a_base_60_number(tmp_path):
+    """YAML 1.1 reads 1:3 as 63 (base 60); ir.config reads it as the text, and seeds= as the range 1, 2."""
+    from ir.config import load_config
+
+    assert load_config(datagen.DatagenConfig, None, ["seeds=1:3"]).seed_list == (1, 2)
+    conf = tmp_path / "d.yaml"
+    conf.write_text("seeds: 1:30\n")
+    assert load_config(datagen.DatagenConfig, conf).seed_list == tuple(range(1, 30))
+    assert load_config(datagen.DatagenConfig, None, ["seeds=4,7"]).seed_list == (4, 7)
+    assert load_config(datagen.DatagenConfig, None, ["seeds=5"]).seed_list == (5,)
 
 
 def test_a_model_that_cannot_load_is_one_line(tmp_path, capsys):
-    assert datagen.main(["--seeds", "0:2", "--model", "nosuch", "--out", str(tmp_path)]) == 2
+    assert datagen.main(["seeds=0:2", "model=nosuch", f"out={tmp_path}"]) == 2
     err = capsys.readouterr().err
-    assert "--model: unknown cost model 'nosuch'" in err and "checkpoint path" in err and err.count("\n") == 1
+    assert "model: unknown cost model 'nosuch'" in err and "checkpoint path" in err and err.count("\n") == 1
     assert not list(tmp_path.rglob("*.parquet"))
 
 
 def test_the_command_line_writes_a_batch_per_pipeline(generated, tmp_path, capsys):
-    argv = ["--seeds", "1,2", "--schedules", "2", "--max-stages", "3", "--size", "32,24,3", "--beam-size", "2",
-            "--passes", "1", "--out", str(tmp_path)]
+    argv = ["seeds=1,2", "schedules_per_pipeline=2", "max_stages=3", "output_size=32,24,3", "beam_size=2",
+            "passes=1", f"out={tmp_path}"]
     assert datagen.main(argv) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert out[-1].startswith("2 batches (0 already written), 2 pipelines (0 skipped), 4 schedules: ok 4;")
@@ -268,9 +284,9 @@ def test_a_local_run_writes_the_batches_and_schedules_the_job_plans_for_the_same
 
     cfg = JobConfig(pipelines_per_round=2, seed=1, schedules_per_pipeline=3, max_stages=3, output_size=(32, 24, 3),
                     beam_size=2, passes=1, out=str(tmp_path))  # the job's sampling: no baselines, no random fill
-    assert datagen.main(["--seeds", "1:3", "--schedule-seed", "1", "--schedules", "3", "--max-stages", "3",
-                         "--size", "32,24,3", "--beam-size", "2", "--passes", "1", "--baselines", "",
-                         "--no-random-fill", "--out", str(tmp_path)]) == 0
+    assert datagen.main(["seeds=1:3", "seed=1", "schedules_per_pipeline=3", "max_stages=3",
+                         "output_size=32,24,3", "beam_size=2", "passes=1", "baselines=", "random_fill=false",
+                         f"out={tmp_path}"]) == 0
     capsys.readouterr()
     job = Job(cfg, tmp_path, "sqlite:///unused.db", get_target(cfg.target), 1.0)
     model = job.sampling_model(0)

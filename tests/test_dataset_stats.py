@@ -13,7 +13,7 @@ import pytest
 from backends import Measurement
 from featurize import featurize
 from featurize.dataset import DatasetError, Sample, write_batch
-from featurize.dataset_stats import dataset_stats, format_seconds
+from featurize.dataset_stats import dataset_stats
 from generator.dataset import main
 from ir.sampling import random_schedule
 
@@ -68,7 +68,7 @@ def test_report_and_cli(data, capsys):
     out = capsys.readouterr().out
     assert "target=host: 2 pipelines, 6 samples (5 ok, yield 83.3 %) in 2 files" in out
     assert "by status: ok 5 (83.3 %), compile_error 1 (16.7 %)" in out
-    assert "runtime (ok): min 1 ms" in out and "max 5 ms" in out
+    assert "runtime (ok): min 1.00 ms" in out and "max 5.00 ms" in out
     assert "60.0 % of ok samples within 1 %" in out
     assert "target=avx2-8core: 1 pipelines, 2 samples (1 ok, yield 50.0 %)" in out
 
@@ -82,10 +82,6 @@ def test_bad_input_is_one_line(tmp_path):
         r = subprocess.run([sys.executable, "-m", "generator.dataset", *argv], cwd=ROOT, capture_output=True,
                            text=True)
         assert r.returncode == 2 and want in r.stderr and len(r.stderr.strip().splitlines()) == 1, (argv, r.stderr)
-
-
-def test_format_seconds_picks_the_unit():
-    assert [format_seconds(v) for v in (2.5, 0.0123, 4.5e-6)] == ["2.5 s", "12.3 ms", "4.5 µs"]
 
 
 def test_label_agreement_counts_pairs_by_hand():

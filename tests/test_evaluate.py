@@ -14,6 +14,7 @@ import io
 import json
 import math
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
@@ -302,6 +303,7 @@ def test_apps_cli_prints_the_table_and_geomeans(tracking, capsys):
                  "protocol=quick", "halide=off", f"tracking_uri={tracking}", "progress=false"]) == 0
     out = capsys.readouterr().out
     assert "blur" in out and "greedy" in out and "geometric mean speedup over naive" in out
+    assert re.search(r"^blur +greedy +ok +[0-9.]+ (s|ms|µs) ", out, re.M), out  # ir.units.format_seconds
     assert f"open: mlflow ui --backend-store-uri {tracking}" in out
 
 
@@ -383,7 +385,8 @@ def test_halide_rows_speedups_and_ratios(halide_run):
     assert g.speedup_same_backend == pytest.approx(
         math.prod(by[(a, "beam@halide")].speedup_same_backend for a in ("blur", "unsharp")) ** 0.5)
     summary = result.summary()
-    assert "beam@halide vs Adams2019@halide" in summary and "pairs of naive, expert, greedy, beam" in summary
+    assert "runtime Adams2019@halide / beam@halide " in summary and "pairs of naive, expert, greedy, beam" in summary
+    assert "runtime numba / Halide " in summary and "× faster)" in summary  # the ratio says who is faster
 
 
 def test_halide_metrics_table_and_chart_are_in_mlflow(halide_run, tracking, tmp_path):

@@ -79,7 +79,57 @@ def test_printing_reads_like_the_paper():
     assert "inlining h x2" in text
     directives = to_halide_schedule(tiled(p), p)
     assert "h.compute_inline();" in directives
-    assert "g.compute_at(f, x_0)" in directives and "parallel(" in directives and "vectorize(" in directives
+    # f's outer tile loops fuse into one parallel loop (as the Halide backend runs them), and g sits in it
+    assert "fuse(x_0, y_0, par_0).parallel(par_0);" in directives and "g.compute_at(f, par_0);" in directives
+    assert "vectorize(x_2)" in directives
+
+
+def _undefined_vars(directives: str, pipeline) -> list[str]:
+    """Vars a directive uses before a split or fuse (or the Func's definition) makes them."""
+    import re
+
+    made: dict[str, set[str]] = {}
+    for node in pipeline.dag.nodes:
+        for st in node.stages:
+            made[node.name if st.index == 0 else f"{node.name}.update({st.index - 1})"] = {l.name for l in st.loop}
+    bad = []
+    for line in directives.splitlines():
+        m = re.match(r"(\w+(?:\.update\(\d+\))?)\.(.*);$", line)
+        stage, calls = m.group(1), re.findall(r"(\w+)\(([^()]*)\)", m.group(2))
+        for verb, args in calls:
+            names = [a.strip() for a in args.split(",")]
+            if verb in ("compute_at", "store_at"):  # a loop of any of the Func's stages
+                if not any(names[1] in vs for st, vs in made.items() if st.split(".")[0] == names[0]):
+                    bad.append(f"{line}: {names[1]}")
+            elif verb in ("split", "fuse", "vectorize", "unroll", "parallel", "reorder"):
+                used = names[:2] if verb == "fuse" else names if verb == "reorder" else names[:1]
+                bad += [f"{line}: {v}" for v in used if v not in made[stage]]
+                if verb == "split":
+                    made[stage] |= {names[1], names[2]}
+                elif verb == "fuse":
+                    made[stage].add(names[2])
+    return bad
+
+
+def test_halide_directives_only_use_vars_they_made():
+    """Every app's expert schedule at small size, and a few searched ones: a Var a directive names exists
+    (a split that skips a level keeps the last name; printing x_3 for a loop never split there is wrong)."""
+    from generator.apps import APPS
+    from ir.target import get_target
+    from scheduler import autoschedule
+
+    target = get_target("host")
+    checked = 0
+    for app in APPS.values():
+        p = app.build("small")
+        loopnests = [app.schedule(p, target)] if app.schedule is not None else []
+        if app.name in ("unsharp", "harris", "blur"):
+            loopnests.append(autoschedule(p, model="analytical", algorithm="greedy").loopnest)
+        for ln in loopnests:
+            text = to_halide_schedule(ln, p)
+            assert _undefined_vars(text, p) == [], (app.name, text)
+            checked += 1
+    assert checked >= 10
 
 
 # -- regions -------------------------------------------------------------------------------------

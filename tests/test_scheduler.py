@@ -6,6 +6,7 @@ interpreter's output, over the app suite and random pipelines."""
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -389,12 +390,59 @@ def test_schedule_object():
         np.testing.assert_array_equal(out[name], ref[name])
 
 
-def test_cli_prints_schedule_cost_and_measurement():
-    out = subprocess.run([sys.executable, "-m", "scheduler", "--app", "blur", "--algorithm", "greedy",
-                          "--model", "analytical", "--measure"], capture_output=True, text=True, cwd=ROOT,
-                         check=False)
+def test_cli_prints_schedule_score_halide_directives_and_measurements():
+    """python -m scheduler with key=value: the schedule, its score, its Halide directives, and measured next
+    to the naive and the expert schedule (blur at size small keeps it quick)."""
+    out = subprocess.run([sys.executable, "-m", "scheduler", "app=blur", "size=small", "algorithm=greedy",
+                          "model=analytical", "measure=true", "halide_schedule=true"], capture_output=True, text=True,
+                         cwd=ROOT, check=False)
     assert out.returncode == 0, out.stderr
-    assert "predicted cost:" in out.stdout and "naive schedule:" in out.stdout and "speedup" in out.stdout
-    bad = subprocess.run([sys.executable, "-m", "scheduler", "--app", "blur", "--model", "random:x"],
-                         capture_output=True, text=True, cwd=ROOT, check=False)
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "random:<integer seed>" in bad.stderr
+    text = out.stdout
+    assert "compute blur_y" in text and "predicted cost score: " in text and "(relative, lower is better" in text
+    directives = text.split("Halide schedule:\n", 1)[1].split("\nmeasured", 1)[0].splitlines()
+    assert directives and all(re.fullmatch(r"\w+\.\w+\(.*\);", d) for d in directives), directives
+    assert any(d.startswith("blur_y.compute_root()") for d in directives), directives
+    time = r"[0-9.]+ (s|ms|µs)"  # ir.units.format_seconds
+    assert re.search(rf"^measured \(greedy, numba\): {time}$", text, re.M), text
+    assert re.search(rf"^naive schedule: +{time} +speedup of greedy over naive: [0-9.e-]+x$", text, re.M), text
+    assert re.search(rf"^expert schedule: +{time} +speedup of greedy over expert: [0-9.e-]+x$", text, re.M), text
+
+
+def test_cli_random_pipeline_has_no_expert(capsys):
+    from generator.schedule import main
+
+    assert main(["random=3", "max_stages=4", "algorithm=greedy", "model=analytical"]) == 0
+    out = capsys.readouterr().out
+    assert "predicted cost score: " in out and "Halide schedule" not in out and "expert" not in out
+
+
+@pytest.mark.parametrize("argv, text", [
+    (["app=blur", "model=random:x"], "random:<integer seed>"),
+    ([], "give exactly one of app=NAME (an app of the suite) or random=SEED"),
+    (["app=blur", "random=3"], "give exactly one of app=NAME"),
+    (["app=blurr"], "unknown app 'blurr'; choose one of bgu, bilateral_grid, blur, camera_pipe"),
+    (["app=blur", "algorithm=annealing"], "unknown algorithm 'annealing'; choose one of"),
+    (["app=blur", "beam_size=0"], "beam_size must be >= 1, got 0"),
+    (["app=blur", "size=huge"], "config key 'size' must be one of small, full"),
+    (["--app", "blur"], "unrecognized arguments: --app; settings are key=value (app=...)"),  # the old flags
+    (["app=blur", "--beam-size", "4"], "settings are key=value (beam_size=...)"),
+])
+def test_cli_errors_are_one_line(argv, text, capsys):
+    from generator.schedule import main
+
+    try:
+        status = main(argv)
+    except SystemExit as e:  # argparse exits, rather than returns, on arguments it cannot parse
+        status = e.code
+    err = capsys.readouterr().err
+    assert status == 2 and err.startswith("python -m scheduler: error: ") and err.count("\n") == 1, err
+    assert text in err, err
+
+
+def test_cli_defaults_are_conf_scheduler_yaml_and_evaluate_apps_size():
+    from evaluate.config import AppsConfig
+    from generator.schedule import SchedulerConfig
+    from ir.config import load_config
+
+    assert load_config(SchedulerConfig, ROOT / "conf" / "scheduler.yaml") == SchedulerConfig()
+    assert SchedulerConfig().size == AppsConfig().size == "full"  # one default for both commands

@@ -14,11 +14,11 @@ PROG = "python -m train"
 
 
 def main(argv=None) -> int:
-    from ir.config import run_cli
+    from ir.config import doc_body, run_cli
 
     from .config import TrainConfig
 
-    return run_cli(TrainConfig, _run, argv, PROG, __doc__.splitlines()[2], default_config="conf/train.yaml")
+    return run_cli(TrainConfig, _run, argv, PROG, doc_body(__doc__), default_config="conf/train.yaml")
 
 
 def _run(cfg) -> int:

@@ -10,29 +10,29 @@ from typing import Literal
 class TrainConfig:
     data: str = "data"  # dataset root (holds target=<name>/batch-*.parquet)
     target: str = "host"  # dataset partition, and the registered model's name: schedlab-<target>
-    backend: str | None = None  # whose runtimes to learn (numba, halide); None: the data's only backend
-    model: Literal["hybrid", "mlp"] = "hybrid"
-    loss: Literal["relative_throughput", "pairwise_rank"] = "relative_throughput"
-    epochs: int = 30
-    lr: float = 1e-3
-    weight_decay: float = 0.0
+    backend: str | None = None  # whose runtimes to learn (numba, halide); none: the data's only backend
+    model: Literal["hybrid", "mlp"] = "hybrid"  # hybrid: adams2019's per-stage network; mlp: a plain MLP baseline
+    loss: Literal["relative_throughput", "pairwise_rank"] = "relative_throughput"  # train.loss.LOSSES
+    epochs: int = 30  # passes over the training pipelines
+    lr: float = 1e-3  # Adam learning rate
+    weight_decay: float = 0.0  # Adam weight decay
     embedding: int = 24  # width of the hybrid model's embeddings
     hidden: int = 64  # width of the MLP model
     batch_size: int = 64  # most schedules in one batch (each batch holds one pipeline's schedules)
     min_schedules: int = 8  # pipelines with fewer measured schedules are skipped
     val_fraction: float = 0.125  # share of pipelines (by hash) held out for validation
     max_spread: float | None = 0.25  # skip labels whose own best repeats disagree by more (none: keep all)
-    seed: int = 0
-    tracking_uri: str | None = None  # None: the embedded SQLite store (.cache/mlflow/mlflow.db)
-    experiment: str = "schedlab-train"
-    run_name: str | None = None
+    seed: int = 0  # seeds weight init and batch order
+    tracking_uri: str | None = None  # MLflow tracking URI (none: the embedded SQLite store .cache/mlflow/mlflow.db)
+    experiment: str = "schedlab-train"  # MLflow experiment of the run
+    run_name: str | None = None  # MLflow run name (none: MLflow picks one)
     register: bool = True  # log the model and register it as schedlab-<target>
     promote: bool = False  # set the champion alias if this version beats every baseline (see promotion)
     promotion: Literal["baselines", "always"] = "baselines"  # baselines: beat random weights, the analytical model
     #   and the current champion on the same validation pipelines; always: take the alias (pinning, as by hand)
-    checkpoint_dir: str = ".cache/checkpoints"
+    checkpoint_dir: str = ".cache/checkpoints"  # where Lightning writes the run's checkpoints
     resume: str | None = None  # a Lightning checkpoint (.ckpt) to continue from
-    progress: bool = True
+    progress: bool = True  # show progress bars
     threads: int = 1  # torch intra-op threads; the models are small, more threads mostly add overhead (0: torch's default)
 
     def __post_init__(self):

@@ -20,6 +20,7 @@ import numpy as np
 from featurize.extractor import get_extractor
 from ir.config import flat_items
 from ir.target import get_target
+from ir.units import format_seconds
 
 from .config import TrainConfig
 
@@ -45,7 +46,7 @@ class TrainResult:
         v, i = self.val, self.init_val
         lines = [
             (f"trained on {self.samples} schedules of {self.pipelines} pipelines "
-             f"({self.train_pipelines} train / {self.val_pipelines} validation) in {self.seconds:.0f}s"),
+             f"({self.train_pipelines} train / {self.val_pipelines} validation) in {format_seconds(self.seconds)}"),
             (f"validation: pairwise accuracy {v['val_pairwise_accuracy']:.3f} "
              f"(untrained {i['val_pairwise_accuracy']:.3f}), "
              f"top-1 score {v['val_top1_score']:.3f} (untrained {i['val_top1_score']:.3f}), "

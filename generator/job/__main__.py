@@ -15,11 +15,11 @@ PROG = "python -m generator.job"
 
 
 def main(argv=None) -> int:
-    from ir.config import run_cli
+    from ir.config import doc_body, run_cli
 
     from .config import JobConfig
 
-    return run_cli(JobConfig, _run, argv, PROG, __doc__.splitlines()[2])
+    return run_cli(JobConfig, _run, argv, PROG, doc_body(__doc__))
 
 
 def _run(cfg) -> int:

@@ -36,32 +36,32 @@ class RoundTraining:
     """Training between rounds (bootstrapping, adams2019 §5): on everything written so far, registered as a
     new version of schedlab-<target>, which samples the next round."""
 
-    enabled: bool = True
-    model: Literal["hybrid", "mlp"] = "hybrid"
-    loss: Literal["relative_throughput", "pairwise_rank"] = "relative_throughput"
-    epochs: int = 30
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    min_schedules: int = 8
-    val_fraction: float = 0.125
+    enabled: bool = True  # train a model between rounds (false: every round samples with the same model)
+    model: Literal["hybrid", "mlp"] = "hybrid"  # train's model
+    loss: Literal["relative_throughput", "pairwise_rank"] = "relative_throughput"  # train's loss
+    epochs: int = 30  # train's epochs
+    lr: float = 1e-3  # train's learning rate
+    weight_decay: float = 0.0  # train's weight decay
+    min_schedules: int = 8  # train's min_schedules: pipelines with fewer are skipped
+    val_fraction: float = 0.125  # train's share of pipelines held out for validation
     promote: bool = True  # move the champion alias when the new version beats every baseline (train.promotion)
     promotion: Literal["baselines", "always"] = "baselines"  # train's promotion rule
-    experiment: str = "schedlab-datagen"
+    experiment: str = "schedlab-datagen"  # MLflow experiment of the training runs
 
 
 @dataclass(frozen=True)
 class JobConfig:
-    target: str = "host"
-    backend: Literal["numba", "halide"] = "numba"  # halide: the halide extra (backends.halide)
-    rounds: int = 2
-    pipelines_per_round: int = 12
+    target: str = "host"  # host, or a conf/targets/<name>.yaml target; the dataset partition
+    backend: Literal["numba", "halide"] = "numba"  # what compiles the schedules; halide needs the halide extra
+    rounds: int = 2  # data-generation rounds, a model trained after each
+    pipelines_per_round: int = 12  # random pipelines generated per round
     schedules_per_pipeline: int = 16  # one beam-search sample + random-dropout samples (adams2019 §5)
     seed: int = 0  # round r's pipeline i is random pipeline seed + r * pipelines_per_round + i
-    max_stages: int = 6
-    output_size: tuple[int, int, int] = (64, 48, 3)
-    markov: bool = False
-    beam_size: int = 8  # the beam-search sample
-    passes: int = 2
+    max_stages: int = 6  # most stages of a random pipeline, input and output included (>= 3)
+    output_size: tuple[int, int, int] = (64, 48, 3)  # W,H,C of the random pipelines' outputs
+    markov: bool = False  # draw stage kinds from the GPU variant's Markov transition matrix (generator.random_pipeline)
+    beam_size: int = 8  # beam width of the beam-search sample
+    passes: int = 2  # coarse-to-fine passes of the beam-search sample
     dropout: float = 1.0  # % chance that a dropout sample is the fully greedy schedule (HL_RANDOM_DROPOUT)
     baselines: tuple[str, ...] = ()  # generator.batch.BASELINES planned before the beam sample (naive, simple)
     random_fill: bool = False  # random schedules (ir.sampling) when beam + dropout find too few distinct ones
@@ -71,16 +71,16 @@ class JobConfig:
     benchmark_timeout: float = 60.0  # seconds per measurement, output check included
     check_outputs: bool = True  # every schedule's output against the reference interpreter
     out: str = "data"  # dataset root: batches go to <out>/target=<name>/batch-<id>.parquet
-    tracking_uri: str | None = None  # None: the embedded SQLite store (.cache/mlflow/mlflow.db)
-    ray_address: str | None = None  # None: the cluster of `ray job submit` (RAY_ADDRESS), else a local one
-    num_cpus: int | None = None  # CPUs of a local cluster (None: all)
+    tracking_uri: str | None = None  # MLflow tracking URI (none: the embedded SQLite store .cache/mlflow/mlflow.db)
+    ray_address: str | None = None  # none: the cluster of `ray job submit` (RAY_ADDRESS), else a local one
+    num_cpus: int | None = None  # CPUs of a local cluster (none: all)
     benchmark_cpus: float = 1.0  # CPUs a node's benchmarking actor holds (its measurements run one at a time)
     quiet_measurement: bool = True  # a measurement waits for the node's planning and compiling and runs alone
     max_retries: int = 2  # a Ray worker that dies is retried this often, then its samples are worker_died
     in_flight: int = 0  # batches under way at once (0: twice the cluster's CPUs)
     train: RoundTraining = field(default_factory=RoundTraining)
     faults: str = ""  # testing: KIND:SEED:INDEX,... (see Fault)
-    progress: bool = True
+    progress: bool = True  # show progress bars
 
     def __post_init__(self):
         for name in ("rounds", "pipelines_per_round", "schedules_per_pipeline", "max_stages", "beam_size", "passes"):

@@ -25,6 +25,7 @@ from backends.kernel import Measurement
 from generator.batch import BatchKey, BatchPlan, BatchSpec, SamplingModel, batch_rows, write_rows
 from ir.errors import SchedlabError, first_line
 from ir.status import WORKER_DIED
+from ir.units import format_seconds
 
 from .config import JobConfig
 
@@ -76,14 +77,14 @@ class JobSummary:
         per_hour = self.samples_written / max(self.seconds, 1e-9) * 3600 / max(self.cpus, 1)
         head = "interrupted" if self.interrupted else "done"
         out = [
-            (f"data generation {head} in {self.seconds:.0f}s: {self.batches_written} batches written, "
+            (f"data generation {head} in {format_seconds(self.seconds)}: {self.batches_written} batches written, "
              f"{self.batches_existing} already there, {self.pipelines_failed} pipelines failed "
              f"(of {self.batches_planned} planned)"),
             (f"samples: {self.samples_written} written ({self.samples_existing} already there); yield "
              f"{100.0 * ok / max(1, self.samples_written):.1f}% ok; by status: {statuses or 'none'}"),
             (f"throughput: {per_hour:.0f} samples per hour per core ({self.samples_per_core_hour:.0f} valid; "
-             f"{self.cpus:g} CPUs); task time: planning {self.plan_s:.0f} s, compiling {self.compile_s:.0f} s, "
-             f"measuring {self.measure_s:.0f} s (+ {self.wait_s:.0f} s waiting for a quiet node)"),
+             f"{self.cpus:g} CPUs); task time: planning {format_seconds(self.plan_s)}, compiling {format_seconds(self.compile_s)}, "
+             f"measuring {format_seconds(self.measure_s)} (+ {format_seconds(self.wait_s)} waiting for a quiet node)"),
             f"data: {self.out / ('target=' + self.target)}",
         ]
         out += [f"node {n.describe()}" for n in self.nodes]
@@ -316,7 +317,7 @@ class Job:
             self.summary.batches_written += 1
             self.summary.samples_written += len(rows)
         ok = sum(m.ok for m in b.rows)
-        self.note(f"batch {b.key.batch_id}: {len(rows)} samples, {ok} ok, planned in {p.seconds:.1f}s")
+        self.note(f"batch {b.key.batch_id}: {len(rows)} samples, {ok} ok, planned in {format_seconds(p.seconds)}")
         return True
 
     def benchmarker(self, node: str):
