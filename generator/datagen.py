@@ -274,6 +274,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--backend", default="numba", help="the registered backend that compiles and measures "
                     "(numba, halide)")
     ap.add_argument("--overwrite", action="store_true", help="regenerate batches that are already written")
+    ap.add_argument("--progress", type=_progress, default="auto",
+                    help="auto (a bar on a terminal, a line per schedule elsewhere), bar, lines or false "
+                    "(default auto)")
     a = ap.parse_args(argv)
     if a.out.exists() and not a.out.is_dir():
         ap.error(f"--out {a.out} is not a directory")
@@ -282,6 +285,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     except SchedlabError as e:
         ap.error(f"--target/--backend: {e}")
     return a
+
+
+def _progress(text: str):
+    from ir.progress import progress_mode
+
+    value = {"true": True, "false": False, "off": False}.get(text.strip().lower(), text.strip())
+    try:
+        progress_mode(value)
+    except SchedlabError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return value
 
 
 def _dropout(text: str) -> float:
@@ -305,6 +319,9 @@ def _baselines(text: str) -> tuple[str, ...]:
 
 
 def main(argv=None) -> int:
+    from ir.logs import quiet_third_party
+
+    quiet_third_party()
     a = parse_args(argv)
 
     spec = BatchSpec(seeds=a.seeds, schedules_per_pipeline=a.schedules, max_stages=a.max_stages, output_size=a.size,
@@ -317,32 +334,32 @@ def main(argv=None) -> int:
     except SchedlabError as e:
         print(f"{PROG}: error: --model: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
-    from tqdm import tqdm
-
     from backends.worker import Worker
+    from ir.progress import Progress as Display
 
     worker = Worker()
-    bar = tqdm(total=len(a.seeds) * a.schedules, unit="schedule", file=sys.stderr, dynamic_ncols=True)
+    bar = Display(len(a.seeds) * a.schedules, "schedule", a.progress)
     run, t0 = RunSummary(), time.perf_counter()
-    last = 0  # schedules done in the current batch, as last reported
+    last, last_planned = 0, a.schedules  # the current batch's schedules done and planned, as last reported
 
     def progress(done, planned, note):
-        nonlocal last
-        bar.update(done - last)
-        last = done
-        bar.set_postfix_str(note)
+        nonlocal last, last_planned
+        bar.add_total(planned - last_planned)
+        bar.update(done - last, note)
+        last, last_planned = done, planned
 
     try:
         for seed in spec.seeds:  # one batch per seed, as generator.job writes them
-            last = 0
+            last, last_planned = 0, a.schedules
             s = generate_batch(replace(spec, seeds=(seed,)), a.out, worker, progress, a.overwrite, model)
             if s.reused:
-                bar.update(s.schedules)
+                bar.add_total(s.schedules - a.schedules)
+                bar.update(s.schedules, f"seed {seed}: already written")
             for b in s.batches:
                 run.batches.append(b)
-                bar.write(str(b))
+                bar.write(str(b), sys.stdout)
                 for e in b.errors:
-                    bar.write(f"  {e}")
+                    bar.write(f"  {e}", sys.stdout)
     except KeyboardInterrupt:
         bar.close()
         print(f"interrupted: {len(run.batches)} of {len(spec.seeds)} batches done in {a.out}", file=sys.stderr)
