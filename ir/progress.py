@@ -11,6 +11,7 @@ terminal, otherwise a flushed line per event such as
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Iterable, Iterator, Literal
@@ -58,8 +59,10 @@ class Progress:
         if self.mode == "bar":
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, unit=unit, desc=desc or None, file=self.stream, dynamic_ncols=True,
-                             leave=leave)
+            # a terminal that reports no size (a pseudo-terminal nobody sized) would get an invisible bar
+            sized = _columns(self.stream) > 0
+            self._bar = tqdm(total=total, unit=unit, desc=desc or None, file=self.stream, dynamic_ncols=sized,
+                             ncols=None if sized else 100, nrows=None if sized else 24, leave=leave)
 
     def update(self, n: int = 1, note: str = "") -> None:
         """`n` more events done; `note` says what the last one was."""
@@ -125,6 +128,13 @@ class Progress:
 
     def _print(self, text: str) -> None:
         print(text, file=self.stream, flush=True)
+
+
+def _columns(stream) -> int:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 0
 
 
 def echo(text: str, stream=None) -> None:

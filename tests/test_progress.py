@@ -21,11 +21,13 @@ from ir.progress import Progress, progress_mode
 from train.config import TrainConfig
 
 
-@pytest.fixture
-def terminal():
-    """The writing end of a pseudo-terminal, and a function that reads what reached it."""
+@pytest.fixture(params=["sized", "unsized"])
+def terminal(request):
+    """The writing end of a pseudo-terminal, and a function that reads what reached it; sized as a terminal
+    window is (100 columns), or not at all (`script` without a terminal, some containers' `exec -t`)."""
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 columns, as a terminal has
+    if request.param == "sized":
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
     stream = os.fdopen(slave, "w", buffering=1)
 
     def read() -> str:
