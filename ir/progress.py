@@ -93,7 +93,7 @@ class Progress:
     def line(self, note: str = "") -> str:
         """The line-mode text of the current count: `desc [n/total] note elapsed mm:ss`."""
         count = f"[{self.n}/{self.total}]" if self.total is not None else f"[{self.n} {self.unit}]"
-        parts = [self.desc, count, note, f"elapsed {elapsed(time.monotonic() - self.t0)}"]
+        parts = [self.desc, count, note[:200], f"elapsed {elapsed(time.monotonic() - self.t0)}"]  # a bounded line
         return " ".join(p for p in parts if p)
 
     def write(self, text: str, stream=None) -> None:
