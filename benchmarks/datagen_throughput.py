@@ -27,6 +27,9 @@ BACKENDS = ("numba", "halide")
 
 
 def main(argv=None) -> int:
+    from ir.logs import quiet_third_party
+
+    quiet_third_party()  # MLflow's and Lightning's chatter off, as in every command
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default=str(ROOT / "conf" / "datagen.yaml"))
     ap.add_argument("--pipelines", type=int, default=6)

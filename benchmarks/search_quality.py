@@ -29,6 +29,9 @@ from scheduler.cost import load_model
 
 
 def main(argv=None) -> int:
+    from ir.logs import quiet_third_party
+
+    quiet_third_party()  # MLflow's and Lightning's chatter off, as in every command
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--apps", default="unsharp,harris,blur,iir_blur,max_filter,hist_eq")
     ap.add_argument("--size", default="full", choices=("small", "full"))

@@ -35,6 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(argv=None) -> int:
+    from ir.logs import quiet_third_party
+
+    quiet_third_party()  # MLflow's and Lightning's chatter off, as in every command
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=None, help="a measured dataset root (default: generate one)")
     ap.add_argument("--pipelines", type=int, default=32)

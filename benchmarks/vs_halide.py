@@ -28,6 +28,9 @@ LOOPNESTS = ("naive", "expert", "greedy", "beam")  # measured under both backend
 
 
 def main(argv=None) -> int:
+    from ir.logs import quiet_third_party
+
+    quiet_third_party()  # MLflow's and Lightning's chatter off, as in every command
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--apps", default="blur,unsharp,harris,max_filter")
     ap.add_argument("--size", default="full", choices=("small", "full"))

@@ -363,19 +363,16 @@ def app_names(cfg: AppsConfig) -> list[str]:
 def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) -> AppsResult:
     """Measure every (app, method) of `cfg` into an MLflow run; `echo` gets the table line by line as each app
     finishes. Raises SchedlabError subclasses for bad input (unknown app, model or target)."""
-    from tqdm import tqdm
-
     import backends
     from generator.apps import get_app
     from ir.errors import SchedlabError
+    from ir.progress import Progress
     from ir.target import get_target
     from scheduler.cost import load_model
     from scheduler.space import space_class
-    from train.run import _quiet
 
     from .plots import tracked_run
 
-    _quiet()
     t0 = time.time()
     names = app_names(cfg)
     target = get_target(cfg.target)
@@ -393,12 +390,11 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
     rows: list[AppRow] = []
     extra = {"model_resolved": getattr(model, "name", ""), "apps_measured": names, "halide_compared": halide}
     with tracked_run(cfg.tracking_uri, cfg.experiment, cfg.run_name, cfg, extra) as run, \
-            tqdm(total=len(names) * per_app, desc="apps", unit="schedule", disable=not cfg.progress,
-                 file=sys.stderr) as bar:
+            Progress(len(names) * per_app, "schedule", cfg.progress, desc="apps") as bar:
         echo(HEADER)
         for name in names:
-            bar.set_postfix_str(name)
-            app_rows = measure_app(get_app(name), cfg, ms, tick=lambda _: bar.update(1), halide=halide)
+            app_rows = measure_app(get_app(name), cfg, ms, tick=lambda m, app=name: bar.update(1, f"{app} {m}"),
+                                   halide=halide)
             rows += app_rows
             for r in app_rows:
                 echo(format_row(r))
@@ -461,11 +457,7 @@ def table_csv(rows: list[AppRow]) -> str:
 
 
 def main(argv=None) -> int:
-    from tqdm import tqdm
-
-    def echo(line: str) -> None:
-        tqdm.write(line, file=sys.stdout)
-        sys.stdout.flush()
+    from ir.progress import echo
 
     return run_command(PROG, DESCRIPTION, AppsConfig, "conf/evaluate_apps.yaml",
                        lambda cfg: evaluate_apps(cfg, echo), argv)

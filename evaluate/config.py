@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ir.errors import SchedlabError
+from ir.progress import ProgressSetting
 from train.config import TrainConfig
 
 ALGORITHMS = ("greedy", "beam", "hierarchical")  # the searches evaluate.apps runs under the chosen model
@@ -36,7 +37,7 @@ class EvalConfig:
     tracking_uri: str | None = None  # MLflow tracking URI (none: the embedded SQLite store .cache/mlflow/mlflow.db)
     experiment: str = "schedlab-evaluate"  # MLflow experiment of the run
     run_name: str | None = None  # MLflow run name (none: MLflow picks one)
-    progress: bool = True  # show progress bars
+    progress: ProgressSetting = "auto"  # auto: a bar on a terminal, lines elsewhere; bar | lines | false
 
     def __post_init__(self):
         if not 0 < self.val_fraction < 1:
@@ -68,7 +69,7 @@ class AppsConfig:
     tracking_uri: str | None = None  # MLflow tracking URI (none: the embedded SQLite store .cache/mlflow/mlflow.db)
     experiment: str = "schedlab-evaluate-apps"  # MLflow experiment of the run
     run_name: str | None = None  # MLflow run name (none: MLflow picks one)
-    progress: bool = True  # show progress bars
+    progress: ProgressSetting = "auto"  # auto: a bar on a terminal, a line per schedule elsewhere; bar | lines | false
 
     def __post_init__(self):
         for name in ("beam_size", "passes", "random_schedules"):

@@ -99,21 +99,19 @@ def load_split(cfg: EvalConfig):
 
 def evaluate_model(cfg: EvalConfig) -> EvalResult:
     """Score, log and summarize one model as `cfg` says; raises SchedlabError subclasses for bad input."""
-    from tqdm import tqdm
-
+    from ir.progress import Progress
     from train import plots
     from train.metrics import ranking_metrics, topk_scores
-    from train.run import _quiet, predict_groups
+    from train.run import predict_groups
 
     from .plots import tracked_run
 
-    _quiet()
     t0 = time.time()
     cfg, split_note = model_split(cfg)
     batches, stats = load_split(cfg)
     network, name = load_network(cfg.model, cfg.target, cfg.tracking_uri)
-    bar = tqdm(batches, desc="scoring", unit="batch", disable=not cfg.progress, leave=False)
-    groups = predict_groups(network, bar)
+    shown = Progress(len(batches), "batch", cfg.progress, desc="scoring", min_interval=10.0, leave=False)
+    groups = predict_groups(network, shown.iterate(batches))
     metrics = ranking_metrics(groups.values())
     topk = topk_scores(groups.values(), range(1, cfg.max_k + 1))
     extra = {"model_uri": name, "data_fingerprint": stats.fingerprint, "data_pipelines": stats.train_pipelines,

@@ -46,9 +46,7 @@ def tracked_run(tracking: str | None, experiment: str, run_name: str | None, cfg
     from mlflow.entities import Param
 
     from train.registry import ensure_experiment, tracking_uri
-    from train.run import _quiet
 
-    _quiet()  # again: importing mlflow sets its loggers to INFO
     uri = tracking_uri(tracking)
     client = MlflowClient(tracking_uri=uri)
     experiment_id = ensure_experiment(experiment, uri)

@@ -28,6 +28,7 @@ from typing import Literal
 
 from backends.protocols import PROTOCOLS, QUICK, get_protocol  # noqa: F401 - re-exported: the named protocols
 from ir.errors import SchedlabError, first_line
+from ir.progress import ProgressSetting
 from ir.units import format_seconds
 
 from .batch import (SMALL_OUTPUT, BatchPlan, BatchSpec, SamplingModel, batch_rows, derived_seed, get_baseline,
@@ -142,7 +143,7 @@ def _measure_plan(plan: BatchPlan, spec: BatchSpec, target, worker, tick) -> lis
         built = backends.build(p, loopnest, target, backend=spec.backend, timeout=spec.compile_timeout, worker=worker)
         m = backends.run(built, inputs, protocol, expected=expected, worker=worker)
         out.append(m)
-        tick(f"seed {plan.key.seed} {name}: {m.status}" + (f" {m.min_s * 1e3:.3g} ms" if m.ok else ""))
+        tick(f"seed {plan.key.seed} {name}: {m.status}" + (f" {format_seconds(m.min_s)}" if m.ok else ""))
     return out
 
 
@@ -255,6 +256,7 @@ class DatagenConfig:
     check_outputs: bool = True  # every schedule's output against the reference interpreter
     backend: str = "numba"  # the registered backend that compiles and measures (numba, halide)
     overwrite: bool = False  # regenerate batches that are already written
+    progress: ProgressSetting = "auto"  # auto: a bar on a terminal, a line per schedule elsewhere; bar | lines | false
 
     def __post_init__(self):
         self.seed_list  # noqa: B018 - a one-line error for a bad seeds value, now
@@ -313,32 +315,32 @@ def _run(a: DatagenConfig) -> int:
         model.cost_model(_target(a.target, a.backend))  # a model that cannot load is one error, not a failure per seed
     except SchedlabError as e:
         raise ConfigError(f"model: {first_line(e)}") from None
-    from tqdm import tqdm
-
     from backends.worker import Worker
+    from ir.progress import Progress as Display
 
     worker = Worker()
-    bar = tqdm(total=len(seeds) * a.schedules_per_pipeline, unit="schedule", file=sys.stderr, dynamic_ncols=True)
+    bar = Display(len(seeds) * a.schedules_per_pipeline, "schedule", a.progress)
     run, t0 = RunSummary(), time.perf_counter()
-    last = 0  # schedules done in the current batch, as last reported
+    last, last_planned = 0, a.schedules_per_pipeline  # the current batch's schedules done and planned, as last reported
 
     def progress(done, planned, note):
-        nonlocal last
-        bar.update(done - last)
-        last = done
-        bar.set_postfix_str(note)
+        nonlocal last, last_planned
+        bar.add_total(planned - last_planned)
+        bar.update(done - last, note)
+        last, last_planned = done, planned
 
     try:
         for seed in spec.seeds:  # one batch per seed, as generator.job writes them
-            last = 0
+            last, last_planned = 0, a.schedules_per_pipeline
             s = generate_batch(replace(spec, seeds=(seed,)), out, worker, progress, a.overwrite, model)
             if s.reused:
-                bar.update(s.schedules)
+                bar.add_total(s.schedules - a.schedules_per_pipeline)
+                bar.update(s.schedules, f"seed {seed}: already written")
             for b in s.batches:
                 run.batches.append(b)
-                bar.write(str(b))
+                bar.write(str(b), sys.stdout)
                 for e in b.errors:
-                    bar.write(f"  {e}")
+                    bar.write(f"  {e}", sys.stdout)
     except KeyboardInterrupt:
         bar.close()
         print(f"interrupted: {len(run.batches)} of {len(spec.seeds)} batches done in {a.out}", file=sys.stderr)

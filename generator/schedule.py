@@ -145,12 +145,24 @@ def _speedup(baseline: float, t: float) -> str:
     return f"{format_ratio(baseline / t)}x" if math.isfinite(baseline) and math.isfinite(t) and t > 0 else "-"
 
 
+_shown = None  # the search pass being shown (ir.progress.Progress), per process
+
+
 def _progress(pass_index: int, decisions: int, total: int, states: int) -> None:
-    if sys.stderr.isatty():
-        label = "pre-pass" if pass_index < 0 else f"pass {pass_index + 1}"
-        sys.stderr.write(f"\r{label}: decision {decisions}/{total}, {states} states evaluated")
-        if decisions == total:
-            sys.stderr.write("\n")
+    """The search's decisions, pass by pass: a bar on a terminal; in a log a line per decision, at most one a
+    second (a pass's first and last always)."""
+    global _shown
+    from ir.progress import Progress
+
+    label = "pre-pass" if pass_index < 0 else f"pass {pass_index + 1}"
+    if _shown is None or _shown.desc != label or decisions < _shown.n:
+        if _shown is not None:
+            _shown.close()
+        _shown = Progress(total, "decision", desc=label, min_interval=1.0)
+    _shown.set(decisions, f"{states} states evaluated")
+    if decisions == total:
+        _shown.close()
+        _shown = None
 
 
 if __name__ == "__main__":

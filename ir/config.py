@@ -68,8 +68,9 @@ def load_config(cls, path: str | Path | None = None, overrides: list[str] = ()):
 def run_cli(config_cls, run, argv=None, prog: str = "", description: str = "",
             default_config: str | None = None) -> int:
     """A config-driven command's main: `--config FILE` and key=value overrides -> `config_cls` -> `run(cfg)`,
-    which prints its result and returns the exit status. A SchedlabError (a bad key, value, file, dataset,
-    ...) is one line `<prog>: error: <what to fix>` on stderr and exit status 2. --help lists every key."""
+    which prints its result and returns the exit status, with MLflow's and Lightning's chatter off (ir.logs). A
+    SchedlabError (a bad key, value, file, dataset, ...) is one line `<prog>: error: <what to fix>` on stderr and
+    exit status 2. --help lists every key."""
     import argparse
     import sys
 
@@ -88,6 +89,9 @@ def run_cli(config_cls, run, argv=None, prog: str = "", description: str = "",
     ap.add_argument("--config", default=None, help=f"YAML config (default: {default})")
     ap.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides (keys below)")
     a = ap.parse_args(argv)
+    from .logs import quiet_third_party
+
+    quiet_third_party()  # a command's output is its own lines: MLflow's and Lightning's chatter is off
     try:
         return run(load_config(config_cls, a.config, a.overrides))
     except SchedlabError as e:
@@ -270,6 +274,10 @@ def _convert(hint, value, key: str):
                 return _convert(opt, value, key)
             except ConfigError as e:
                 errors.append(str(e))
+        words = [w for opt in options if opt is not type(None) for w in _words(opt)]
+        if words and None not in words:  # every option is a bool or a Literal: name all the values accepted
+            words = [str(w) for w in words]
+            raise ConfigError(f"config key {key!r} must be {', '.join(words[:-1])} or {words[-1]}; got {value!r}")
         raise ConfigError(errors[0] if errors else f"config key {key!r} cannot be {value!r}")
     if dataclasses.is_dataclass(hint):
         return from_dict(hint, value if value is not None else {}, key + ".")
@@ -288,6 +296,15 @@ def _convert(hint, value, key: str):
         items = [_convert(item, v, key) for v in value] if item is not object else list(value)
         return tuple(items) if origin is tuple else items
     return _scalar(hint, value, key)
+
+
+def _words(hint) -> list:
+    """The values a bool or Literal type accepts, as a user writes them; [None] for any other type."""
+    if hint is bool:
+        return ["true", "false"]
+    if typing.get_origin(hint) is typing.Literal:
+        return list(typing.get_args(hint))
+    return [None]
 
 
 def _scalar(hint, value, key: str):

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -24,6 +29,10 @@ from generator.datagen import generate_batch, sample_schedules
 from generator.job import JobConfig
 from generator.random_pipeline import random_pipeline
 from ir import LoopNest, Pipeline
+
+from .chatter import assert_clean_log
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # 3 Funcs per pipeline at 32 x 24: about 1-3 s per schedule to compile cold on 2 cores, milliseconds cached.
 # A small beam keeps planning fast; the baselines come first and must compile and match the interpreter.
@@ -270,6 +279,34 @@ def test_the_command_line_writes_a_batch_per_pipeline(generated, tmp_path, capsy
     assert datagen.main(argv) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("2 batches (2 already written)")
     assert read_dataset(tmp_path, "host").samples.height == 4
+
+
+def test_outside_a_terminal_the_log_is_one_line_per_event(tmp_path):
+    """stdout and stderr to pipes, as in a file, CI or `ray job logs`: each measured schedule is one complete
+    line on stderr (no redrawn bar), each batch one line on stdout, then the summary; no third-party chatter."""
+    argv = ["seeds=1:3", "schedules_per_pipeline=3", "max_stages=3", "output_size=32,24,3", "beam_size=2",
+            "passes=1", f"out={tmp_path}"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "generator.datagen", *argv, *extra], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=600, check=False)
+
+    r = run()
+    assert r.returncode == 0, r.stderr[-3000:]
+    events = assert_clean_log(r.stderr)
+    assert len(events) == 6, r.stderr
+    for i, (line, sampler) in enumerate(zip(events, ["naive", "simple", "beam"] * 2)):
+        pattern = rf"\[{i + 1}/6\] seed {1 + i // 3} {sampler}: ok [0-9.]+ (s|ms|µs) elapsed \d\d:\d\d"
+        assert re.fullmatch(pattern, line), line
+    out = assert_clean_log(r.stdout)
+    assert [ln.split(":")[0] for ln in out[:2]] == [f"batch {p.stem[6:]}" for p in
+                                                    sorted((tmp_path / "target=host").glob("batch-r0-p*.parquet"))]
+    assert len(out) == 3 and out[2].startswith("2 batches (0 already written), 2 pipelines (0 skipped), 6 schedules")
+
+    r = run("progress=false")  # a rerun: nothing measured, no progress; the batches and summary still print
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert r.stdout.count("already written") == 3
 
 
 # -- one data-generation path: the local run writes the job's files --------------------------------------

@@ -321,7 +321,7 @@ def test_apps_cli_bad_inputs_are_one_line(tracking, capsys):
     assert "polymage-dp" in error("algorithms=annealing")  # the registry, not a fixed list
     assert "cuda target" in error("target=h200", "apps=blur")
     assert "no model at" in error("apps=blur", "model=no-such-model.pt")
-    assert "'halide' must be true or false" in error("halide=maybe")
+    assert "'halide' must be true, false or auto; got 'maybe'" in error("halide=maybe")
 
 
 def test_the_example_configs_state_the_defaults():

@@ -77,6 +77,34 @@ def test_outputs_read_by_other_funcs_and_scatters_beyond_the_output():
     check(p, naive_schedule(p))
 
 
+def _hist_eq_with_a_vectorized_cdf(p):
+    """hist_eq's expert schedule, but with the pure definition of `cdf` (whose update is a scan over an
+    RDom) vectorized: its update then has a schedule of its own to state, or Halide warns."""
+    from ir.builder import ScheduleBuilder
+
+    s = ScheduleBuilder(p)
+    s.root("output", tiles=[{"x": 16, "y": 4, "c": 3}], vectorize="x", vector_width=8, parallel=True)
+    s.root("cdf", vectorize="x", vector_width=8)
+    s.root("hist", vectorize="x", vector_width=8)
+    s.root("hist_rows")
+    return s.build()
+
+
+def test_every_definition_halide_compiles_is_scheduled(capfd):
+    """Halide prints from C++ ("Update definition 0 of function cdf has not been scheduled, even though some
+    other definitions have"): the backend schedules each update it emits, so a compile prints nothing."""
+    app = get_app("hist_eq")
+    p = app.build("small")
+    inputs = p.random_inputs(0)
+    expected = interpret(p, inputs)
+    capfd.readouterr()
+    for ln in (naive_schedule(p), app.schedule(p, get_target("host")), _hist_eq_with_a_vectorized_cdf(p)):
+        k = backends.compile(p, ln, backend="halide", isolate=False)  # in this process: its stderr is captured
+        assert backends.measure(k, inputs, CHECK_ONLY, expected=expected).status == "ok"
+    err = capfd.readouterr().err
+    assert "has not been scheduled" not in err and "Warning" not in err, err[-2000:]
+
+
 def test_invalid_inputs_and_schedules_give_clear_errors():
     p = get_app("blur").build("small")
     k = backends.compile(p, naive_schedule(p), backend="halide")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -25,6 +26,8 @@ from generator.job import JobConfig
 from generator.job.__main__ import main
 from generator.job.driver import JobError, resolve_paths
 from generator.batch import BatchKey, SamplingModel, plan_batch
+
+from .chatter import CHATTER, assert_clean_log
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -119,8 +122,15 @@ def test_crashing_hanging_and_dying_samples_are_recorded_and_the_rest_completes(
     seed = 11
     r = _job(["--config", "conf/datagen.yaml", f"out={tmp_path / 'data'}", f"tracking_uri={tmp_path / 'mlflow'}",
               "rounds=1", "pipelines_per_round=1", f"seed={seed}", "schedules_per_pipeline=5", "train.enabled=false",
-              "benchmark_timeout=20", "max_retries=1", f"faults=crash:{seed}:1,hang:{seed}:2,die:{seed}:3", *TINY])
+              "benchmark_timeout=20", "max_retries=1", f"faults=crash:{seed}:1,hang:{seed}:2,die:{seed}:3", *TINY,
+              "progress=auto"])
     assert r.returncode == 0, r.stderr[-3000:]
+    # stderr is a pipe: a line per sample (never a redrawn bar), whatever Ray forwards from the dying workers
+    assert_clean_log(r.stderr, longest=10_000)
+    pattern = rf"^\[(\d)/5\] seed {seed} (\w+): (\w+) \(ok \d, failed \d\) elapsed \d\d:\d\d$"
+    events = re.findall(pattern, r.stderr, re.M)
+    assert sorted(int(n) for n, _, _ in events) == [1, 2, 3, 4, 5], r.stderr[-3000:]
+    assert sorted(status for _, _, status in events) == ["crash", "ok", "ok", "timeout", "worker_died"]
     rows = _rows(tmp_path / "data")  # one batch, its rows in sample order
     assert rows.height == 5 and rows["file"].n_unique() == 1
     assert rows["status"].to_list() == ["ok", "crash", "timeout", "worker_died", "ok"], rows.select("status", "error")
@@ -236,6 +246,7 @@ def test_ray_job_submit_generates_two_rounds_and_bootstraps_the_model(cluster, t
         time.sleep(3)
     assert r.returncode == 0, log[-4000:]
     assert "succeeded" in log and "data generation done" in log and "samples per hour per core" in log
+    assert not [c for c in CHATTER if c in log], log[-4000:]  # two trainings and registrations, quietly
 
     rows = _rows(out)
     assert rows["file"].n_unique() == 6 and rows.height == 18, rows.select("file", "status")

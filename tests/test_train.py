@@ -26,6 +26,8 @@ from generator.datagen import BatchSpec, generate_batch
 from ir.config import load_config
 from train.config import TrainConfig
 
+from .chatter import assert_clean_log
+
 ROOT = Path(__file__).resolve().parent.parent
 PIPELINES = 32  # two batches of 16, generated on two workers at once
 SCHEDULES = 10
@@ -252,13 +254,19 @@ def _one_line_error(r: subprocess.CompletedProcess, *parts: str) -> None:
         assert p in lines[0], (p, lines[0])
 
 
-def test_cli_trains_and_prints_a_summary(dataset, env, tmp_path):
+def test_cli_trains_and_prints_a_summary(dataset, tmp_path):
+    """Into a new store (MLflow creates its tables, the experiment and the registered model): the summary on
+    stdout, a line per epoch on stderr (not a terminal), and none of MLflow's or Lightning's chatter."""
     r = _cli("--config", "conf/train.yaml", f"data={dataset}", "epochs=2", f"val_fraction={VAL_FRACTION}",
-             "progress=false", f"tracking_uri={env['tracking_uri']}", f"checkpoint_dir={tmp_path}", "experiment=cli")
+             f"tracking_uri=sqlite:///{tmp_path}/mlflow.db", f"checkpoint_dir={tmp_path}", "experiment=cli")
     assert r.returncode == 0, r.stderr
-    for part in ("trained on", "validation: pairwise accuracy", "registered: models:/schedlab-host/",
+    for part in ("trained on", "validation: pairwise accuracy", "registered: models:/schedlab-host/1",
                  "open: mlflow ui --backend-store-uri sqlite:///"):
         assert part in r.stdout, (part, r.stdout)
+    assert_clean_log(r.stdout)
+    epochs = assert_clean_log(r.stderr)
+    assert [ln.split(":")[0] for ln in epochs] == ["train [1/2] epoch 0", "train [2/2] epoch 1"], r.stderr
+    assert all("train_loss" in ln and "val_top1" in ln for ln in epochs), epochs
 
 
 def _main_error(capsys, *args: str) -> str:

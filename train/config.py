@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from ir.progress import ProgressSetting
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -32,7 +34,7 @@ class TrainConfig:
     #   and the current champion on the same validation pipelines; always: take the alias (pinning, as by hand)
     checkpoint_dir: str = ".cache/checkpoints"  # where Lightning writes the run's checkpoints
     resume: str | None = None  # a Lightning checkpoint (.ckpt) to continue from
-    progress: bool = True  # show progress bars
+    progress: ProgressSetting = "auto"  # auto: a bar on a terminal, a line per epoch elsewhere; bar | lines | false
     threads: int = 1  # torch intra-op threads; the models are small, more threads mostly add overhead (0: torch's default)
 
     def __post_init__(self):

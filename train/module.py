@@ -69,3 +69,24 @@ class CostModelModule(L.LightningModule):
 
     def configure_optimizers(self):
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
+
+
+class EpochLines(L.Callback):
+    """Training's progress outside a terminal: one line per epoch with its losses (ir.progress lines), in place
+    of Lightning's bar, whose redraws would fill a log with '\\r' frames."""
+
+    def __init__(self, epochs: int):
+        self.epochs = epochs
+        self.shown = None
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        from ir.progress import Progress
+
+        self.shown = Progress(self.epochs, "epoch", "lines", desc="train")
+        if trainer.current_epoch:  # a resumed run starts past 0
+            self.shown.set(trainer.current_epoch, "resumed")
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        m = trainer.callback_metrics
+        note = ", ".join(f"{k} {float(m[k]):.4g}" for k in ("train_loss", "val_loss", "val_top1") if k in m)
+        self.shown.update(1, f"epoch {trainer.current_epoch}: {note}" if note else f"epoch {trainer.current_epoch}")

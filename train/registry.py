@@ -207,9 +207,9 @@ def log_and_register(model, target: str, tags: dict[str, str], val_metrics: dict
             name=MODEL_NAME, loader_module=__name__, data_path=str(data), pip_requirements=_pip_requirements(),
             signature=_signature(example), input_example=_input_example(example),
             tags={"target": target, "feature_schema_version": version_tags["feature_schema_version"]})
-        mv = mlflow.register_model(info.model_uri, name, tags=version_tags)
+        client = _client(uri)
+        mv = _new_version(client, name, info, version_tags)
         active_run_id = run.info.run_id
-    client = _client(uri)
     client.set_registered_model_tag(name, "target", target)
     previous = _champion(client, name)
     promoted = promote and (decided or _beats(version_tags.get(SCORE_KEY),
@@ -218,6 +218,19 @@ def log_and_register(model, target: str, tags: dict[str, str], val_metrics: dict
         client.set_registered_model_alias(name, CHAMPION, mv.version)
     return RegisteredVersion(name, str(mv.version), active_run_id, f"models:/{name}/{mv.version}", promoted,
                              str(previous.version) if previous else None)
+
+
+def _new_version(client, name: str, info, tags: dict[str, str]):
+    """A new version of registered model `name` from the logged model `info`: the calls mlflow.register_model
+    makes, without its prints to stderr ('Successfully registered model ...', 'Created version ...')."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client.create_registered_model(name)
+    except MlflowException as e:
+        if e.error_code not in ("RESOURCE_ALREADY_EXISTS", "ALREADY_EXISTS"):
+            raise
+    return client.create_model_version(name, info.model_uri, tags=tags, model_id=info.model_id)
 
 
 @contextlib.contextmanager

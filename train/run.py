@@ -7,10 +7,8 @@ visible), predicted-vs-measured and top-k figures, and the model registered as s
 
 from __future__ import annotations
 
-import logging
-import os
+import sys
 import time
-import warnings
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,16 +77,17 @@ def predict_groups(model, batches) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 def train(cfg: TrainConfig) -> TrainResult:
     """Fit, log and register one cost model as `cfg` says; raises SchedlabError subclasses for bad input."""
-    _quiet()
     import lightning as L
     import torch
     from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
+
+    from ir.progress import progress_mode
     from lightning.pytorch.loggers import MLFlowLogger
 
     from . import plots, registry
     from .data import CostModelDataModule, DataConfig, TrainingData
     from .metrics import ranking_metrics, topk_scores
-    from .module import CostModelModule
+    from .module import CostModelModule, EpochLines
 
     t0 = time.time()
     if cfg.resume is not None and not Path(cfg.resume).is_file():
@@ -105,6 +104,7 @@ def train(cfg: TrainConfig) -> TrainResult:
                     "num_cores": get_target(cfg.target).cores}
     module = CostModelModule(model_config, cfg.loss, cfg.lr, cfg.weight_decay, cfg.seed)
     uri = registry.tracking_uri(cfg.tracking_uri)
+    registry.ensure_experiment(cfg.experiment, uri)  # ours, so Lightning's logger finds it rather than announce it
     logger = MLFlowLogger(experiment_name=cfg.experiment, tracking_uri=uri, run_name=cfg.run_name,
                           artifact_location=registry.artifact_location(uri, cfg.experiment), log_model=False)
     run_id = logger.run_id
@@ -122,9 +122,11 @@ def train(cfg: TrainConfig) -> TrainResult:
     best = ModelCheckpoint(dirpath=ckpt_dir, filename="best-epoch{epoch}", save_top_k=1, monitor="val_top1",
                            mode="max", auto_insert_metric_name=False)
     last = ModelCheckpoint(dirpath=ckpt_dir, filename="last", save_top_k=1, enable_version_counter=False)
-    callbacks = [best, last] + ([TQDMProgressBar(refresh_rate=10)] if cfg.progress else [])
+    shown = progress_mode(cfg.progress, sys.stdout)  # where Lightning's bar goes
+    callbacks = [best, last] + {"bar": [TQDMProgressBar(refresh_rate=10)], "lines": [EpochLines(cfg.epochs)],
+                                "off": []}[shown]
     trainer = L.Trainer(max_epochs=cfg.epochs, accelerator="cpu", devices=1, logger=logger, callbacks=callbacks,
-                        deterministic=True, enable_progress_bar=cfg.progress, enable_model_summary=False,
+                        deterministic=True, enable_progress_bar=shown == "bar", enable_model_summary=False,
                         log_every_n_steps=1, num_sanity_val_steps=0)
     trainer.fit(module, datamodule=CostModelDataModule(data), ckpt_path=cfg.resume)
 
@@ -204,13 +206,3 @@ def _log_baselines(client, run_id: str, val: dict[str, float], baselines) -> Non
         w.writerow([b.name, *[f"{b.metrics[k]:.6g}" if k in b.metrics else "" for k in keys], b.note])
     client.log_text(run_id, buf.getvalue(), "baselines.csv")
 
-
-def _quiet() -> None:
-    """Lightning and MLflow chatter that says nothing to a user of this command."""
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    os.environ.setdefault("DO_NOT_TRACK", "true")
-    for name in ("lightning.pytorch.utilities.rank_zero", "lightning.pytorch.accelerators.cuda",
-                 "lightning.fabric.utilities.seed", "mlflow"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-    warnings.filterwarnings("ignore", message=".*does not have many workers.*")
-    warnings.filterwarnings("ignore", message=".*Checkpoint directory.*exists and is not empty.*")

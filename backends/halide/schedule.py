@@ -91,8 +91,13 @@ def _schedule_chain(hp: HalidePipeline, fp, ch: Chain) -> _StageLoops:
                 split.add(j)
         by_level[n - 1][j] = cur
     order = [(d, by_level[d][j]) for d in range(n) for j in ch.levels[d].order if j in by_level[d]]
-    if len(order) > 1:
+    if len(order) > 1 or (ch.stage.index > 0 and order):
+        # an update's loop order is stated even when it has one loop (a scan over an RDom such as
+        # hist_eq's cdf): Halide warns of an update left unscheduled while the pure definition has
+        # directives, and the order is what the LoopNest says for it
         st.reorder([hl.VarOrRVar(v) for _, v in reversed(order)])
+    elif ch.stage.index > 0:
+        st.unscheduled()  # an update of one point (no loops): there is nothing to schedule
     _innermost(st, ch, by_level[n - 1], split)
     out = _StageLoops([None] * n)
     for d, v in order:

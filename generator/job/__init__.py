@@ -13,7 +13,7 @@ from .config import Fault, JobConfig, RoundTraining
 __all__ = ["Fault", "JobConfig", "RoundTraining", "run_job"]
 
 
-def run_job(cfg: JobConfig, progress: bool | None = None):
+def run_job(cfg: JobConfig, progress=None):  # progress: an ir.progress.ProgressSetting overriding cfg.progress
     from .driver import run_job as run
 
     return run(cfg, progress)

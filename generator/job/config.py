@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ir.progress import ProgressSetting
+
 FAULT_KINDS = ("crash", "hang", "die")
 
 
@@ -80,7 +82,7 @@ class JobConfig:
     in_flight: int = 0  # batches under way at once (0: twice the cluster's CPUs)
     train: RoundTraining = field(default_factory=RoundTraining)
     faults: str = ""  # testing: KIND:SEED:INDEX,... (see Fault)
-    progress: bool = True  # show progress bars
+    progress: ProgressSetting = "auto"  # auto: a bar on a terminal, a line per sample elsewhere; bar | lines | false
 
     def __post_init__(self):
         for name in ("rounds", "pipelines_per_round", "schedules_per_pipeline", "max_stages", "beam_size", "passes"):

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import collections
 import json
+import logging
 import math
 import os
 import signal
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +24,7 @@ from pathlib import Path
 from backends.kernel import Measurement
 from generator.batch import BatchKey, BatchPlan, BatchSpec, SamplingModel, batch_rows, write_rows
 from ir.errors import SchedlabError, first_line
+from ir.progress import Progress, ProgressSetting
 from ir.status import WORKER_DIED
 from ir.units import format_seconds
 
@@ -120,12 +121,13 @@ class _Batch:
 
 
 class Job:
-    def __init__(self, cfg: JobConfig, out: Path, tracking: str, target, cpus: float, progress=None):
+    def __init__(self, cfg: JobConfig, out: Path, tracking: str, target, cpus: float,
+                 progress: Progress | None = None):
         self.cfg, self.out, self.tracking, self.tgt = cfg, out, tracking, target
         self.summary = JobSummary(out, tracking, target.name, cpus)
         self.faults = {(f.seed, f.index): f.kind for f in cfg.fault_list}
         self.benchmarkers: dict[str, object] = {}
-        self.bar = progress
+        self.progress = progress if progress is not None else Progress(None, "sample", False)
         self.window = cfg.in_flight or max(2, int(2 * cpus))
 
     # -- rounds --------------------------------------------------------------------------------------------
@@ -346,21 +348,14 @@ class Job:
     # -- progress ------------------------------------------------------------------------------------------
 
     def advance(self, n: int, what: str) -> None:
-        if self.bar is not None:
-            self.bar.update(n)
-            s = self.summary.status
-            self.bar.set_postfix_str(f"ok {s['ok']}, failed {sum(s.values()) - s['ok']} | {what}"[:80], refresh=False)
+        s = self.summary.status
+        self.progress.update(n, f"{what} (ok {s['ok']}, failed {sum(s.values()) - s['ok']})")
 
     def shrink(self, n: int) -> None:
-        if self.bar is not None and n:
-            self.bar.total -= n
-            self.bar.refresh()
+        self.progress.add_total(-n)
 
     def note(self, line: str) -> None:
-        if self.bar is not None:
-            self.bar.write(line, file=sys.stderr)
-        else:
-            print(line, file=sys.stderr, flush=True)
+        self.progress.write(line)
 
 
 # -- starting ------------------------------------------------------------------------------------------------
@@ -401,14 +396,16 @@ def connect(cfg: JobConfig) -> float:
         ray.init(address=address, log_to_driver=True)
     else:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # no token file in the user's home for a private cluster
-        ray.init(address="local", num_cpus=cfg.num_cpus, include_dashboard=False, log_to_driver=True)
+        # WARNING: "Started a local Ray instance." says nothing to a user who asked for no cluster
+        ray.init(address="local", num_cpus=cfg.num_cpus, include_dashboard=False, log_to_driver=True,
+                 logging_level=logging.WARNING)
     return float(ray.cluster_resources().get("CPU", 1.0))
 
 
-def run_job(cfg: JobConfig, progress: bool | None = None) -> JobSummary:
-    """Run the whole job as configured; SchedlabError for what the user must fix."""
+def run_job(cfg: JobConfig, progress: ProgressSetting | None = None) -> JobSummary:
+    """Run the whole job as configured (`progress` instead of cfg.progress when given); SchedlabError for what
+    the user must fix."""
     import ray
-    from tqdm import tqdm
 
     from ir.target import get_target
 
@@ -422,16 +419,14 @@ def run_job(cfg: JobConfig, progress: bool | None = None) -> JobSummary:
     out, tracking = resolve_paths(cfg)
     out.mkdir(parents=True, exist_ok=True)
     cpus = connect(cfg)
-    show = cfg.progress if progress is None else progress
     total = cfg.rounds * cfg.pipelines_per_round * cfg.schedules_per_pipeline
-    bar = tqdm(total=total, unit="sample", file=sys.stderr, dynamic_ncols=True, disable=not show,
-               mininterval=0.5 if sys.stderr.isatty() else 10.0)
+    bar = Progress(total, "sample", cfg.progress if progress is None else progress)
     # `ray job stop` sends SIGTERM: end like Ctrl-C. SIGINT is set too: a process started with SIGINT ignored
     # (by nohup, or under a test runner's workers) would otherwise be deaf to Ctrl-C
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         nodes = _checked_nodes(cfg)
-        job = Job(cfg, out, tracking, tgt, cpus, bar if show else None)
+        job = Job(cfg, out, tracking, tgt, cpus, bar)
         job.summary.nodes = nodes
         return job.run()
     finally:
