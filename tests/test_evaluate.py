@@ -179,10 +179,13 @@ def _main_error(capsys, main, prog: str, *args: str) -> str:
 def test_cli_bad_inputs_are_one_line(trained, dataset, tracking, tmp_path, capsys):
     from evaluate.__main__ import main
 
-    common = [f"tracking_uri={tracking}", "progress=false", f"min_schedules={MIN_SCHEDULES}"]
+    # the fixture's val_fraction first, so that the model errors below are reached whatever pipelines a loaded
+    # machine's noisy labels leave (the default 0.125 of 6-8 pipelines may hold none out); an argument overrides it
+    common = [f"tracking_uri={tracking}", "progress=false", f"min_schedules={MIN_SCHEDULES}",
+              f"val_fraction={VAL_FRACTION}"]
 
     def error(*args):
-        return _main_error(capsys, main, "python -m evaluate", *args, *common)
+        return _main_error(capsys, main, "python -m evaluate", *common, *args)
 
     assert "no such directory" in error(f"data={tmp_path / 'nothing'}")
     assert "holds no dataset" in error(f"data={tmp_path}")
