@@ -471,9 +471,13 @@ def _matrix(rows: list[AppRow], apps: list[str], methods: list[str], column: str
 
 def table_view(rows: list[AppRow]) -> dict[str, list]:
     """apps_table.json, the table the MLflow artifact view shows: what a reader came for first (app, method,
-    status, speedup over naive and over the expert schedule, runtime in ms), then the rest of the row. Empty
-    cells where a row failed or has no expert to compare with."""
+    status, speedup over naive and over the expert schedule, runtime in the column's unit: runtime_ms, or
+    runtime_us when the median runtime is below 1 ms), then the rest of the row. Empty cells where a row failed
+    or has no expert to compare with."""
+    from train.plots import runtime_unit
+
     expert = {r.app: r.runtime_s for r in rows if r.method == EXPERT and r.status == "ok"}
+    scale, unit = runtime_unit(np.array([r.runtime_s for r in rows if r.status == "ok"]))
 
     def cell(x: float, digits: int = 4) -> float | None:
         return float(f"{x:.{digits}g}") if math.isfinite(x) else None
@@ -485,7 +489,7 @@ def table_view(rows: list[AppRow]) -> dict[str, list]:
         "speedup_over_naive": [cell(r.speedup) for r in rows],
         "speedup_over_expert": [cell(expert[r.app] / r.runtime_s) if r.app in expert and r.status == "ok"
                                 else None for r in rows],
-        "runtime_ms": [cell(r.runtime_s * 1e3) for r in rows],
+        f"runtime_{unit.replace('µ', 'u')}": [cell(r.runtime_s * scale) for r in rows],
         "backend": [r.backend for r in rows],
         "speedup_same_backend": [cell(r.speedup_same_backend) for r in rows],
         "numba_over_halide": [cell(r.numba_over_halide) for r in rows],

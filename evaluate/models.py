@@ -122,7 +122,7 @@ def evaluate_model(cfg: EvalConfig) -> EvalResult:
              "data_samples": stats.train_samples, "eval_pipelines": metrics.pipelines,
              "eval_samples": metrics.samples}
     with tracked_run(cfg.tracking_uri, cfg.experiment, cfg.run_name, cfg, extra) as run:
-        run.log_metrics({f"{PREFIX}/{k}": v for k, v in metrics.as_dict().items() if k not in ("pipelines", "samples")})
+        run.log_metrics(metrics.scores(f"{PREFIX}/"))
         for k, score in topk.items():
             run.log_metrics({f"{PREFIX}/topk_score": score}, step=k)
         plots.log_figures(run.run_id, _figures(groups, f"{name} on {cfg.split}", topk), tracking=run.tracking_uri)

@@ -132,5 +132,8 @@ def speedup_axis(ax, values: np.ndarray) -> None:
 
 
 def speedup_label(x: float) -> str:
-    """1×, 2×, 0.5×, 0.125×, 1024×: a power of 2 written exactly, anything else to 3 significant digits."""
-    return f"{x:g}×" if x >= 1 or math.log2(x).is_integer() else f"{x:.3g}×"
+    """1×, 2×, 1024×, 0.5×, 0.125×, then 1/16×, 1/64×: powers of 2 written exactly and short; anything else
+    to 3 significant digits."""
+    if x >= 0.125 or not math.log2(x).is_integer():
+        return f"{x:g}×" if x >= 1 or math.log2(x).is_integer() else f"{x:.3g}×"
+    return f"1/{round(1 / x)}×"

@@ -58,6 +58,13 @@ class RankingMetrics:
     def as_dict(self, prefix: str = "") -> dict[str, float]:
         return {f"{prefix}{f.name}": float(getattr(self, f.name)) for f in fields(self)}
 
+    def scores(self, prefix: str = "") -> dict[str, float]:
+        """The ranking scores without the counts (fixed by the data: params of a run, not metrics)."""
+        return {k: v for k, v in self.as_dict(prefix).items() if k.removeprefix(prefix) not in COUNTS}
+
+
+COUNTS = ("pipelines", "samples")  # the RankingMetrics fields that count rather than score
+
 
 @dataclass
 class _Pairs:

@@ -21,8 +21,6 @@ import torch
 
 from .loss import get_loss
 from .metrics import ranking_metrics
-
-COUNTS = ("pipelines", "samples")  # fixed by the split: params of the run, not per-epoch series
 from .model import ModelConfig, build_model
 
 
@@ -74,7 +72,7 @@ class CostModelModule(L.LightningModule):
             joined = [(np.concatenate([p for p, _ in parts]), np.concatenate([t for _, t in parts]))
                       for parts in groups.values()]
             m = ranking_metrics(joined)
-            values.update({k: v for k, v in m.as_dict().items() if k not in COUNTS})
+            values.update(m.scores())
             if stage == "val":
                 self.log("val_top1", m.top1_score, prog_bar=True, logger=False)
         finite = {f"{stage}/{k}": float(v) for k, v in values.items() if np.isfinite(v)}

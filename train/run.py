@@ -190,8 +190,10 @@ HEADLINE = "best"  # the MLflow prefix of the registered weights' validation met
 def headline_metrics(val: dict[str, float], best_epoch: int) -> dict[str, float]:
     """The run's few single-value metrics, for comparing runs: the registered (best-epoch) weights' validation
     ranking metrics as best/<name> and best/epoch; finite values only, counts left to the params."""
+    from .metrics import COUNTS
+
     out = {f"{HEADLINE}/{k.removeprefix('val_')}": v for k, v in val.items()
-           if k.removeprefix("val_") not in ("pipelines", "samples") and np.isfinite(v)}
+           if k.removeprefix("val_") not in COUNTS and np.isfinite(v)}
     return {**out, f"{HEADLINE}/epoch": float(best_epoch)}
 
 
