@@ -1,6 +1,8 @@
 """`evaluate_apps(cfg)`: the app suite scheduled by the searches and by baselines, every schedule compiled,
 checked against the reference interpreter and benchmarked; speedups over the naive schedule per app and
-their geometric mean per method (adams2019 §6.2), logged to an MLflow run.
+their geometric mean per method (adams2019 §6.2), logged to an MLflow run: the geometric means as its only
+metrics, the rows as a table artifact (apps_table.json, shown as a table by the MLflow UI; apps.csv in full),
+and the speedup charts under plots/.
 
     python -m evaluate.apps [--config conf/evaluate_apps.yaml] apps=blur,unsharp size=full model=champion
 
@@ -43,6 +45,7 @@ PROG = "python -m evaluate.apps"
 DESCRIPTION = ("Schedules the app suite with the searches and the baselines, measures every schedule and logs the "
                "speedups over the naive schedule to MLflow.")
 NAIVE = "naive"
+EXPERT = "expert"
 HALIDE = "@halide"  # the suffix of the methods compiled by Halide
 HALIDE_NAIVE = NAIVE + HALIDE
 RANDOM_WEIGHTS = "greedy-random-weights"
@@ -169,7 +172,7 @@ def methods(cfg: AppsConfig, model) -> list[Method]:
 
     out = [Method(NAIVE, "naive")]
     if "expert" in cfg.baselines:
-        out.append(Method("expert", "expert"))
+        out.append(Method(EXPERT, "expert"))
     if "random" in cfg.baselines:
         out.append(Method("random", "random"))
     if "random_weights" in cfg.baselines:
@@ -398,7 +401,6 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
             rows += app_rows
             for r in app_rows:
                 echo(format_row(r))
-            run.log_metrics({metric_key("speedup", r.app, r.method): r.speedup for r in app_rows})
             run.client.log_text(run.run_id, table_csv(rows), TABLE_CSV)  # so far: an interrupted run keeps it
         result = AppsResult(run.run_id, run.experiment_id, run.tracking_uri, extra["model_resolved"], rows,
                             geomeans(rows), 0.0, halide_comparison(rows) if halide else None)
@@ -412,39 +414,89 @@ def _log_results(run, result: AppsResult, names: list[str], cfg: AppsConfig) -> 
 
     from .plots import speedup_bars
 
-    run.log_metrics({metric_key("geomean_speedup", g.method): g.speedup for g in result.geomeans})
-    run.log_metrics({metric_key("geomean_speedup_same_backend", g.method): g.speedup_same_backend
-                     for g in result.geomeans if g.method.endswith(HALIDE)})
-    if result.halide is not None:
-        run.log_metrics({"geomean_beam_over_adams2019": result.halide.beam_over_adams2019,
-                         "geomean_numba_over_halide": result.halide.numba_over_halide})
-    run.client.log_table(run.run_id, {f.name: [getattr(r, f.name) for r in result.rows] for f in fields(AppRow)},
-                         TABLE_JSON)
-    title = f"{cfg.size} apps on {cfg.target}; searches with {result.model or 'no model'}"
-    numba = [g for g in result.geomeans if not g.method.endswith(HALIDE)]
-    figures = {"speedups": speedup_bars(names, [g.method for g in numba], _matrix(result.rows, names, numba, "speedup"),
-                                        [g.speedup for g in numba], title)}
+    run.log_metrics(headline_metrics(result))
+    run.client.log_table(run.run_id, table_view(result.rows), TABLE_JSON)
+    model = result.model or "no model"
+    numba = [g for g in result.geomeans if not g.method.endswith(HALIDE) and g.method != EXPERT]
+    figures = {"speedups": speedup_bars(
+        names, [g.method for g in numba], _matrix(result.rows, names, [g.method for g in numba], "speedup"),
+        [g.speedup for g in numba], f"{cfg.size} apps on {cfg.target}, searched with {model}",
+        reference=_reference(result, names, EXPERT, "speedup"))}
     if result.halide is not None:
         shown = [g for name in VS_HALIDE for g in result.geomeans if g.method == name]
         figures["vs_halide"] = speedup_bars(
-            names, [g.method for g in shown], _matrix(result.rows, names, shown, "speedup_same_backend"),
-            [g.speedup_same_backend for g in shown], f"{title}; all compiled by Halide",
-            ylabel=f"speedup over {HALIDE_NAIVE} (log)")
+            names, [g.method for g in shown], _matrix(result.rows, names, [g.method for g in shown],
+                                                      "speedup_same_backend"),
+            [g.speedup_same_backend for g in shown], f"compiled by Halide: {cfg.size} apps on {cfg.target}",
+            ylabel=f"speedup (× over {HALIDE_NAIVE})",
+            reference=_reference(result, names, EXPERT + HALIDE, "speedup_same_backend"),
+            reference_label=EXPERT + HALIDE)
     log_figures(run.run_id, figures, tracking=run.tracking_uri)
 
 
-# the bars of plots/vs_halide.png, all over naive@halide
-VS_HALIDE = tuple(m + HALIDE for m in ("beam", "greedy", "expert", "Adams2019", "Mullapudi2016"))
+# the bars of plots/vs_halide.png, all over naive@halide (expert@halide is the line they are read against)
+VS_HALIDE = tuple(m + HALIDE for m in ("beam", "greedy", "Adams2019", "Mullapudi2016"))
 
 
-def _matrix(rows: list[AppRow], apps: list[str], shown: list[Geomean], column: str) -> np.ndarray:
+def headline_metrics(result: AppsResult) -> dict[str, float]:
+    """The run's only metrics, the geometric means (per-app numbers are the table's): geomean_speedup/<method>
+    over numba naive, geomean_speedup_same_backend/<method> for Halide rows, and under Halide the two ratios
+    halide/beam_over_adams2019 and halide/numba_over_halide."""
+    out = {metric_key("geomean_speedup/" + g.method): g.speedup for g in result.geomeans}
+    out.update({metric_key("geomean_speedup_same_backend/" + g.method): g.speedup_same_backend
+                for g in result.geomeans if g.method.endswith(HALIDE)})
+    if result.halide is not None:
+        out.update({"halide/beam_over_adams2019": result.halide.beam_over_adams2019,
+                    "halide/numba_over_halide": result.halide.numba_over_halide})
+    return out
+
+
+def _reference(result: AppsResult, apps: list[str], method: str, column: str) -> np.ndarray | None:
+    """`method`'s speedups per app then its geomean (the chart's reference line), None when it never ran."""
+    g = next((g for g in result.geomeans if g.method == method), None)
+    if g is None:
+        return None
+    return np.append(_matrix(result.rows, apps, [method], column)[:, 0],
+                     g.speedup if column == "speedup" else g.speedup_same_backend)
+
+
+def _matrix(rows: list[AppRow], apps: list[str], methods: list[str], column: str) -> np.ndarray:
     by_key = {(r.app, r.method): getattr(r, column) for r in rows}
-    return np.array([[by_key.get((a, g.method), math.nan) for g in shown] for a in apps]).reshape(len(apps),
-                                                                                                    len(shown))
+    return np.array([[by_key.get((a, m), math.nan) for m in methods] for a in apps]).reshape(len(apps), len(methods))
+
+
+def table_view(rows: list[AppRow]) -> dict[str, list]:
+    """apps_table.json, the table the MLflow artifact view shows: what a reader came for first (app, method,
+    status, speedup over naive and over the expert schedule, runtime in the column's unit: runtime_ms, or
+    runtime_us when the median runtime is below 1 ms), then the rest of the row. Empty cells where a row failed
+    or has no expert to compare with."""
+    from train.plots import runtime_unit
+
+    expert = {r.app: r.runtime_s for r in rows if r.method == EXPERT and r.status == "ok"}
+    scale, unit = runtime_unit(np.array([r.runtime_s for r in rows if r.status == "ok"]))
+
+    def cell(x: float, digits: int = 4) -> float | None:
+        return float(f"{x:.{digits}g}") if math.isfinite(x) else None
+
+    return {
+        "app": [r.app for r in rows],
+        "method": [r.method for r in rows],
+        "status": [r.status for r in rows],
+        "speedup_over_naive": [cell(r.speedup) for r in rows],
+        "speedup_over_expert": [cell(expert[r.app] / r.runtime_s) if r.app in expert and r.status == "ok"
+                                else None for r in rows],
+        f"runtime_{unit.replace('µ', 'u')}": [cell(r.runtime_s * scale) for r in rows],
+        "backend": [r.backend for r in rows],
+        "speedup_same_backend": [cell(r.speedup_same_backend) for r in rows],
+        "numba_over_halide": [cell(r.numba_over_halide) for r in rows],
+        "search_s": [cell(r.search_s, 3) for r in rows],
+        "model": [r.model for r in rows],
+        "note": [r.note for r in rows],
+    }
 
 
 def metric_key(*parts: str) -> str:
-    """An MLflow metric name ('@' is not allowed in one): speedup_blur_beam@halide -> speedup_blur_beam_halide."""
+    """An MLflow metric name ('@' is not allowed in one): geomean_speedup/beam@halide -> geomean_speedup/beam_halide."""
     return "_".join(parts).replace("@", "_")
 
 

@@ -33,7 +33,7 @@ class EvalConfig:
     val_fraction: float = TrainConfig.val_fraction  # must be the value the model was trained with
     min_schedules: int = TrainConfig.min_schedules  # pipelines with fewer ok schedules are skipped, as in training
     max_spread: float | None = TrainConfig.max_spread  # labels noisier than this are skipped, as in training
-    max_k: int = 32  # the top-k curve runs k = 1..max_k
+    max_k: int = 32  # the top-k curve runs k = 1..max_k (at most the largest pipeline's schedule count)
     tracking_uri: str | None = None  # MLflow tracking URI (none: the embedded SQLite store .cache/mlflow/mlflow.db)
     experiment: str = "schedlab-evaluate"  # MLflow experiment of the run
     run_name: str | None = None  # MLflow run name (none: MLflow picks one)

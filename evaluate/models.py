@@ -4,6 +4,8 @@ The pipelines are those training held out (split=val: train.data.is_validation w
 val_fraction, after the same filters) or every pipeline of a dataset generated apart from the training data
 (split=all). Metrics and figures are training's own (train.metrics, train.plots), so an evaluation run and
 a training run of the same model on the same pipelines agree, and both can be compared in the MLflow UI.
+MLflow gets the metrics as `eval/<name>` (the champion on split=val gives its training run's `best/<name>`),
+the top-k curve as `eval/topk_score` at steps k, and the counts of pipelines and schedules as params.
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ def evaluate_model(cfg: EvalConfig) -> EvalResult:
     """Score, log and summarize one model as `cfg` says; raises SchedlabError subclasses for bad input."""
     from ir.progress import Progress
     from train import plots
-    from train.metrics import ranking_metrics, topk_scores
+    from train.metrics import largest_group, ranking_metrics, topk_scores
     from train.run import predict_groups
 
     from .plots import tracked_run
@@ -113,14 +115,15 @@ def evaluate_model(cfg: EvalConfig) -> EvalResult:
     shown = Progress(len(batches), "batch", cfg.progress, desc="scoring", min_interval=10.0, leave=False)
     groups = predict_groups(network, shown.iterate(batches))
     metrics = ranking_metrics(groups.values())
-    topk = topk_scores(groups.values(), range(1, cfg.max_k + 1))
+    # k beyond the largest pipeline's schedules scores 1 for any model: the curve stops there
+    topk = topk_scores(groups.values(), range(1, min(cfg.max_k, largest_group(groups.values())) + 1))
     extra = {"model_uri": name, "data_fingerprint": stats.fingerprint, "data_pipelines": stats.train_pipelines,
              "data_samples": stats.train_samples, "eval_pipelines": metrics.pipelines,
              "eval_samples": metrics.samples}
     with tracked_run(cfg.tracking_uri, cfg.experiment, cfg.run_name, cfg, extra) as run:
-        run.log_metrics(metrics.as_dict())
+        run.log_metrics(metrics.scores(f"{PREFIX}/"))
         for k, score in topk.items():
-            run.log_metrics({"topk_score": score}, step=k)
+            run.log_metrics({f"{PREFIX}/topk_score": score}, step=k)
         plots.log_figures(run.run_id, _figures(groups, f"{name} on {cfg.split}", topk), tracking=run.tracking_uri)
     return EvalResult(run.run_id, run.experiment_id, run.tracking_uri, name, cfg.split, metrics, topk,
                       tuple(sorted(groups)), stats.fingerprint, time.time() - t0, split_note)
@@ -151,16 +154,23 @@ def model_split(cfg: EvalConfig) -> tuple[EvalConfig, str]:
     return replace(cfg, val_fraction=r.val_fraction, min_schedules=r.min_schedules, max_spread=r.max_spread), note
 
 
+PREFIX = "eval"  # the MLflow prefix of an evaluation's metrics
+
+
 def _figures(groups: dict[str, tuple[np.ndarray, np.ndarray]], title: str, topk: dict[int, float]) -> dict:
     """Predicted vs measured, raw (what r2_log_runtime measures) and relative to each pipeline's best (what
-    search needs: the order within a pipeline), and the top-k curve."""
+    search needs: the order within a pipeline), one colour per pipeline, and the top-k curve against a random
+    order's."""
     from train import plots
+    from train.metrics import random_topk_scores
 
     ids = np.concatenate([np.full(len(t), pid, dtype=object) for pid, (_, t) in groups.items()])
     pred = np.concatenate([p for p, _ in groups.values()])
     measured = np.concatenate([t for _, t in groups.values()])
     return {
-        "predicted_vs_measured": plots.predicted_vs_measured(pred, measured, title),
-        "predicted_vs_measured_relative": plots.predicted_vs_measured(pred, measured, title, groups=ids),
-        "topk_score": plots.topk_curve(topk, f"{title}: top-k score"),
+        "predicted_vs_measured": plots.predicted_vs_measured(pred, measured, title, pipelines=ids),
+        "predicted_vs_measured_relative": plots.predicted_vs_measured(pred, measured, title, pipelines=ids,
+                                                                      relative=True),
+        "topk_score": plots.topk_curve(topk, f"{title}: top-k score",
+                                       random=random_topk_scores(groups.values(), topk)),
     }

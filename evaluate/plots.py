@@ -7,6 +7,7 @@ as training's are.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -67,30 +68,70 @@ def _param(value) -> str:
 
 
 def speedup_bars(apps: list[str], methods: list[str], speedups: np.ndarray, geomeans: list[float],
-                 title: str, ylabel: str = "speedup over naive (log)") -> Figure:
+                 title: str, ylabel: str = "speedup (× over naive)", reference: np.ndarray | None = None,
+                 reference_label: str = "expert") -> Figure:
     """Grouped bars of speedup over a naive schedule, one group per app and a last group of geometric means;
     `speedups` is [apps, methods] with NaN where a method failed or does not apply (no bar). Log scale, so
-    2x faster and 2x slower are the same height above and below the 1x line."""
+    2x faster and 2x slower are the same height above and below the naive 1× line; ticks at powers of 2 are
+    labelled on both sides of it. `reference` (per app, then its geomean; e.g. the expert schedule's speedups)
+    is a black line across each group, the level the bars are read against."""
     values = np.vstack([np.asarray(speedups, np.float64).reshape(len(apps), len(methods)),
                         np.asarray(geomeans, np.float64).reshape(1, len(methods))])
     groups = [*apps, "geomean"]
     width = 0.8 / max(1, len(methods))
-    fig = Figure(figsize=(min(30.0, 4.5 + 0.22 * len(groups) * max(2, len(methods))), 4.5), layout="constrained")
+    fig = Figure(figsize=(min(30.0, 5.0 + 0.22 * len(groups) * max(2, len(methods))), 4.8), layout="constrained")
     ax = fig.add_subplot()
     x = np.arange(len(groups))
     for j, method in enumerate(methods):
         ok = np.isfinite(values[:, j]) & (values[:, j] > 0)
         # from the 1x line up or down: a slowdown is a bar below the line, not a short bar from the axis
         ax.bar(x[ok] + (j - (len(methods) - 1) / 2) * width, values[ok, j] - 1.0, width, bottom=1.0, label=method)
-    ax.axhline(1.0, color="black", linewidth=1)
-    ax.axvline(len(apps) - 0.5, color="grey", linewidth=0.8, linestyle="--")
-    ax.set_yscale("log")
-    speedup_label = FuncFormatter(lambda v, _: f"{v:g}x")
-    ax.yaxis.set_major_formatter(speedup_label)
-    ax.yaxis.set_minor_formatter(speedup_label)
+    ax.axhline(1.0, color="black", linewidth=1, label="naive (1×)")
+    shown = [values[np.isfinite(values) & (values > 0)]]
+    if reference is not None:
+        ref = np.asarray(reference, np.float64).ravel()
+        ok = np.isfinite(ref) & (ref > 0)
+        if ok.any():
+            ax.hlines(ref[ok], x[ok] - 0.45, x[ok] + 0.45, colors="black", linestyles="--", linewidth=1.5,
+                      label=reference_label)
+            shown.append(ref[ok])
+    ax.axvline(len(apps) - 0.5, color="grey", linewidth=0.8, linestyle=":")
+    speedup_axis(ax, np.concatenate(shown))
     ax.set_xticks(x, groups, rotation=30, ha="right")
     ax.set_ylabel(ylabel)
-    ax.set_title(f"{title}\nno bar: failed or not applicable (see apps.csv)")
+    from train.plots import wrap
+
+    chars = int(fig.get_figwidth() * 10)  # about 10 characters per inch at the title's size
+    ax.set_title(wrap(f"{title}\nno bar: failed or not applicable (see apps.csv)", chars), fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.grid(axis="y", alpha=0.3, which="both")
+    ax.grid(axis="y", alpha=0.3, which="major")
     return fig
+
+
+def speedup_axis(ax, values: np.ndarray) -> None:
+    """A log y axis of speedups: limits covering `values` and 1×, major ticks at powers of 2 labelled 0.5×, 1×,
+    2×, 4×, ... above and below 1× (fewer, still powers of 2, on a wide range), minor ticks unlabelled."""
+    from matplotlib.ticker import FixedLocator, NullFormatter
+
+    v = np.asarray(values, np.float64)
+    v = v[np.isfinite(v) & (v > 0)]
+    lo = min(1.0, float(v.min()) if v.size else 1.0)
+    hi = max(1.0, float(v.max()) if v.size else 1.0)
+    lo_e, hi_e = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
+    if hi_e - lo_e < 2:  # at least 0.5x .. 2x, so a tick sits above and below the line
+        lo_e, hi_e = min(lo_e, -1), max(hi_e, 1)
+    step = max(1, math.ceil((hi_e - lo_e) / 10))  # at most about 10 labels
+    ticks = [2.0 ** e for e in range(lo_e - lo_e % step, hi_e + step, step)]
+    ax.set_yscale("log")
+    ax.set_ylim(2.0 ** lo_e / 1.15, 2.0 ** hi_e * 1.15)
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: speedup_label(y)))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def speedup_label(x: float) -> str:
+    """1×, 2×, 1024×, 0.5×, 0.125×, then 1/16×, 1/64×: powers of 2 written exactly and short; anything else
+    to 3 significant digits."""
+    if x >= 0.125 or not math.log2(x).is_integer():
+        return f"{x:g}×" if x >= 1 or math.log2(x).is_integer() else f"{x:.3g}×"
+    return f"1/{round(1 / x)}×"

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import statistics
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
@@ -102,15 +103,20 @@ def test_evaluate_logs_metrics_and_figures_to_mlflow(evaluated, trained, trackin
     run = client.get_run(evaluated.run_id)
     assert run.info.status == "FINISHED"
     m = run.data.metrics
+    assert all(k.startswith("eval/") for k in m), sorted(m)  # one section of charts in the MLflow UI
+    m = {k.removeprefix("eval/"): v for k, v in m.items()}
     for key in ("pairwise_accuracy", "ordering_rate_1_3", "top1_score", "top5_score"):
         assert 0.0 <= m[key] <= 1.0, (key, m[key])
     assert 0.0 < m["top1_score"] <= m["top5_score"] <= 1.0
     assert -1.0 <= m["kendall_tau"] <= 1.0
     assert m["r2_log_runtime"] <= 1.0
-    assert m["pipelines"] == evaluated.metrics.pipelines and m["samples"] == evaluated.metrics.samples
-    topk = client.get_metric_history(evaluated.run_id, "topk_score")
-    assert sorted(h.step for h in topk) == list(range(1, 33))
-    assert all(0.0 < h.value <= 1.0 for h in topk)
+    assert "pipelines" not in m and "samples" not in m  # counts are params
+    assert run.data.params["eval_pipelines"] == str(evaluated.metrics.pipelines)
+    assert run.data.params["eval_samples"] == str(evaluated.metrics.samples)
+    # the curve stops at the largest pipeline's schedule count, where every order scores 1
+    topk = sorted(client.get_metric_history(evaluated.run_id, "eval/topk_score"), key=lambda h: h.step)
+    assert [h.step for h in topk] == list(range(1, len(topk) + 1)) and MIN_SCHEDULES <= len(topk) <= SCHEDULES
+    assert all(0.0 < h.value <= 1.0 for h in topk) and topk[-1].value == 1.0
     assert {"plots/predicted_vs_measured.png", "plots/predicted_vs_measured_relative.png",
             "plots/topk_score.png"} <= _artifacts(client, evaluated.run_id, "plots")
     p = run.data.params
@@ -277,16 +283,34 @@ def test_apps_table_and_chart_are_in_mlflow(apps_run, tracking, tmp_path):
     assert run.info.status == "FINISHED" and run.data.params["apps"] == "blur,unsharp"
     assert {"apps.csv", "apps_table.json", "plots"} <= _artifacts(client, result.run_id)
     assert "plots/speedups.png" in _artifacts(client, result.run_id, "plots")
+    by = {(r.app, r.method): r for r in result.rows}
     table = list(csv.DictReader(io.StringIO(Path(client.download_artifacts(result.run_id, "apps.csv",
                                                                              str(tmp_path))).read_text())))
     assert [(t["app"], t["method"], t["status"]) for t in table] == [(r.app, r.method, r.status) for r in result.rows]
     assert list(table[0]) == [f.name for f in fields(AppRow)]
     logged = json.loads(Path(client.download_artifacts(result.run_id, "apps_table.json", str(tmp_path))).read_text())
-    assert logged["columns"] == [f.name for f in fields(AppRow)] and len(logged["data"]) == len(result.rows)
+    runtime, scale = logged["columns"][5], {"runtime_us": 1e6, "runtime_ms": 1e3, "runtime_s": 1.0}
+    assert logged["columns"][:5] == ["app", "method", "status", "speedup_over_naive", "speedup_over_expert"]
+    median = statistics.median(r.runtime_s for r in result.rows if r.status == "ok")
+    assert runtime == ("runtime_us" if median < 1e-3 else "runtime_ms"), (runtime, median)
+    shown = {(t["app"], t["method"]): t for t in (dict(zip(logged["columns"], d)) for d in logged["data"])}
+    assert list(shown) == [(r.app, r.method) for r in result.rows]
+    for (app, method), t in shown.items():
+        r, expert = by[(app, method)], by[(app, "expert")]
+        assert t["status"] == r.status
+        if r.status == "ok":
+            assert t[runtime] == pytest.approx(r.runtime_s * scale[runtime], rel=1e-3)
+            assert t["speedup_over_naive"] == pytest.approx(r.speedup, rel=1e-3)
+        if r.status == "ok" and expert.status == "ok":
+            assert t["speedup_over_expert"] == pytest.approx(expert.runtime_s / r.runtime_s, rel=1e-3)
+        else:
+            assert t["speedup_over_expert"] is None
+    assert shown[("blur", "naive")]["speedup_over_naive"] == 1.0
+    # the geometric means are the only metrics: per-app numbers are the table's
+    assert set(run.data.metrics) == {f"geomean_speedup/{g.method}" for g in result.geomeans if g.apps}
     for g in result.geomeans:
         if g.apps:
-            assert run.data.metrics[f"geomean_speedup_{g.method}"] == pytest.approx(g.speedup)
-    assert run.data.metrics["speedup_blur_naive"] == 1.0
+            assert run.data.metrics[f"geomean_speedup/{g.method}"] == pytest.approx(g.speedup)
 
 
 def test_a_failing_search_is_a_row_not_a_crash(tracking):
@@ -399,16 +423,19 @@ def test_halide_metrics_table_and_chart_are_in_mlflow(halide_run, tracking, tmp_
     assert run.info.status == "FINISHED" and run.data.params["halide"] == "True"
     assert {"plots/speedups.png", "plots/vs_halide.png"} <= _artifacts(client, result.run_id, "plots")
     m = run.data.metrics
+    assert {k.split("/")[0] for k in m} == {"geomean_speedup", "geomean_speedup_same_backend", "halide"}
     table = list(csv.DictReader(io.StringIO(Path(client.download_artifacts(result.run_id, "apps.csv",
                                                                              str(tmp_path))).read_text())))
     runtime = {(t["app"], t["method"]): float(t["runtime_s"]) for t in table if t["status"] == "ok"}
     adams = [runtime[(a, "Adams2019@halide")] / runtime[(a, "beam@halide")] for a in ("blur", "unsharp")]
-    assert m["geomean_beam_over_adams2019"] == pytest.approx(math.prod(adams) ** 0.5, rel=1e-9)
+    assert m["halide/beam_over_adams2019"] == pytest.approx(math.prod(adams) ** 0.5, rel=1e-9)
     pairs = [runtime[(a, n)] / runtime[(a, n + "@halide")] for a in ("blur", "unsharp")
              for n in ("naive", "expert", "greedy", "beam") if (a, n + "@halide") in runtime]
-    assert m["geomean_numba_over_halide"] == pytest.approx(math.prod(pairs) ** (1 / len(pairs)), rel=1e-9)
-    assert m["speedup_blur_naive_halide"] == pytest.approx(runtime[("blur", "naive")] / runtime[("blur", "naive@halide")])
-    assert m["geomean_speedup_same_backend_Adams2019_halide"] > 0
+    assert m["halide/numba_over_halide"] == pytest.approx(math.prod(pairs) ** (1 / len(pairs)), rel=1e-9)
+    beam = [runtime[(a, "naive")] / runtime[(a, "beam@halide")] for a in ("blur", "unsharp")
+            if (a, "beam@halide") in runtime]
+    assert m["geomean_speedup/beam_halide"] == pytest.approx(math.prod(beam) ** (1 / len(beam)), rel=1e-9)
+    assert m["geomean_speedup_same_backend/Adams2019_halide"] > 0
 
 
 def test_halide_on_without_the_package_is_one_line(tracking, capsys, monkeypatch):

@@ -142,23 +142,64 @@ def test_the_run_is_in_mlflow(hybrid, env):
     run = client.get_run(hybrid.run_id)
     assert run.data.params["model"] == "hybrid" and run.data.params["loss"] == "pairwise_rank"
     assert run.data.params["data_fingerprint"]
-    history = client.get_metric_history(hybrid.run_id, "val_pairwise_accuracy")
-    assert len(history) == 40
-    for key in ("train_loss", "val_loss", "train_top1_score", "val_kendall_tau", "val_ordering_rate_1_3",
-                "val_r2_log_runtime", "init_val_pairwise_accuracy", "final_val_top1_score"):
-        assert key in run.data.metrics, key
+    assert (run.data.params["train_pipelines"], run.data.params["val_pipelines"]) == (
+        str(hybrid.train_pipelines), str(hybrid.val_pipelines))
     plots = {a.path for a in client.list_artifacts(hybrid.run_id, "plots")}
     assert {"plots/predicted_vs_measured.png", "plots/topk_score.png"} <= plots
 
 
+def test_metrics_are_per_epoch_series_grouped_by_stage_and_a_few_headlines(hybrid, env):
+    """Per-epoch metrics at steps 0..epochs-1 under train/ and val/ (the MLflow UI's chart sections); the only
+    single-point metrics are the best/ headlines, which are the registered weights' validation metrics."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=env["tracking_uri"])
+    keys = set(client.get_run(hybrid.run_id).data.metrics)
+    for stage in ("train", "val"):
+        for name in ("loss", "pairwise_accuracy", "top1_score", "top5_score", "kendall_tau", "ordering_rate_1_3",
+                     "r2_log_runtime"):
+            assert f"{stage}/{name}" in keys, (stage, name, sorted(keys))
+    history = {k: client.get_metric_history(hybrid.run_id, k) for k in keys}
+    series = {k for k, h in history.items() if len(h) > 1}
+    single = {k for k, h in history.items() if len(h) == 1}
+    assert {k.split("/")[0] for k in series} == {"train", "val"} and {k.split("/")[0] for k in single} == {"best"}
+    for k in series:
+        assert sorted(h.step for h in history[k]) == list(range(40)), k
+    for k in ("train/loss", "val/loss"):
+        assert len({h.value for h in history[k]}) > 1, k  # training moves them: epochs are not one repeated point
+    best = {k.removeprefix("best/"): h[0].value for k, h in history.items() if k in single}
+    assert best.pop("epoch") == hybrid.best_epoch
+    assert set(best) == {"pairwise_accuracy", "ordering_rate_1_3", "top1_score", "top5_score", "kendall_tau",
+                         "r2_log_runtime"}
+    for name, value in best.items():
+        assert value == pytest.approx(hybrid.val[f"val_{name}"], abs=1e-6), name
+
+
+def test_the_summary_table_holds_the_model_against_its_baselines(hybrid, env, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=env["tracking_uri"])
+    table = json.loads(Path(client.download_artifacts(hybrid.run_id, "summary.json", str(tmp_path))).read_text())
+    columns = table["columns"]
+    assert columns[:3] == ["model", "top1_score", "top5_score"] and columns[-1] == "note"
+    rows = {r[0]: dict(zip(columns, r)) for r in table["data"]}
+    assert list(rows) == [f"this model (epoch {hybrid.best_epoch})", *(b.name for b in hybrid.promotion.baselines)]
+    for row, want in ((rows[f"this model (epoch {hybrid.best_epoch})"], hybrid.val),
+                      (rows["random weights"], hybrid.init_val)):
+        assert row["pipelines"] == hybrid.val_pipelines
+        for name in ("top1_score", "pairwise_accuracy", "kendall_tau"):
+            assert row[name] == pytest.approx(want[f"val_{name}"], abs=1e-4), name
+    assert "baselines.csv" in {a.path for a in client.list_artifacts(hybrid.run_id)}
+
+
 def test_the_best_epoch_is_registered_not_the_last(hybrid, env):
     """ModelCheckpoint keeps the first epoch with the best validation top-1; those weights are what is scored
-    and registered."""
+    and registered. Epochs count from 0, as the MLflow steps."""
     from mlflow.tracking import MlflowClient
 
     values = [h.value for h in sorted(MlflowClient(tracking_uri=env["tracking_uri"]).get_metric_history(
-        hybrid.run_id, "val_top1"), key=lambda h: h.step)]
-    assert len(values) == 40 and hybrid.best_epoch == values.index(max(values)) + 1
+        hybrid.run_id, "val/top1_score"), key=lambda h: h.step)]
+    assert len(values) == 40 and hybrid.best_epoch == values.index(max(values))
     assert hybrid.val["val_top1_score"] == pytest.approx(max(values), abs=1e-6)
     tags = MlflowClient(tracking_uri=env["tracking_uri"]).get_model_version(
         hybrid.registered.name, hybrid.registered.version).tags
@@ -209,8 +250,8 @@ def test_resume_continues_from_the_checkpoint(hybrid, dataset, env):
 
     assert Path(hybrid.checkpoint).is_file()
     more = train(config(dataset, env, *HYBRID, "epochs=42", f"resume={hybrid.checkpoint}", "register=false"))
-    history = MlflowClient(tracking_uri=env["tracking_uri"]).get_metric_history(more.run_id, "val_loss")
-    assert [h.step for h in history] and len(history) == 2  # epochs 41 and 42 only
+    history = MlflowClient(tracking_uri=env["tracking_uri"]).get_metric_history(more.run_id, "val/loss")
+    assert sorted(h.step for h in history) == [40, 41]  # the 41st and 42nd epochs only, counted from 0
     assert more.registered is None
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from train.metrics import RankingMetrics, ranking_metrics, topk_scores
+from train.metrics import RankingMetrics, largest_group, random_topk_scores, ranking_metrics, topk_scores
 
 
 def g(pred, true):
@@ -103,6 +103,28 @@ def test_topk_curve():
     assert list(topk_scores([(pred, true)])) == list(range(1, 33))
     with pytest.raises(ValueError):
         topk_scores([(pred, true)], ks=[0])
+
+
+def test_random_order_topk_is_the_mean_over_every_k_subset():
+    """The exact expectation against enumerating every k-subset, with ties and groups of different sizes; and
+    against the mean of many seeded random permutations scored as topk_scores scores a model."""
+    from itertools import combinations
+
+    rng = np.random.default_rng(3)
+    groups = [g(rng.uniform(size=n), np.round(rng.uniform(1, 4, n), 1)) for n in (7, 5, 1)]
+    ks = range(1, 9)
+    exact = random_topk_scores(groups, ks)
+    for k in ks:
+        per_group = [np.mean([t.min() / t[list(c)].min() for c in combinations(range(t.size), min(k, t.size))])
+                     for _, t in groups]
+        assert exact[k] == pytest.approx(np.mean(per_group), rel=1e-12), k
+    shuffled = np.mean([list(topk_scores([(rng.permutation(t.size).astype(float), t) for _, t in groups],
+                                         ks).values()) for _ in range(2000)], axis=0)
+    assert shuffled == pytest.approx([exact[k] for k in ks], abs=0.02)
+    assert exact[8] == 1.0 and exact[1] < exact[2] < exact[7]
+    assert largest_group(groups) == 7
+    with pytest.raises(ValueError):
+        random_topk_scores(groups, ks=[0])
 
 
 def test_large_groups_match_brute_force():

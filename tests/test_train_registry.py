@@ -242,8 +242,9 @@ def test_plots_are_logged_as_run_artifacts(store):
     measured = np.array([1.1e-3, 2.5e-3, 4e-3, 1.2e-2, 1e-3, 2.5e-2])
     fig = plots.predicted_vs_measured(pred, measured, "val")
     assert "1 dropped" in fig.axes[0].get_title() and "n = 5" in fig.axes[0].get_title()
-    grouped = plots.predicted_vs_measured(pred, measured, "val", groups=np.array([0, 0, 0, 1, 1, 1]))
-    assert "relative" in grouped.axes[0].get_xlabel()
+    grouped = plots.predicted_vs_measured(pred, measured, "val", pipelines=np.array([0, 0, 0, 1, 1, 1]),
+                                          relative=True)
+    assert "fastest" in grouped.axes[0].get_xlabel()
     assert plots.r2_log(measured[:4], measured[:4]) == 1.0
     curve = plots.topk_curve({1: 0.8, 5: 0.93, 10: 0.97}, "top-k")
     client = registry._client(store["uri"])

@@ -58,6 +58,13 @@ class RankingMetrics:
     def as_dict(self, prefix: str = "") -> dict[str, float]:
         return {f"{prefix}{f.name}": float(getattr(self, f.name)) for f in fields(self)}
 
+    def scores(self, prefix: str = "") -> dict[str, float]:
+        """The ranking scores without the counts (fixed by the data: params of a run, not metrics)."""
+        return {k: v for k, v in self.as_dict(prefix).items() if k.removeprefix(prefix) not in COUNTS}
+
+
+COUNTS = ("pipelines", "samples")  # the RankingMetrics fields that count rather than score
+
 
 @dataclass
 class _Pairs:
@@ -183,3 +190,43 @@ def topk_scores(groups: Iterable[Group], ks: Iterable[int] = range(1, 33)) -> di
             raise ValueError(f"top-k needs k >= 1, got {k}")
         out[int(k)] = float(np.mean([_top_k_score(p, t, int(k)) for p, t in gs]))
     return out
+
+
+def random_topk_scores(groups: Iterable[Group], ks: Iterable[int] = range(1, 33)) -> dict[int, float]:
+    """{k: expected top-k score of a uniformly random order}, averaged over pipelines as topk_scores: the
+    reference a model's curve has to beat. Exact, no sampling: with a group's runtimes sorted t_1 <= ... <= t_n,
+    the fastest of k schedules drawn without replacement is t_i with probability C(n-i, k-1) / C(n, k)."""
+    gs = clean_groups(groups)
+    out: dict[int, float] = {}
+    for k in ks:
+        if k < 1:
+            raise ValueError(f"top-k needs k >= 1, got {k}")
+        out[int(k)] = float(np.mean([_random_top_k_score(t, int(k)) for _, t in gs]))
+    return out
+
+
+def _random_top_k_score(true: np.ndarray, k: int) -> float:
+    t = np.sort(true)
+    n = t.size
+    if k >= n:
+        return 1.0
+    i = np.arange(1, n + 1)
+    # C(n-i, k-1) / C(n, k) through log-gamma: no overflowing binomials for large groups
+    log_c = _log_comb(n - i, k - 1) - _log_comb(np.array(n), k)
+    return float(np.sum(t[0] / t * np.exp(log_c)))
+
+
+def _log_comb(n: np.ndarray, k: int) -> np.ndarray:
+    """log C(n, k), -inf where n < k."""
+    from math import lgamma
+
+    n = np.atleast_1d(n)
+    out = np.full(n.shape, -np.inf)
+    ok = n >= k
+    out[ok] = [lgamma(m + 1) - lgamma(k + 1) - lgamma(m - k + 1) for m in n[ok]]
+    return out
+
+
+def largest_group(groups: Iterable[Group]) -> int:
+    """Schedules in the largest pipeline: top-k for k beyond it is 1.0 for every order, so curves stop there."""
+    return max(t.size for _, t in clean_groups(groups))

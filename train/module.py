@@ -4,6 +4,11 @@ A batch is the schedules of one pipeline (train.data.PipelineBatch), so the loss
 only with their siblings, as in Adams 2019 §4.2. Metrics are computed per epoch over whole pipelines
 (chunks of one pipeline are joined again), on the predictions made during the epoch for train and on
 the fixed model for validation.
+
+MLflow gets them at each epoch's end with step = the epoch (0-based, as Lightning counts), grouped by stage:
+`train/loss`, `train/top1_score`, ..., `val/loss`, `val/pairwise_accuracy`, ... So runs of different lengths, or
+rounds of the data-generation job, overlay epoch by epoch. `self.log` still feeds the progress bar and
+ModelCheckpoint's monitor (`val_top1`), with logger=False: Lightning's logger would use the global step.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ class CostModelModule(L.LightningModule):
         self.model = build_model(ModelConfig.from_dict(model_config), seed=seed)
         self.loss_fn = get_loss(loss)
         self._groups: dict[str, dict[str, list]] = {"train": defaultdict(list), "val": defaultdict(list)}
+        self._losses: dict[str, list[tuple[float, int]]] = {"train": [], "val": []}  # (batch mean, batch size)
 
     def forward(self, batch):
         return self.model(batch.pipeline_features, batch.schedule_features)
@@ -35,7 +41,8 @@ class CostModelModule(L.LightningModule):
         pred = self(batch)
         loss = self.loss_fn(pred, batch.runtimes.to(pred.dtype))
         self.log(f"{stage}_loss", loss, batch_size=len(batch.runtimes), on_step=False, on_epoch=True,
-                 prog_bar=True)
+                 prog_bar=True, logger=False)
+        self._losses[stage].append((float(loss.detach()), len(batch.runtimes)))
         groups = self._groups[stage]
         groups[batch.pipeline_id].append((pred.detach().double().cpu().numpy(), batch.runtimes.double().cpu().numpy()))
         return loss
@@ -52,20 +59,27 @@ class CostModelModule(L.LightningModule):
     def on_validation_epoch_end(self):
         if self.trainer.sanity_checking:
             self._groups["val"].clear()
+            self._losses["val"].clear()
             return
         self._log_metrics("val")
 
     def _log_metrics(self, stage: str) -> None:
-        groups = self._groups[stage]
+        groups, losses = self._groups[stage], self._losses[stage]
+        values = {}
+        if losses:  # the mean over samples, as Lightning's epoch mean weighted by batch_size
+            values["loss"] = sum(v * n for v, n in losses) / sum(n for _, n in losses)
         if groups:
             joined = [(np.concatenate([p for p, _ in parts]), np.concatenate([t for _, t in parts]))
                       for parts in groups.values()]
             m = ranking_metrics(joined)
-            values = {k: v for k, v in m.as_dict(f"{stage}_").items() if np.isfinite(v)}
-            self.log_dict(values, prog_bar=False)
+            values.update(m.scores())
             if stage == "val":
-                self.log("val_top1", m.top1_score, prog_bar=True)
+                self.log("val_top1", m.top1_score, prog_bar=True, logger=False)
+        finite = {f"{stage}/{k}": float(v) for k, v in values.items() if np.isfinite(v)}
+        if finite and self.logger is not None:
+            self.logger.log_metrics(finite, step=self.current_epoch)
         groups.clear()
+        losses.clear()
 
     def configure_optimizers(self):
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)

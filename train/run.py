@@ -1,8 +1,10 @@
 """`train(config)`: load the dataset, fit a cost model with Lightning, log to MLflow, register it.
 
-One MLflow run per call: the config as params, loss and ranking metrics per epoch for train and
-validation (the validation metrics of the untrained model first, as `init_val_*`, so the gain is
-visible), predicted-vs-measured and top-k figures, and the model registered as schedlab-<target>.
+One MLflow run per call: the config and the split's sizes as params; loss and ranking metrics per epoch as
+`train/*` and `val/*` with step = the epoch (train.module); the registered weights' validation metrics as the
+run's headline metrics `best/*` (with `best/epoch`); `summary.json`, a table of this model against the untrained
+network and every baseline on the same validation pipelines (what a single number per run would have been as a
+metric); predicted-vs-measured and top-k figures; and the model registered as schedlab-<target>.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class TrainResult:
     checkpoint: str
     registered: object | None  # train.registry.RegisteredVersion
     seconds: float
-    best_epoch: int = 0  # the epoch whose weights were registered (best validation top-1)
+    best_epoch: int = 0  # the epoch whose weights were registered (best validation top-1), from 0 as MLflow's steps
     promotion: object | None = None  # train.promotion.PromotionDecision
 
     def summary(self) -> str:
@@ -51,7 +53,8 @@ class TrainResult:
              f"top-5 {v['val_top5_score']:.3f}, Kendall tau {v['val_kendall_tau']:.3f}, "
              f"ordering@1.3x {v['val_ordering_rate_1_3']:.3f}, R2(log) {v['val_r2_log_runtime']:.3f}"),
             f"MLflow run {self.run_id} (experiment {self.experiment_id}) in {self.tracking_uri}",
-            f"checkpoint: {self.checkpoint}; registered weights: epoch {self.best_epoch} (best validation top-1)",
+            f"checkpoint: {self.checkpoint}; registered weights: epoch {self.best_epoch} (best validation top-1; "
+             "epochs count from 0, as the MLflow steps)",
         ]
         if self.promotion is not None:
             lines.append("on the same validation pipelines:")
@@ -86,7 +89,7 @@ def train(cfg: TrainConfig) -> TrainResult:
 
     from . import plots, registry
     from .data import CostModelDataModule, DataConfig, TrainingData
-    from .metrics import ranking_metrics, topk_scores
+    from .metrics import largest_group, random_topk_scores, ranking_metrics, topk_scores
     from .module import CostModelModule, EpochLines
 
     t0 = time.time()
@@ -112,10 +115,11 @@ def train(cfg: TrainConfig) -> TrainResult:
     logger.log_hyperparams({**flat_items(cfg), "data_fingerprint": stats.fingerprint, "dataset_backend": stats.backend,
                             "feature_schema": schema.name, "feature_schema_version": schema.version,
                             "data_samples": stats.train_samples + stats.val_samples,
-                            "data_pipelines": stats.train_pipelines + stats.val_pipelines})
+                            "data_pipelines": stats.train_pipelines + stats.val_pipelines,
+                            "train_pipelines": stats.train_pipelines, "val_pipelines": stats.val_pipelines,
+                            "train_samples": stats.train_samples, "val_samples": stats.val_samples})
 
     init = ranking_metrics(predict_groups(module.model, data.val).values()).as_dict("val_")
-    logger.log_metrics({f"init_{k}": v for k, v in init.items() if np.isfinite(v)}, step=0)
 
     ckpt_dir = Path(cfg.checkpoint_dir).resolve() / run_id
     # the best epoch by validation top-1, and the latest epoch (what resume= continues from)
@@ -140,14 +144,17 @@ def train(cfg: TrainConfig) -> TrainResult:
     baselines = score_baselines(data.val, get_target(cfg.target), init, lambda: _champion(cfg, uri), predict_groups)
     decision = decide(val, baselines, cfg.register and cfg.promote, cfg.promotion)
     logger.experiment.set_tag(run_id, "promotion", decision.reason)
-    logger.log_metrics({"best_epoch": float(best_epoch)}, step=trainer.global_step)
-    _log_baselines(logger.experiment, run_id, val, baselines)
-    logger.log_metrics({f"final_{k}": v for k, v in val.items() if np.isfinite(v)}, step=trainer.global_step)
+    logger.log_metrics(headline_metrics(val, best_epoch), step=best_epoch)
+    _log_summary(logger.experiment, run_id, val, best_epoch, baselines)
+    ids = np.concatenate([np.full(len(t), pid, dtype=object) for pid, (_, t) in groups.items()])
     pred = np.concatenate([p for p, _ in groups.values()])
     measured = np.concatenate([t for _, t in groups.values()])
+    ks = range(1, min(32, largest_group(groups.values())) + 1)
     plots.log_figures(run_id, {
-        "predicted_vs_measured": plots.predicted_vs_measured(pred, measured, f"{cfg.model} on validation"),
-        "topk_score": plots.topk_curve(topk_scores(groups.values()), f"{cfg.model}: top-k score on validation"),
+        "predicted_vs_measured": plots.predicted_vs_measured(pred, measured, f"{cfg.model} on validation",
+                                                             pipelines=ids),
+        "topk_score": plots.topk_curve(topk_scores(groups.values(), ks), f"{cfg.model}: top-k score on validation",
+                                       random=random_topk_scores(groups.values(), ks)),
     }, tracking=uri)
 
     registered = None
@@ -169,15 +176,28 @@ def train(cfg: TrainConfig) -> TrainResult:
 
 
 def _load_best(module, path: str, last_epoch: int) -> int:
-    """Load the best checkpoint's weights (by validation top-1) into `module`; its epoch (1-based). Without
-    one (no validation epoch ran), the last epoch's weights stay."""
+    """Load the best checkpoint's weights (by validation top-1) into `module`; its epoch (from 0, as Lightning
+    and the MLflow steps count). Without one (no validation epoch ran), the last epoch's weights stay."""
     import torch
 
     if not path or not Path(path).is_file():
-        return last_epoch + 1
+        return last_epoch
     ckpt = torch.load(path, map_location="cpu", weights_only=False)
     module.load_state_dict(ckpt["state_dict"])
-    return int(ckpt.get("epoch", last_epoch)) + 1
+    return int(ckpt.get("epoch", last_epoch))
+
+
+HEADLINE = "best"  # the MLflow prefix of the registered weights' validation metrics
+
+
+def headline_metrics(val: dict[str, float], best_epoch: int) -> dict[str, float]:
+    """The run's few single-value metrics, for comparing runs: the registered (best-epoch) weights' validation
+    ranking metrics as best/<name> and best/epoch; finite values only, counts left to the params."""
+    from .metrics import COUNTS
+
+    out = {f"{HEADLINE}/{k.removeprefix('val_')}": v for k, v in val.items()
+           if k.removeprefix("val_") not in COUNTS and np.isfinite(v)}
+    return {**out, f"{HEADLINE}/epoch": float(best_epoch)}
 
 
 def _champion(cfg: TrainConfig, uri: str):
@@ -192,17 +212,38 @@ def _champion(cfg: TrainConfig, uri: str):
         f"models:/{registry.model_name(cfg.target)}/{current.version}", uri)
 
 
-def _log_baselines(client, run_id: str, val: dict[str, float], baselines) -> None:
-    """baselines.csv: this model and each baseline, scored on the same validation pipelines."""
+SUMMARY_TABLE = "summary.json"
+BASELINES_CSV = "baselines.csv"
+
+
+def _log_summary(client, run_id: str, val: dict[str, float], best_epoch: int, baselines) -> None:
+    """summary.json (an MLflow table: the artifact view shows it as one) and baselines.csv, the same rows: this
+    model's registered weights, then each baseline (random weights = the untrained network), on the same
+    validation pipelines; the ranking metrics first, the counts last."""
     import csv
     import io
 
-    keys = sorted(val)
+    first = ("top1_score", "top5_score", "pairwise_accuracy", "kendall_tau", "ordering_rate_1_3", "r2_log_runtime")
+    names = [k.removeprefix("val_") for k in val]
+    keys = [*(k for k in first if k in names), *(k for k in names if k not in first)]
+    rows = [(f"this model (epoch {best_epoch})", val, ""), *((b.name, b.metrics, b.note) for b in baselines)]
+    table = {"model": [name for name, _, _ in rows],
+             **{k: [_cell(m.get(f"val_{k}")) for _, m, _ in rows] for k in keys},
+             "note": [note for _, _, note in rows]}
+    client.log_table(run_id, table, SUMMARY_TABLE)
     buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["model", *keys, "note"])
-    w.writerow(["this model (best epoch)", *[f"{val[k]:.6g}" for k in keys], ""])
-    for b in baselines:
-        w.writerow([b.name, *[f"{b.metrics[k]:.6g}" if k in b.metrics else "" for k in keys], b.note])
-    client.log_text(run_id, buf.getvalue(), "baselines.csv")
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(list(table))
+    for i in range(len(rows)):
+        w.writerow([table[c][i] if c in ("model", "note") or table[c][i] is None else f"{table[c][i]:.6g}"
+                    for c in table])
+    client.log_text(run_id, buf.getvalue(), BASELINES_CSV)
+
+
+def _cell(value) -> float | int | None:
+    """A table cell: counts as integers, scores to 4 decimals; None (empty) where a metric was not scored or has
+    nothing to measure (NaN)."""
+    if value is None or not np.isfinite(value):
+        return None
+    return int(value) if float(value).is_integer() and abs(value) > 1 else round(float(value), 4)
 
