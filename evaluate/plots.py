@@ -110,7 +110,8 @@ def speedup_bars(apps: list[str], methods: list[str], speedups: np.ndarray, geom
 
 def speedup_axis(ax, values: np.ndarray) -> None:
     """A log y axis of speedups: limits covering `values` and 1×, major ticks at powers of 2 labelled 0.5×, 1×,
-    2×, 4×, ... above and below 1× (fewer, still powers of 2, on a wide range), minor ticks unlabelled."""
+    2×, 4×, ... above and below 1× (fewer, still powers of 2, on a wide range; 0.75×, 1.25×, 1.5× added on a
+    narrow one), minor ticks unlabelled."""
     from matplotlib.ticker import FixedLocator, NullFormatter
 
     v = np.asarray(values, np.float64)
@@ -122,6 +123,8 @@ def speedup_axis(ax, values: np.ndarray) -> None:
         lo_e, hi_e = min(lo_e, -1), max(hi_e, 1)
     step = max(1, math.ceil((hi_e - lo_e) / 10))  # at most about 10 labels
     ticks = [2.0 ** e for e in range(lo_e - lo_e % step, hi_e + step, step)]
+    if hi_e - lo_e <= 2:  # a narrow range (0.5x .. 2x): labels between the powers too
+        ticks = sorted({*ticks, 0.75, 1.25, 1.5})
     ax.set_yscale("log")
     ax.set_ylim(2.0 ** lo_e / 1.15, 2.0 ** hi_e * 1.15)
     ax.yaxis.set_major_locator(FixedLocator(ticks))

@@ -82,7 +82,10 @@ def test_topk_curve_has_the_random_order_reference_and_integer_ticks():
     assert list(lines["model"].get_ydata()) == pytest.approx([model[k] for k in ks])
     assert f"top-1 {random[1]:.3f}" in lines["random order"].get_label()
     ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
-    assert ticks and all(float(t).is_integer() and 1 <= t <= 12 for t in ticks) and len(ticks) <= 12
+    assert ticks == list(ks)
+    many = plots.topk_curve(topk_scores(groups, range(1, 33)), "top-k").axes[0]
+    ticks = [t for t in many.get_xticks() if many.get_xlim()[0] <= t <= many.get_xlim()[1]]
+    assert all(float(t).is_integer() and 1 <= t <= 32 for t in ticks) and 4 <= len(ticks) <= 16, ticks
     assert not ax.texts  # no value labels to overlap: the legend carries top-1 and top-5
     assert "fastest" in ax.get_ylabel() and ax.get_xlabel().startswith("k")
     assert inside(fig, ax.title)

@@ -118,7 +118,7 @@ def _normalize(pred, measured, groups, ok):
 def topk_curve(scores: dict[int, float], title: str, random: dict[int, float] | None = None) -> Figure:
     """Top-k score (best measured runtime over the best among the model's top k; 1 is perfect) against k, with
     the expected score of a random order (train.metrics.random_topk_scores) as the reference to beat. The
-    legend gives the top-1 and top-5 values; ticks are integer ks of the curve."""
+    legend gives the top-1 and top-5 values; ticks are the curve's ks (integers, at most about 16 of them)."""
     from matplotlib.ticker import MaxNLocator
 
     ks = sorted(scores)
@@ -135,7 +135,10 @@ def topk_curve(scores: dict[int, float], title: str, random: dict[int, float] | 
     ax.set_ylim(0, 1.05)
     if ks:
         ax.set_xlim(min(ks) - 0.5, max(ks) + 0.5)
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=min(12, max(1, len(ks))), integer=True, min_n_ticks=1))
+    if len(ks) <= 16:  # every k fits, 1 included
+        ax.set_xticks(ks)
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=12, integer=True))
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     ax.set_title(wrap(title), fontsize=10)
