@@ -9,6 +9,7 @@ the app suite and random pipelines (the scheduler below may not import them); `p
 from __future__ import annotations
 
 import sys
+import warnings
 
 from ir.errors import SchedlabError
 from scheduler.api import ALGORITHMS, MODES
@@ -28,7 +29,8 @@ def parse_args(argv=None):
     ap.add_argument("--model", default="champion",
                     help="champion (default; analytical until one is registered), analytical, random[:seed], "
                          "an MLflow model URI or a checkpoint file")
-    ap.add_argument("--tracking", default=None, help="MLflow tracking URI (default: the embedded SQLite store)")
+    ap.add_argument("--tracking-uri", "--tracking", dest="tracking", default=None,
+                    help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else the embedded SQLite store)")
     ap.add_argument("--algorithm", choices=ALGORITHMS, default="beam")
     ap.add_argument("--beam-size", type=positive_int, default=32)
     ap.add_argument("--passes", type=positive_int, default=5)
@@ -51,10 +53,12 @@ def main(argv=None) -> int:
         pipeline = _pipeline(args)
         from scheduler.api import autoschedule
 
-        s = autoschedule(pipeline, args.target, model=args.model, algorithm=args.algorithm,
-                         beam_size=args.beam_size, passes=args.passes, seed=args.seed, mode=args.mode, k=args.k,
-                         dropout=args.dropout, tracking=args.tracking, rounds=args.rounds, samples=args.samples,
-                         progress=_progress, backend=args.backend, allow_mismatch=args.allow_mismatch)
+        with warnings.catch_warnings():  # a warning (champion fell back to analytical) is one line, as errors are
+            warnings.showwarning = _warning
+            s = autoschedule(pipeline, args.target, model=args.model, algorithm=args.algorithm,
+                             beam_size=args.beam_size, passes=args.passes, seed=args.seed, mode=args.mode, k=args.k,
+                             dropout=args.dropout, tracking=args.tracking, rounds=args.rounds, samples=args.samples,
+                             progress=_progress, backend=args.backend, allow_mismatch=args.allow_mismatch)
     except (SchedlabError, ValueError) as e:
         print(f"python -m scheduler: error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
@@ -72,6 +76,10 @@ def main(argv=None) -> int:
         naive = measure_loopnest(pipeline, naive_schedule(pipeline), s.target)
         print(f"measured: {t * 1e3:.4f} ms   naive schedule: {naive * 1e3:.4f} ms   speedup {naive / t:.2f}x")
     return 0
+
+
+def _warning(message, *_args, **_kwargs) -> None:
+    print(f"python -m scheduler: warning: {message}", file=sys.stderr)
 
 
 def _pipeline(args):
