@@ -402,7 +402,8 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
     about = (f"The app suite ({', '.join(names)}, {cfg.size} sizes) on {target.name}: {', '.join(cfg.algorithms)} "
              f"{searched}, and the baselines, each schedule compiled, checked and measured.")
     run_name = cfg.run_name or f"apps-{cfg.size}-{version.label if version else lineage.slug(resolved or 'baselines')}"
-    with tracked_run(cfg.tracking_uri, cfg.experiment, run_name, cfg, extra, description=about, version=version) as run, \
+    with tracked_run(cfg.tracking_uri, cfg.experiment, run_name, cfg, extra, description=about,
+                     version=version) as run, \
             tqdm(total=len(names) * per_app, desc="apps", unit="schedule", disable=not cfg.progress,
                  file=sys.stderr) as bar:
         echo(HEADER)

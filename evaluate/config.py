@@ -33,7 +33,7 @@ class EvalConfig:
     min_schedules: int = TrainConfig.min_schedules  # pipelines with fewer ok schedules are skipped, as in training
     max_spread: float | None = TrainConfig.max_spread  # labels noisier than this are skipped, as in training
     max_k: int = 32  # the top-k curve runs k = 1..max_k
-    tracking_uri: str | None = None  # None: the embedded SQLite store (.cache/mlflow/mlflow.db)
+    tracking_uri: str | None = None  # None: $MLFLOW_TRACKING_URI, else the per-user store (train.registry)
     experiment: str = "schedlab-evaluate"
     run_name: str | None = None
     progress: bool = True

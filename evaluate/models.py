@@ -131,8 +131,8 @@ def evaluate_model(cfg: EvalConfig) -> EvalResult:
     metrics = ranking_metrics(groups.values())
     topk = topk_scores(groups.values(), range(1, cfg.max_k + 1))
     version = lineage.resolve_version(name, tracking_uri(cfg.tracking_uri))
-    extra = {"model_uri": name, "model_version": version.uri if version else name, "data_fingerprint": stats.fingerprint,
-             "data_pipelines": stats.train_pipelines, "data_samples": stats.train_samples,
+    extra = {"model_uri": name, "model_version": version.uri if version else name,
+             "data_fingerprint": stats.fingerprint, "data_pipelines": stats.train_pipelines, "data_samples": stats.train_samples,
              "eval_pipelines": metrics.pipelines, "eval_samples": metrics.samples}
     which = "the pipelines it held out in training" if cfg.split == "val" else "every pipeline"
     about = (f"Evaluates {version.link() if version else name}" + (f" (as {name})" if version else "") +

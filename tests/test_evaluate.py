@@ -135,11 +135,13 @@ def test_an_evaluation_names_and_links_the_version_it_scored(evaluated, trained,
     assert logged.source_run_id == trained.run_id
     assert client.get_model_version("schedlab-host", v).source == f"models:/{model.model_id}"
     mine = {m.key: m for m in logged.metrics if m.run_id == evaluated.run_id}
-    assert mine["top1_score"].value == run.data.metrics["top1_score"] and mine["top1_score"].dataset_digest == data.dataset.digest
+    assert mine["top1_score"].value == run.data.metrics["top1_score"]
+    assert mine["top1_score"].dataset_digest == data.dataset.digest
     exp = client.get_experiment(run.info.experiment_id)
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
     train_run = client.get_run(trained.run_id)
-    assert train_run.info.run_name == "train-host-hybrid" and f"versions/{v})" in train_run.data.tags["mlflow.note.content"]
+    assert train_run.info.run_name == "train-host-hybrid"
+    assert f"versions/{v})" in train_run.data.tags["mlflow.note.content"]
     (trained_on,) = train_run.inputs.dataset_inputs
     assert trained_on.dataset.digest == data.dataset.digest and [t.value for t in trained_on.tags] == ["training"]
 
@@ -299,7 +301,8 @@ def test_apps_table_and_chart_are_in_mlflow(apps_run, tracking, tmp_path):
     run = client.get_run(result.run_id)
     assert run.info.status == "FINISHED" and run.data.params["apps"] == "blur,unsharp"
     version = client.get_model_version_by_alias("schedlab-host", "champion").version  # what champion resolved to
-    assert run.data.params["model_uri"] == "champion" and run.data.params["model_version"] == f"models:/schedlab-host/{version}"
+    assert run.data.params["model_uri"] == "champion"
+    assert run.data.params["model_version"] == f"models:/schedlab-host/{version}"
     assert run.info.run_name == f"apps-small-schedlab-host-v{version}"
     assert {"apps.csv", "apps_table.json", "plots"} <= _artifacts(client, result.run_id)
     assert "plots/speedups.png" in _artifacts(client, result.run_id, "plots")

@@ -71,7 +71,7 @@ class JobConfig:
     benchmark_timeout: float = 60.0  # seconds per measurement, output check included
     check_outputs: bool = True  # every schedule's output against the reference interpreter
     out: str = "data"  # dataset root: batches go to <out>/target=<name>/batch-<id>.parquet
-    tracking_uri: str | None = None  # None: the embedded SQLite store (.cache/mlflow/mlflow.db)
+    tracking_uri: str | None = None  # None: $MLFLOW_TRACKING_URI, else the per-user store (train.registry)
     ray_address: str | None = None  # None: the cluster of `ray job submit` (RAY_ADDRESS), else a local one
     num_cpus: int | None = None  # CPUs of a local cluster (None: all)
     benchmark_cpus: float = 1.0  # CPUs a node's benchmarking actor holds (its measurements run one at a time)
