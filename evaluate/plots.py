@@ -59,7 +59,7 @@ def tracked_run(tracking: str | None, experiment: str, run_name: str, cfg, extra
     uri = writable_store(tracking)
     experiment_id = ensure_experiment(experiment, uri)
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)
-    tags = lineage.run_tags(description)
+    tags = lineage.new_run_tags(description)
     if version is not None:
         tags.update(model_version=version.uri, registered_model=version.name)
     run = client.create_run(experiment_id, run_name=run_name, tags=tags)

@@ -266,6 +266,7 @@ def _check_lineage(store: str, out: Path, rows: pl.DataFrame, log: str) -> None:
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
     (parent,) = [r for r in client.search_runs([exp.experiment_id]) if r.info.run_name.startswith("datagen-host-")]
     assert parent.info.status == "FINISHED" and parent.info.run_id in log
+    assert parent.data.tags["mlflow.source.name"].endswith("generator/job/__main__.py")
     m, p = parent.data.metrics, parent.data.params
     ok = rows["status"].to_list().count("ok")
     assert m["samples_written"] == rows.height and m["yield"] == ok / rows.height and m["samples_per_s"] > 0

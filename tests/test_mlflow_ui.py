@@ -92,6 +92,7 @@ def test_mlflow_tracking_uri_is_where_train_and_evaluate_write(store):
     assert run.info.run_name == "eval-schedlab-host-v1-val"
     assert run.data.params["model_uri"] == f"models:/{MODEL}@champion"
     assert run.data.params["model_version"] == f"models:/{MODEL}/1"
+    assert run.data.tags["mlflow.source.name"].endswith("evaluate/__main__.py")  # the UI's Source
     assert str(client.get_model_version_by_alias(MODEL, "champion").version) == "1"
     assert list(store.cwd.iterdir()) == [] and list(store.home.iterdir()) == []  # no other store was made
 

@@ -59,6 +59,14 @@ def run_tags(description: str, parent_run_id: str | None = None) -> dict[str, st
     return {NOTE: description, **({PARENT: parent_run_id} if parent_run_id else {})}
 
 
+def new_run_tags(description: str, parent_run_id: str | None = None) -> dict[str, str]:
+    """run_tags plus what MLflow's fluent API records for a run it starts (source: the command's script and its
+    git commit, user): a run made through MlflowClient.create_run gets none of them otherwise."""
+    from mlflow.tracking.context.registry import resolve_tags
+
+    return resolve_tags(run_tags(description, parent_run_id))
+
+
 def describe(client, run_id: str, description: str) -> None:
     client.set_tag(run_id, NOTE, description)
 

@@ -28,7 +28,7 @@ class JobRun:
         from mlflow import MlflowClient
         from mlflow.entities import Param
 
-        from train.lineage import run_tags
+        from train.lineage import new_run_tags
         from train.registry import ensure_experiment, writable_store
 
         uri = writable_store(tracking)
@@ -37,7 +37,7 @@ class JobRun:
         about = (f"Data generation on Ray: {cfg.rounds} rounds of {cfg.pipelines_per_round} random pipelines x "
                  f"{cfg.schedules_per_pipeline} schedules for target {target} ({cfg.backend}), written to {out}"
                  + (", a model trained after each round (nested runs)." if cfg.train.enabled else "."))
-        run = client.create_run(experiment, run_name=f"datagen-{target}-seed{cfg.seed}", tags=run_tags(about))
+        run = client.create_run(experiment, run_name=f"datagen-{target}-seed{cfg.seed}", tags=new_run_tags(about))
         params = {**flat_items(cfg), "data_path": str(out / f"target={target}")}
         client.log_batch(run.info.run_id, params=[Param(k, _param(v)) for k, v in params.items()])
         return cls(client, run.info.run_id, uri, out, target)
