@@ -371,10 +371,9 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
     from ir.target import get_target
     from scheduler.cost import load_model
     from scheduler.space import space_class
-    from train.run import _quiet
-
     from train import lineage
     from train.registry import tracking_uri
+    from train.run import _quiet
 
     from .plots import tracked_run
 

@@ -111,13 +111,11 @@ def evaluate_model(cfg: EvalConfig) -> EvalResult:
     """Score, log and summarize one model as `cfg` says; raises SchedlabError subclasses for bad input."""
     from tqdm import tqdm
 
-    from train import plots
-    from train.metrics import ranking_metrics, topk_scores
-    from train.run import _quiet, predict_groups
-
     from ir.target import get_target
-    from train import lineage
+    from train import lineage, plots
+    from train.metrics import ranking_metrics, topk_scores
     from train.registry import tracking_uri
+    from train.run import _quiet, predict_groups
 
     from .plots import tracked_run
 

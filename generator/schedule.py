@@ -9,9 +9,8 @@ the app suite and random pipelines (the scheduler below may not import them); `p
 from __future__ import annotations
 
 import sys
-import warnings
 
-from ir.errors import SchedlabError
+from ir.errors import SchedlabError, one_line_warnings
 from scheduler.api import ALGORITHMS, MODES
 
 from .apps import APPS
@@ -53,8 +52,7 @@ def main(argv=None) -> int:
         pipeline = _pipeline(args)
         from scheduler.api import autoschedule
 
-        with warnings.catch_warnings():  # a warning (champion fell back to analytical) is one line, as errors are
-            warnings.showwarning = _warning
+        with one_line_warnings("python -m scheduler"):  # champion fell back to analytical: one line, as errors are
             s = autoschedule(pipeline, args.target, model=args.model, algorithm=args.algorithm,
                              beam_size=args.beam_size, passes=args.passes, seed=args.seed, mode=args.mode, k=args.k,
                              dropout=args.dropout, tracking=args.tracking, rounds=args.rounds, samples=args.samples,
@@ -76,10 +74,6 @@ def main(argv=None) -> int:
         naive = measure_loopnest(pipeline, naive_schedule(pipeline), s.target)
         print(f"measured: {t * 1e3:.4f} ms   naive schedule: {naive * 1e3:.4f} ms   speedup {naive / t:.2f}x")
     return 0
-
-
-def _warning(message, *_args, **_kwargs) -> None:
-    print(f"python -m scheduler: warning: {message}", file=sys.stderr)
 
 
 def _pipeline(args):

@@ -1,14 +1,15 @@
-"""The shared command-line pieces: ir.config.run_cli (every config-driven command's main) and
-ir.errors.first_line (an error as one report line)."""
+"""The shared command-line pieces: ir.config.run_cli (every config-driven command's main),
+ir.errors.first_line (an error as one report line) and one-line warnings."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import pytest
 
 from ir.config import run_cli
-from ir.errors import SchedlabError, first_line
+from ir.errors import SchedlabError, SchedlabWarning, first_line
 
 
 @dataclass
@@ -45,6 +46,20 @@ def test_run_cli_errors_are_one_line_and_exit_status_2(argv, text, capsys):
     assert run_cli(ToyConfig, toy_run, argv, "python -m toy") == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("python -m toy: error: ") and text in err, err
+
+
+def test_run_cli_prints_schedlab_warnings_as_one_line_and_others_as_python_does(capsys):
+    def warns(cfg: ToyConfig) -> int:
+        warnings.warn("no champion in sqlite:///x.db; using the analytical model\n(detail)", SchedlabWarning)
+        warnings.warn("a library's own warning", UserWarning)
+        return 0
+
+    shown = warnings.showwarning
+    with pytest.warns(UserWarning) as passed_on:  # what Python's handler (here pytest's) got
+        assert run_cli(ToyConfig, warns, [], "python -m toy") == 0
+    assert capsys.readouterr().err == "python -m toy: warning: no champion in sqlite:///x.db; using the analytical model\n"
+    assert [str(w.message) for w in passed_on] == ["a library's own warning"]
+    assert warnings.showwarning is shown
 
 
 def test_run_cli_help_names_the_default_config(capsys):

@@ -431,13 +431,15 @@ def run_job(cfg: JobConfig, progress: bool | None = None) -> JobSummary:
     # `ray job stop` sends SIGTERM: end like Ctrl-C. SIGINT is set too: a process started with SIGINT ignored
     # (by nohup, or under a test runner's workers) would otherwise be deaf to Ctrl-C
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
-    run = JobRun.start(cfg, out, tracking, tgt.name)
+    run = None
     try:
+        run = JobRun.start(cfg, out, tracking, tgt.name)
         summary = Job(cfg, out, tracking, tgt, cpus, bar if show else None, run.run_id).run()
         summary.run = f"{run.finish(summary)} ({run.run_id})"
         return summary
     except BaseException:
-        run.fail()
+        if run is not None:
+            run.fail()
         raise
     finally:
         for sig, handler in previous.items():

@@ -8,6 +8,8 @@ whose runtimes it learned; using it for others is refused unless `allow_mismatch
 
 from __future__ import annotations
 
+from ir.errors import SchedlabWarning
+
 from .. import cost as _cost
 
 COST_MODELS: dict[str, type] = {}
@@ -80,7 +82,7 @@ def check_model(model, target: str, backend: str, allow_mismatch: bool = False):
     return model
 
 
-class ChampionFallbackWarning(UserWarning):
+class ChampionFallbackWarning(SchedlabWarning):
     """model=champion found no champion: the search uses the analytical model (the message names the store)."""
 
 
