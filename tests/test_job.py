@@ -52,6 +52,15 @@ def _job(args: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
                           timeout=timeout, check=False)
 
 
+def _job_runs(store: Path) -> list:
+    """The data-generation jobs' runs in a store (their own experiment also holds the rounds' training runs)."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{store / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("schedlab-datagen")
+    return [r for r in client.search_runs([exp.experiment_id]) if r.info.run_name.startswith("datagen-host")]
+
+
 # -- batches and plans, without Ray -----------------------------------------------------------------------
 
 
@@ -133,6 +142,11 @@ def test_crashing_hanging_and_dying_samples_are_recorded_and_the_rest_completes(
     assert "died" in rows["error"][1] and "within 20 s" in rows["error"][2] and "tried 2 times" in rows["error"][3]
     assert rows["runtime_s"][0] > 0 and rows["runtime_s"][4] > 0
     assert "by status:" in r.stdout and "crash 1" in r.stdout and "timeout 1" in r.stdout and "worker_died 1" in r.stdout
+    (run,) = _job_runs(tmp_path / "mlflow")  # the job's MLflow run counts the same statuses
+    assert run.info.status == "FINISHED" and run.info.run_id in r.stdout
+    m = run.data.metrics
+    assert (m["status_ok"], m["status_crash"], m["status_timeout"], m["status_worker_died"]) == (2, 1, 1, 1)
+    assert m["yield"] == 0.4 and m["samples_written"] == 5
 
 
 def test_the_halide_backend_generates_rows_too(tmp_path):
@@ -171,6 +185,8 @@ def test_an_interrupted_job_resumes_and_writes_every_batch_exactly_once(tmp_path
         pytest.fail(f"the job ignored SIGINT for 120 s: {proc.communicate()[1][-2000:]}")
     first = {f.name: f.stat().st_mtime_ns for f in part.glob("batch-*.parquet")}
     assert proc.returncode == 130, stderr[-3000:]
+    (run,) = _job_runs(tmp_path / "mlflow")
+    assert run.info.status == "KILLED" and run.data.metrics["batches_written"] == 3
     assert "interrupted" in stdout and "3 batches written" in stdout, stdout
     assert sorted(n.split("-")[2] for n in first) == ["p20", "p21", "p22"], sorted(first)
 
