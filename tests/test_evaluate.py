@@ -225,7 +225,8 @@ def test_cli_bad_inputs_are_one_line(trained, dataset, tracking, tmp_path, capsy
     assert "val_fraction must be in (0, 1)" in error(f"data={dataset}", "val_fraction=0")
     nothing = _main_error(capsys, main, "python -m evaluate", f"data={dataset}", "model=champion",
                           f"tracking_uri={tmp_path / 'empty.db'}", "progress=false", f"min_schedules={MIN_SCHEDULES}")
-    assert "no models:/schedlab-host@champion" in nothing
+    assert "no models:/schedlab-host@champion" in nothing and str(tmp_path / "empty.db") in nothing
+    assert not (tmp_path / "empty.db").exists()  # a failed lookup leaves no empty store behind
 
 
 def test_evaluate_scores_stored_features_with_the_analytical_model(dataset, tracking):
