@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="analytical", help="the cost model of schedlab's searches")
     ap.add_argument("--beam-size", type=int, default=8)
     ap.add_argument("--passes", type=int, default=2)
-    ap.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: the embedded SQLite store)")
+    ap.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else the per-user store)")
     args = ap.parse_args(argv)
     try:
         cfg = AppsConfig(apps=tuple(a for a in args.apps.split(",") if a), size=args.size, model=args.model,

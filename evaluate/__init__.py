@@ -6,8 +6,9 @@
     evaluate.models.evaluate_model(EvalConfig(...)) -> EvalResult
     evaluate.apps.evaluate_apps(AppsConfig(...)) -> AppsResult
 
-Both log to an MLflow run (the embedded SQLite store unless tracking_uri= says otherwise). Nothing else in
-schedlab imports this package; its __init__ stays light (no torch, MLflow or numba until a command runs).
+Both log to an MLflow run (in the store tracking_uri= names, else $MLFLOW_TRACKING_URI, else the per-user one).
+Nothing else in schedlab imports this package; its __init__ stays light (no torch, MLflow or numba until a
+command runs).
 """
 
 from __future__ import annotations

@@ -373,6 +373,8 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
     from ir.target import get_target
     from scheduler.cost import load_model
     from scheduler.space import space_class
+    from train import lineage
+    from train.registry import tracking_uri
 
     from .plots import tracked_run
 
@@ -391,8 +393,16 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
     per_app = len(ms) + (len(halide_methods(cfg, ms)) if halide else 0)
     echo = echo or (lambda line: None)
     rows: list[AppRow] = []
-    extra = {"model_resolved": getattr(model, "name", ""), "apps_measured": names, "halide_compared": halide}
-    with tracked_run(cfg.tracking_uri, cfg.experiment, cfg.run_name, cfg, extra) as run, \
+    resolved = getattr(model, "name", "")
+    version = lineage.resolve_version(resolved, tracking_uri(cfg.tracking_uri)) if model else None
+    extra = {"model_resolved": resolved, "model_uri": cfg.model, "model_version": version.uri if version else resolved,
+             "apps_measured": names, "halide_compared": halide}
+    searched = f"searched with {version.link() if version else resolved} (as {cfg.model})" if model else "no search"
+    about = (f"The app suite ({', '.join(names)}, {cfg.size} sizes) on {target.name}: {', '.join(cfg.algorithms)} "
+             f"{searched}, and the baselines, each schedule compiled, checked and measured.")
+    run_name = cfg.run_name or f"apps-{cfg.size}-{version.label if version else lineage.slug(resolved or 'baselines')}"
+    with tracked_run(cfg.tracking_uri, cfg.experiment, run_name, cfg, extra, description=about,
+                     version=version) as run, \
             Progress(len(names) * per_app, "schedule", cfg.progress, desc="apps") as bar:
         echo(HEADER)
         for name in names:

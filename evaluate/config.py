@@ -34,7 +34,7 @@ class EvalConfig:
     min_schedules: int = TrainConfig.min_schedules  # pipelines with fewer ok schedules are skipped, as in training
     max_spread: float | None = TrainConfig.max_spread  # labels noisier than this are skipped, as in training
     max_k: int = 32  # the top-k curve runs k = 1..max_k (at most the largest pipeline's schedule count)
-    tracking_uri: str | None = None  # MLflow tracking URI (none: the embedded SQLite store .cache/mlflow/mlflow.db)
+    tracking_uri: str | None = None  # MLflow tracking URI (none: $MLFLOW_TRACKING_URI, else the per-user store, train.registry)
     experiment: str = "schedlab-evaluate"  # MLflow experiment of the run
     run_name: str | None = None  # MLflow run name (none: MLflow picks one)
     progress: ProgressSetting = "auto"  # auto: a bar on a terminal, lines elsewhere; bar | lines | false

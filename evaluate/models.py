@@ -11,6 +11,7 @@ the top-k curve as `eval/topk_score` at steps k, and the counts of pipelines and
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,7 @@ class EvalResult:
     fingerprint: str  # of the whole dataset, as training logs it
     seconds: float
     split_note: str = ""  # how split=val was chosen (from the model's own training run)
+    model_version: str = ""  # the registered version `model` resolved to: models:/schedlab-<target>/<n> ('' if none)
 
     def summary(self) -> str:
         m = self.metrics
@@ -46,10 +48,16 @@ class EvalResult:
             (f"pairwise accuracy {m.pairwise_accuracy:.3f}, top-1 score {m.top1_score:.3f}, top-5 "
              f"{m.top5_score:.3f}, Kendall tau {m.kendall_tau:.3f}, ordering@1.3x {m.ordering_rate_1_3:.3f}, "
              f"R2(log) {m.r2_log_runtime:.3f}"),
+            *([f"{self.model} resolved to {self.model_version}"] if self._resolved else []),
             *([self.split_note] if self.split_note else []),
             f"MLflow run {self.run_id} (experiment {self.experiment_id}) in {self.tracking_uri}",
             f"open: mlflow ui --backend-store-uri {self.tracking_uri}",
         ])
+
+
+    @property
+    def _resolved(self) -> bool:
+        return bool(self.model_version) and self.model_version != self.model
 
 
 class _Totals:
@@ -68,9 +76,12 @@ def load_network(uri: str, target: str, tracking: str | None):
     stored features with its fixed coefficients) or a registered toy."""
     from ir.target import get_target
     from scheduler.cost import AnalyticalModel, load_model
+    from scheduler.cost.registry import ChampionFallbackWarning
     from train.registry import model_name, tracking_uri
 
-    loaded = load_model(uri, get_target(target), tracking)
+    with warnings.catch_warnings():  # the fallback below is an error here, not a warning
+        warnings.simplefilter("ignore", ChampionFallbackWarning)
+        loaded = load_model(uri, get_target(target), tracking)
     if uri == "champion" and isinstance(loaded, AnalyticalModel):  # the scheduler's fallback: not a champion
         raise EvaluateError(f"model=champion: no models:/{model_name(target)}@champion in {tracking_uri(tracking)}; "
                             "no model has beaten the baselines yet (python -m train promote=true); give "
@@ -102,8 +113,10 @@ def load_split(cfg: EvalConfig):
 def evaluate_model(cfg: EvalConfig) -> EvalResult:
     """Score, log and summarize one model as `cfg` says; raises SchedlabError subclasses for bad input."""
     from ir.progress import Progress
-    from train import plots
+    from ir.target import get_target
+    from train import lineage, plots
     from train.metrics import largest_group, ranking_metrics, topk_scores
+    from train.registry import tracking_uri
     from train.run import predict_groups
 
     from .plots import tracked_run
@@ -117,16 +130,26 @@ def evaluate_model(cfg: EvalConfig) -> EvalResult:
     metrics = ranking_metrics(groups.values())
     # k beyond the largest pipeline's schedules scores 1 for any model: the curve stops there
     topk = topk_scores(groups.values(), range(1, min(cfg.max_k, largest_group(groups.values())) + 1))
-    extra = {"model_uri": name, "data_fingerprint": stats.fingerprint, "data_pipelines": stats.train_pipelines,
-             "data_samples": stats.train_samples, "eval_pipelines": metrics.pipelines,
-             "eval_samples": metrics.samples}
-    with tracked_run(cfg.tracking_uri, cfg.experiment, cfg.run_name, cfg, extra) as run:
+    version = lineage.resolve_version(name, tracking_uri(cfg.tracking_uri))
+    extra = {"model_uri": name, "model_version": version.uri if version else name,
+             "data_fingerprint": stats.fingerprint, "data_pipelines": stats.train_pipelines, "data_samples": stats.train_samples,
+             "eval_pipelines": metrics.pipelines, "eval_samples": metrics.samples}
+    which = "the pipelines it held out in training" if cfg.split == "val" else "every pipeline"
+    about = (f"Evaluates {version.link() if version else name}" + (f" (as {name})" if version else "") +
+             f" on {which} of dataset {stats.fingerprint} ({metrics.pipelines} pipelines, {metrics.samples} "
+             f"schedules, {cfg.data}): ranking metrics and top-k scores.")
+    dataset = lineage.DatasetRef(cfg.data, stats.fingerprint, get_target(cfg.target).name, stats.train_samples,
+                                 stats.train_pipelines)
+    run_name = cfg.run_name or f"eval-{version.label if version else lineage.slug(name)}-{cfg.split}"
+    with tracked_run(cfg.tracking_uri, cfg.experiment, run_name, cfg, extra, description=about, dataset=dataset,
+                     version=version) as run:
         run.log_metrics(metrics.scores(f"{PREFIX}/"))
         for k, score in topk.items():
             run.log_metrics({f"{PREFIX}/topk_score": score}, step=k)
         plots.log_figures(run.run_id, _figures(groups, f"{name} on {cfg.split}", topk), tracking=run.tracking_uri)
     return EvalResult(run.run_id, run.experiment_id, run.tracking_uri, name, cfg.split, metrics, topk,
-                      tuple(sorted(groups)), stats.fingerprint, time.time() - t0, split_note)
+                      tuple(sorted(groups)), stats.fingerprint, time.time() - t0, split_note,
+                      version.uri if version else "")
 
 
 def model_split(cfg: EvalConfig) -> tuple[EvalConfig, str]:

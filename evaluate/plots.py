@@ -27,34 +27,51 @@ class TrackedRun:
     run_id: str
     experiment_id: str
     tracking_uri: str
+    model_id: str | None = None  # the evaluated version's LoggedModel: its page lists these metrics too
+    dataset: tuple[str, str] | None = None  # (name, digest) of the dataset input the metrics were computed on
 
     def log_metrics(self, values: dict[str, float], step: int = 0) -> None:
         """Finite values only: MLflow stores NaN, but the UI cannot compare or chart it."""
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
-        metrics = [Metric(k, float(v), now, step) for k, v in values.items() if np.isfinite(v)]
+        name, digest = self.dataset or (None, None)
+        metrics = [Metric(k, float(v), now, step, model_id=self.model_id, dataset_name=name, dataset_digest=digest)
+                   for k, v in values.items() if np.isfinite(v)]
         if metrics:
             self.client.log_batch(self.run_id, metrics=metrics)
 
 
 @contextlib.contextmanager
-def tracked_run(tracking: str | None, experiment: str, run_name: str | None, cfg,
-                extra: dict[str, object] | None = None) -> Iterator[TrackedRun]:
-    """A new run in `experiment` (created next to the store as training's are) with `cfg`'s keys and `extra`
-    as params; FINISHED when the block ends, FAILED when it raises."""
+def tracked_run(tracking: str | None, experiment: str, run_name: str, cfg, extra: dict[str, object] | None = None,
+                *, description: str = "", dataset=None, version=None) -> Iterator[TrackedRun]:
+    """A new run `run_name` in `experiment` (created next to the store as training's are) with `cfg`'s keys and
+    `extra` as params, `description` (Markdown), the train.lineage.DatasetRef it read as an evaluation input and
+    the train.lineage.ResolvedVersion it evaluated (tags, a LoggedModel input, metrics logged against it);
+    FINISHED when the block ends, FAILED when it raises."""
     from mlflow import MlflowClient
     from mlflow.entities import Param
 
-    from train.registry import ensure_experiment, tracking_uri
+    from train import lineage
+    from train.registry import ensure_experiment, writable_store
 
-    uri = tracking_uri(tracking)
-    client = MlflowClient(tracking_uri=uri)
+    uri = writable_store(tracking)
     experiment_id = ensure_experiment(experiment, uri)
-    run = client.create_run(experiment_id, run_name=run_name)
-    tracked = TrackedRun(client, run.info.run_id, experiment_id, uri)
+    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    tags = lineage.new_run_tags(description)
+    if version is not None:
+        tags.update(model_version=version.uri, registered_model=version.name)
+    run = client.create_run(experiment_id, run_name=run_name, tags=tags)
+    tracked = TrackedRun(client, run.info.run_id, experiment_id, uri, getattr(version, "model_id", None),
+                         (dataset.fingerprint, dataset.fingerprint) if dataset is not None else None)
     params = {**flat_items(cfg), **(extra or {})}
     try:
+        if dataset is not None:
+            lineage.log_dataset(client, tracked.run_id, dataset, "evaluation")
+        if version is not None:
+            lineage.link_model(client, tracked.run_id, version)
+            client.set_model_version_tag(version.name, version.version, f"last_run.{experiment}",
+                                         f"{run_name} ({tracked.run_id})")  # on the version's page
         client.log_batch(tracked.run_id, params=[Param(k, _param(v)) for k, v in params.items()])
         yield tracked
     except BaseException:

@@ -34,7 +34,7 @@ class SchedulerConfig:
     target: str = "host"  # host, or a conf/targets/<name>.yaml target
     model: str = "champion"  # champion (analytical until one is registered), analytical, random[:seed], an
     #   MLflow model URI or a checkpoint file
-    tracking_uri: str | None = None  # MLflow tracking URI (none: the embedded SQLite store .cache/mlflow/mlflow.db)
+    tracking_uri: str | None = None  # MLflow tracking URI (none: $MLFLOW_TRACKING_URI, else the per-user store)
     algorithm: str = "beam"  # a registered search strategy (scheduler.strategy): greedy, beam, top-k, autotune, ...
     beam_size: int = 32  # beam width of beam, hierarchical and the searches top-k and autotune start from
     passes: int = 5  # coarse-to-fine passes of beam and hierarchical
@@ -75,7 +75,7 @@ def _run(cfg: SchedulerConfig) -> int:
         s = autoschedule(pipeline, cfg.target, model=cfg.model, algorithm=cfg.algorithm, beam_size=cfg.beam_size,
                          passes=cfg.passes, seed=cfg.seed, k=cfg.k, dropout=cfg.dropout, tracking=cfg.tracking_uri,
                          rounds=cfg.rounds, samples=cfg.samples, progress=_progress, backend=cfg.backend,
-                         allow_mismatch=cfg.allow_mismatch)
+                         allow_mismatch=cfg.allow_mismatch)  # run_cli prints a champion fallback as one warning line
     except ValueError as e:  # a value the search itself refuses
         raise ConfigError(first_line(e)) from None
     print(s.text)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from .errors import SchedlabError, first_line
+from .errors import SchedlabError, first_line, one_line_warnings
 
 _NONE = {"none", "null", "~"}
 
@@ -93,7 +93,8 @@ def run_cli(config_cls, run, argv=None, prog: str = "", description: str = "",
 
     quiet_third_party()  # a command's output is its own lines: MLflow's and Lightning's chatter is off
     try:
-        return run(load_config(config_cls, a.config, a.overrides))
+        with one_line_warnings(prog or ap.prog):
+            return run(load_config(config_cls, a.config, a.overrides))
     except SchedlabError as e:
         print(f"{prog or ap.prog}: error: {first_line(e)}", file=sys.stderr)
         return 2

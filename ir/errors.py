@@ -1,4 +1,8 @@
-"""Errors a user can cause, each a one-line message naming what to fix."""
+"""Errors a user can cause, each a one-line message naming what to fix (and warnings, one line too)."""
+
+import contextlib
+import sys
+import warnings
 
 
 class SchedlabError(Exception):
@@ -11,6 +15,27 @@ class PipelineError(SchedlabError):
 
 class ScheduleError(SchedlabError):
     """A LoopNest that is not a valid schedule of its pipeline (or violates the target's limits)."""
+
+
+class SchedlabWarning(UserWarning):
+    """Something a user should know that does not stop the command (one line; a CLI prints `<prog>: warning:`)."""
+
+
+@contextlib.contextmanager
+def one_line_warnings(prog: str):
+    """Within the block, schedlab's warnings print as `<prog>: warning: <message>` on stderr, as errors do; other
+    warnings print as usual, and the previous handler comes back afterwards."""
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message, category, *args, **kwargs):
+            if issubclass(category, SchedlabWarning):
+                print(f"{prog}: warning: {first_line(str(message))}", file=sys.stderr)
+            else:
+                shown(message, category, *args, **kwargs)
+
+        warnings.showwarning = show
+        yield
 
 
 def first_line(e: BaseException | str, *, last: bool = False) -> str:

@@ -1,14 +1,16 @@
 """The shared command-line pieces: ir.config.run_cli (every config-driven command's main, whose --help
-lists every key with its default and meaning) and ir.errors.first_line (an error as one report line)."""
+lists every key with its default and meaning), ir.errors.first_line (an error as one report line) and one-line
+warnings."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import pytest
 
 from ir.config import config_keys, field_comments, run_cli
-from ir.errors import SchedlabError, first_line
+from ir.errors import SchedlabError, SchedlabWarning, first_line
 
 
 @dataclass
@@ -65,6 +67,20 @@ def test_run_cli_bad_arguments_are_one_line_and_an_old_flag_gets_its_key(capsys)
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.count("\n") == 1, err
     assert err.startswith("python -m toy: error: unrecognized arguments: --nested-depth=3") and "(nested_depth=...)" in err
+
+
+def test_run_cli_prints_schedlab_warnings_as_one_line_and_others_as_python_does(capsys):
+    def warns(cfg: ToyConfig) -> int:
+        warnings.warn("no champion in sqlite:///x.db; using the analytical model\n(detail)", SchedlabWarning)
+        warnings.warn("a library's own warning", UserWarning)
+        return 0
+
+    shown = warnings.showwarning
+    with pytest.warns(UserWarning) as passed_on:  # what Python's handler (here pytest's) got
+        assert run_cli(ToyConfig, warns, [], "python -m toy") == 0
+    assert capsys.readouterr().err == "python -m toy: warning: no champion in sqlite:///x.db; using the analytical model\n"
+    assert [str(w.message) for w in passed_on] == ["a library's own warning"]
+    assert warnings.showwarning is shown
 
 
 def test_run_cli_help_names_the_default_config(capsys):

@@ -124,6 +124,35 @@ def test_evaluate_logs_metrics_and_figures_to_mlflow(evaluated, trained, trackin
     assert p["data_fingerprint"] == client.get_run(trained.run_id).data.params["data_fingerprint"]
 
 
+def test_an_evaluation_names_and_links_the_version_it_scored(evaluated, trained, tracking):
+    """models:/schedlab-host@champion is recorded as the version it resolved to, linked both ways: the run links
+    to the version's page and has its LoggedModel as an input; the LoggedModel holds the run's metrics."""
+    client = _client(tracking)
+    run = client.get_run(evaluated.run_id)
+    v = trained.registered.version
+    version = f"models:/schedlab-host/{v}"
+    assert run.data.params["model_version"] == run.data.tags["model_version"] == evaluated.model_version == version
+    assert run.info.run_name == f"eval-schedlab-host-v{v}-val" and version in evaluated.summary()
+    assert f"(#/models/schedlab-host/versions/{v})" in run.data.tags["mlflow.note.content"]
+    (data,) = run.inputs.dataset_inputs
+    assert data.dataset.name == data.dataset.digest == run.data.params["data_fingerprint"]
+    assert [t.value for t in data.tags] == ["evaluation"]
+    (model,) = run.inputs.model_inputs
+    logged = client.get_logged_model(model.model_id)
+    assert logged.source_run_id == trained.run_id
+    assert client.get_model_version("schedlab-host", v).source == f"models:/{model.model_id}"
+    mine = {m.key: m for m in logged.metrics if m.run_id == evaluated.run_id}
+    assert mine["top1_score"].value == run.data.metrics["top1_score"]
+    assert mine["top1_score"].dataset_digest == data.dataset.digest
+    exp = client.get_experiment(run.info.experiment_id)
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
+    train_run = client.get_run(trained.run_id)
+    assert train_run.info.run_name == "train-host-hybrid"
+    assert f"versions/{v})" in train_run.data.tags["mlflow.note.content"]
+    (trained_on,) = train_run.inputs.dataset_inputs
+    assert trained_on.dataset.digest == data.dataset.digest and [t.value for t in trained_on.tags] == ["training"]
+
+
 def test_metrics_are_computed_on_exactly_the_held_out_pipelines(evaluated, trained, dataset):
     from train.data import DataConfig, TrainingData
 
@@ -206,7 +235,8 @@ def test_cli_bad_inputs_are_one_line(trained, dataset, tracking, tmp_path, capsy
     assert "val_fraction must be in (0, 1)" in error(f"data={dataset}", "val_fraction=0")
     nothing = _main_error(capsys, main, "python -m evaluate", f"data={dataset}", "model=champion",
                           f"tracking_uri={tmp_path / 'empty.db'}", "progress=false", f"min_schedules={MIN_SCHEDULES}")
-    assert "no models:/schedlab-host@champion" in nothing
+    assert "no models:/schedlab-host@champion" in nothing and str(tmp_path / "empty.db") in nothing
+    assert not (tmp_path / "empty.db").exists()  # a failed lookup leaves no empty store behind
 
 
 def test_evaluate_scores_stored_features_with_the_analytical_model(dataset, tracking):
@@ -281,6 +311,10 @@ def test_apps_table_and_chart_are_in_mlflow(apps_run, tracking, tmp_path):
     client = _client(tracking)
     run = client.get_run(result.run_id)
     assert run.info.status == "FINISHED" and run.data.params["apps"] == "blur,unsharp"
+    version = client.get_model_version_by_alias("schedlab-host", "champion").version  # what champion resolved to
+    assert run.data.params["model_uri"] == "champion"
+    assert run.data.params["model_version"] == f"models:/schedlab-host/{version}"
+    assert run.info.run_name == f"apps-small-schedlab-host-v{version}"
     assert {"apps.csv", "apps_table.json", "plots"} <= _artifacts(client, result.run_id)
     assert "plots/speedups.png" in _artifacts(client, result.run_id, "plots")
     by = {(r.app, r.method): r for r in result.rows}

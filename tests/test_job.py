@@ -55,6 +55,15 @@ def _job(args: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
                           timeout=timeout, check=False)
 
 
+def _job_runs(store: Path) -> list:
+    """The data-generation jobs' runs in a store (their own experiment also holds the rounds' training runs)."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{store / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("schedlab-datagen")
+    return [r for r in client.search_runs([exp.experiment_id]) if r.info.run_name.startswith("datagen-host")]
+
+
 # -- batches and plans, without Ray -----------------------------------------------------------------------
 
 
@@ -105,10 +114,16 @@ def test_bad_config_is_one_line_and_exit_status_2(args, text, tmp_path, capsys):
 def test_relative_paths_are_refused_under_ray_job_submit(monkeypatch, tmp_path):
     monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}")
     monkeypatch.delenv("SCHEDLAB_MLFLOW_DIR", raising=False)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     with pytest.raises(JobError, match="out=data is relative"):
         resolve_paths(JobConfig(out="data", tracking_uri=f"sqlite:///{tmp_path}/m.db"))
+    # no tracking_uri: the per-user store, absolute wherever the job's working directory is
+    assert resolve_paths(JobConfig(out=str(tmp_path)))[1] == f"sqlite:///{tmp_path}/cache/schedlab/mlflow/mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:///rel/mlflow.db")
     with pytest.raises(JobError, match="tracking_uri must be absolute"):
         resolve_paths(JobConfig(out=str(tmp_path)))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
     with pytest.raises(JobError, match="tracking_uri must be absolute"):
         resolve_paths(JobConfig(out=str(tmp_path), tracking_uri="sqlite:///rel/mlflow.db"))
     out, uri = resolve_paths(JobConfig(out=str(tmp_path / "d"), tracking_uri=f"sqlite:///{tmp_path}/m.db"))
@@ -137,6 +152,11 @@ def test_crashing_hanging_and_dying_samples_are_recorded_and_the_rest_completes(
     assert "died" in rows["error"][1] and "within 20 s" in rows["error"][2] and "tried 2 times" in rows["error"][3]
     assert rows["runtime_s"][0] > 0 and rows["runtime_s"][4] > 0
     assert "by status:" in r.stdout and "crash 1" in r.stdout and "timeout 1" in r.stdout and "worker_died 1" in r.stdout
+    (run,) = _job_runs(tmp_path / "mlflow")  # the job's MLflow run counts the same statuses
+    assert run.info.status == "FINISHED" and run.info.run_id in r.stdout
+    m = run.data.metrics
+    assert (m["status_ok"], m["status_crash"], m["status_timeout"], m["status_worker_died"]) == (2, 1, 1, 1)
+    assert m["yield"] == 0.4 and m["samples_written"] == 5
 
 
 def test_the_halide_backend_generates_rows_too(tmp_path):
@@ -175,6 +195,8 @@ def test_an_interrupted_job_resumes_and_writes_every_batch_exactly_once(tmp_path
         pytest.fail(f"the job ignored SIGINT for 120 s: {proc.communicate()[1][-2000:]}")
     first = {f.name: f.stat().st_mtime_ns for f in part.glob("batch-*.parquet")}
     assert proc.returncode == 130, stderr[-3000:]
+    (run,) = _job_runs(tmp_path / "mlflow")
+    assert run.info.status == "KILLED" and run.data.metrics["batches_written"] == 3
     assert "interrupted" in stdout and "3 batches written" in stdout, stdout
     assert sorted(n.split("-")[2] for n in first) == ["p20", "p21", "p22"], sorted(first)
 
@@ -258,3 +280,35 @@ def test_ray_job_submit_generates_two_rounds_and_bootstraps_the_model(cluster, t
         marker = json.loads((out / "job" / "target=host" / f"round-{r_}.json").read_text())
         assert marker["model"] == f"models:/schedlab-host/{r_ + 1}"
     assert "model after round 1: models:/schedlab-host/2" in log
+    _check_lineage(f"sqlite:///{db}", out, rows, log)
+
+
+def _check_lineage(store: str, out: Path, rows: pl.DataFrame, log: str) -> None:
+    """The job is one MLflow run: its config, throughput, yield and statuses, the dataset it wrote as an input,
+    and each round's training run nested under it with the data it trained on."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(store)
+    exp = client.get_experiment_by_name("schedlab-datagen")
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
+    (parent,) = [r for r in client.search_runs([exp.experiment_id]) if r.info.run_name.startswith("datagen-host-")]
+    assert parent.info.status == "FINISHED" and parent.info.run_id in log
+    assert parent.data.tags["mlflow.source.name"].endswith("generator/job/__main__.py")
+    m, p = parent.data.metrics, parent.data.params
+    ok = rows["status"].to_list().count("ok")
+    assert m["samples_written"] == rows.height and m["yield"] == ok / rows.height and m["samples_per_s"] > 0
+    assert m["status_ok"] == ok and sum(v for k, v in m.items() if k.startswith("status_")) == rows.height
+    assert p["rounds"] == "2" and p["train.epochs"] == "2" and p["data_path"] == str(out / "target=host")
+    (data,) = parent.inputs.dataset_inputs
+    fp = parent.data.tags["dataset_fingerprint"]
+    assert data.dataset.name == data.dataset.digest == fp and parent.info.run_name == f"datagen-host-{fp[:8]}"
+    assert json.loads(data.dataset.source)["uri"] == str(out) and [t.value for t in data.tags] == ["generated"]
+    assert json.loads(data.dataset.profile)["samples"] == rows.height
+    assert "status" in data.dataset.schema and parent.data.tags["mlflow.note.content"].startswith("Data generation")
+    children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
+    assert sorted(c.info.run_name for c in children) == ["train-host-round0", "train-host-round1"]
+    for child in children:
+        (trained_on,) = child.inputs.dataset_inputs
+        assert trained_on.dataset.digest == child.data.params["data_fingerprint"]
+        assert [t.value for t in trained_on.tags] == ["training"]
+        assert "#/models/schedlab-host/versions/" in child.data.tags["mlflow.note.content"]

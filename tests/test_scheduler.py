@@ -6,6 +6,7 @@ interpreter's output, over the app suite and random pipelines."""
 from __future__ import annotations
 
 import math
+import os
 import re
 import subprocess
 import sys
@@ -169,13 +170,30 @@ def test_a_search_space_is_registered_per_target_kind():
 
 
 def test_unregistered_model_uri_is_one_line(tmp_path):
+    from scheduler.cost.registry import ChampionFallbackWarning
+
     p = get_app("blur").build("small")
-    db = tmp_path / "m.db"
-    with pytest.raises(SearchError, match="no MLflow store"):
+    db = tmp_path / "store" / "m.db"
+    with pytest.raises(SearchError, match="no MLflow store.*tracking_uri="):
         autoschedule(p, model="models:/schedlab-host@champion", tracking=f"sqlite:///{db}")
-    # "champion" is the documented fallback while no model is registered
-    s = autoschedule(p, model="champion", tracking=f"sqlite:///{db}", algorithm="greedy")
+    # "champion" is the documented fallback while no model is registered: said, with the store it looked in
+    said = f"no models:/schedlab-host@champion in sqlite:///{db}.*analytical"
+    with pytest.warns(ChampionFallbackWarning, match=said):
+        s = autoschedule(p, model="champion", tracking=f"sqlite:///{db}", algorithm="greedy")
     assert s.stats.model == "analytical"
+    assert list(tmp_path.iterdir()) == []  # the lookups created no store
+
+
+def test_the_scheduler_command_reads_mlflow_tracking_uri_and_warns_in_one_line(tmp_path):
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/none/mlflow.db"}
+    r = subprocess.run([sys.executable, "-m", "scheduler", "--app", "blur", "--algorithm", "greedy"], env=env,
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
+    assert r.returncode == 0, r.stderr[-2000:]
+    (warning,) = [line for line in r.stderr.splitlines() if "warning" in line]  # one line, naming the store
+    assert warning.startswith(f"python -m scheduler: warning: model=champion: no models:/schedlab-host@champion in "
+                              f"sqlite:///{tmp_path}/none/mlflow.db ("), warning
+    assert "tracking_uri=" in warning and warning.endswith("using the analytical model instead"), warning
+    assert "analytical" in r.stdout and list(tmp_path.iterdir()) == []
 
 
 # -- cost models -------------------------------------------------------------------------------

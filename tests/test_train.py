@@ -146,6 +146,14 @@ def test_the_run_is_in_mlflow(hybrid, env):
         str(hybrid.train_pipelines), str(hybrid.val_pipelines))
     plots = {a.path for a in client.list_artifacts(hybrid.run_id, "plots")}
     assert {"plots/predicted_vs_measured.png", "plots/topk_score.png"} <= plots
+    # lineage: a name, the dataset it trained on as an input, a description linking the version it registered
+    assert run.info.run_name == "train-host-hybrid"
+    (data,) = run.inputs.dataset_inputs
+    assert data.dataset.name == data.dataset.digest == run.data.params["data_fingerprint"]
+    assert [t.value for t in data.tags] == ["training"] and json.loads(data.dataset.profile)["samples"] == hybrid.samples
+    assert f"#/models/schedlab-host/versions/{hybrid.registered.version})" in run.data.tags["mlflow.note.content"]
+    # Lightning's logger sets MLflow's global URI (environment included): train() puts back what was there
+    assert os.environ.get("MLFLOW_TRACKING_URI") != env["tracking_uri"]
 
 
 def test_metrics_are_per_epoch_series_grouped_by_stage_and_a_few_headlines(hybrid, env):

@@ -87,19 +87,45 @@ def store(env, tmp_path_factory):
     return {"root": root, "uri": uri, "versions": versions, "models": models, "first_run": run.info.run_id}
 
 
-def test_tracking_uri_is_absolute_sqlite(tmp_path, monkeypatch):
+def test_the_store_is_found_as_mlflow_finds_it_and_reading_creates_nothing(tmp_path, monkeypatch):
+    """An explicit URI, else $MLFLOW_TRACKING_URI, else $SCHEDLAB_MLFLOW_DIR, else the per-user cache: never
+    the current directory. Only a writer creates the store's directory."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("SCHEDLAB_MLFLOW_DIR", raising=False)
-    assert registry.tracking_uri(None) == f"sqlite:///{tmp_path / '.cache/mlflow/mlflow.db'}"
+    for name in ("MLFLOW_TRACKING_URI", "SCHEDLAB_MLFLOW_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert registry.tracking_uri(None) == f"sqlite:///{tmp_path / 'home/.cache/schedlab/mlflow/mlflow.db'}"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert registry.tracking_uri(None) == f"sqlite:///{tmp_path / 'xdg/schedlab/mlflow/mlflow.db'}"
     assert registry.tracking_uri("rel/x.db") == f"sqlite:///{tmp_path / 'rel/x.db'}"
     assert registry.tracking_uri("somedir") == f"sqlite:///{tmp_path / 'somedir/mlflow.db'}"
     assert registry.tracking_uri("http://127.0.0.1:5000") == "http://127.0.0.1:5000"
     assert registry.tracking_uri("sqlite:///r.db?timeout=5") == f"sqlite:///{tmp_path / 'r.db'}?timeout=5"
     monkeypatch.setenv("SCHEDLAB_MLFLOW_DIR", str(tmp_path / "elsewhere"))
     assert registry.tracking_uri(None) == f"sqlite:///{tmp_path / 'elsewhere/mlflow.db'}"
-    assert (tmp_path / "elsewhere").is_dir()
     assert registry.artifact_location(registry.tracking_uri(None), "a b") == str(tmp_path / "elsewhere/artifacts/a_b")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:///env/m.db")
+    assert registry.tracking_uri(None) == f"sqlite:///{tmp_path / 'env/m.db'}"
+    assert registry.tracking_uri("x.db") == f"sqlite:///{tmp_path / 'x.db'}"  # explicit beats the environment
+    # lookups in a store that is not there find nothing and leave nothing behind
+    assert registry.newest_version(TARGET) is None
+    assert "no MLflow store" in one_line_error(lambda: load_cost_model(f"models:/schedlab-{TARGET}@champion"))
+    assert "tracking_uri=" in one_line_error(lambda: load_cost_model(f"models:/schedlab-{TARGET}@champion"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], list(tmp_path.rglob("*"))
+    assert registry.writable_store(None) == f"sqlite:///{tmp_path / 'env/m.db'}" and (tmp_path / "env").is_dir()
     assert registry.model_name("cpu") == "schedlab-cpu"
+
+
+def test_experiments_open_in_the_model_training_layout(store):
+    client = registry._client(store["uri"])
+    exp = client.get_experiment_by_name(registry.DEFAULT_EXPERIMENT)
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
+    assert "python -m train" in exp.tags["mlflow.note.content"]
+    bare = client.create_experiment("made-elsewhere")  # e.g. by an older schedlab: tagged when next used
+    assert "mlflow.experimentKind" not in client.get_experiment(bare).tags
+    assert registry.ensure_experiment("made-elsewhere", store["uri"]) == bare
+    tags = client.get_experiment(bare).tags
+    assert tags["mlflow.experimentKind"] == "custom_model_development" and tags["mlflow.note.content"]
 
 
 def test_registered_versions_carry_tags_and_live_in_the_store(store):

@@ -25,7 +25,7 @@ class TrainConfig:
     val_fraction: float = 0.125  # share of pipelines (by hash) held out for validation
     max_spread: float | None = 0.25  # skip labels whose own best repeats disagree by more (none: keep all)
     seed: int = 0  # seeds weight init and batch order
-    tracking_uri: str | None = None  # MLflow tracking URI (none: the embedded SQLite store .cache/mlflow/mlflow.db)
+    tracking_uri: str | None = None  # MLflow tracking URI (none: $MLFLOW_TRACKING_URI, else the per-user store, train.registry)
     experiment: str = "schedlab-train"  # MLflow experiment of the run
     run_name: str | None = None  # MLflow run name (none: MLflow picks one)
     register: bool = True  # log the model and register it as schedlab-<target>

@@ -5,9 +5,11 @@
                          example=(pipeline_feats, schedule_feats), promote=True, run_id=logger.run_id)
     model = load_cost_model("models:/schedlab-host@champion")   # the exact CostNetwork, identical predictions
 
-Tracking defaults to an embedded SQLite store, `sqlite:///<abs>/.cache/mlflow/mlflow.db` under the current
-directory (or under $SCHEDLAB_MLFLOW_DIR); artifacts go to `artifacts/` next to the database, never to ./mlruns.
-Look at it with `mlflow ui --backend-store-uri sqlite:///<abs>/.cache/mlflow/mlflow.db`.
+Which store (`tracking_uri`), as every MLflow tool decides it: an explicit URI, else $MLFLOW_TRACKING_URI, else
+$SCHEDLAB_MLFLOW_DIR/mlflow.db, else one store per user whatever the current directory,
+`${XDG_CACHE_HOME:-~/.cache}/schedlab/mlflow/mlflow.db`. Artifacts go to `artifacts/` next to a SQLite database,
+never to ./mlruns. Reading never creates a store (a lookup in a missing one finds nothing); writing does
+(`writable_store`). Look at it with `mlflow ui --backend-store-uri <the URI>`.
 
 Model format: an MLflow pyfunc model in the *loader-module* form: the artifact holds the checkpoint as plain data
 (`data/checkpoint/config.json` + `state_dict.pt`, written by torch.save of tensors only), and this module's
@@ -33,7 +35,8 @@ import numpy as np
 
 from ir.errors import SchedlabError, first_line
 
-DEFAULT_TRACKING_DIR = ".cache/mlflow"  # relative to the current directory unless $SCHEDLAB_MLFLOW_DIR is set
+DEFAULT_TRACKING_DIR = "schedlab/mlflow"  # under $XDG_CACHE_HOME (~/.cache) unless $SCHEDLAB_MLFLOW_DIR is set
+STORE_HINT = ("name the store with tracking_uri=<uri> (python -m scheduler: --tracking-uri) or MLFLOW_TRACKING_URI")
 DEFAULT_EXPERIMENT = "schedlab-train"
 CHAMPION = "champion"
 SCORE_KEY = "val_top1_score"  # the version tag that decides promotion (higher is better)
@@ -61,26 +64,47 @@ class RegisteredVersion:
 
 
 def default_tracking_dir() -> Path:
-    """Where the embedded store lives: $SCHEDLAB_MLFLOW_DIR, else .cache/mlflow under the current directory."""
-    return Path(os.environ.get("SCHEDLAB_MLFLOW_DIR") or DEFAULT_TRACKING_DIR).expanduser().resolve()
+    """The default store's directory: $SCHEDLAB_MLFLOW_DIR, else ${XDG_CACHE_HOME:-~/.cache}/schedlab/mlflow
+    (never the current directory: a job, a notebook and `python -m scheduler` run from anywhere find one store)."""
+    explicit = os.environ.get("SCHEDLAB_MLFLOW_DIR")
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser()
+    return (cache / DEFAULT_TRACKING_DIR).resolve()
 
 
 def tracking_uri(uri: str | None = None) -> str:
-    """The MLflow URI to use. None: the embedded SQLite default (absolute, so every process and `mlflow ui`
-    from any directory hits the same file). A bare path becomes SQLite too: `x.db` is the file, anything else
-    a directory holding mlflow.db. A relative sqlite:/// path is made absolute; any other MLflow URI passes
-    through. SQLite parent directories are created because SQLite will not."""
+    """The MLflow URI to use: `uri`, else $MLFLOW_TRACKING_URI (as every MLflow tool), else the embedded SQLite
+    store in default_tracking_dir() (absolute, so every process and `mlflow ui` from any directory hits the same
+    file). A bare path becomes SQLite too: `x.db` is the file, anything else a directory holding mlflow.db. A
+    relative sqlite:/// path is made absolute; any other MLflow URI passes through. Nothing is created here:
+    reading must not leave an empty store behind (writable_store creates one)."""
     if uri is None:
-        uri = str(default_tracking_dir() / "mlflow.db")
+        uri = os.environ.get("MLFLOW_TRACKING_URI") or str(default_tracking_dir() / "mlflow.db")
     if uri != "databricks" and not _URI_SCHEME.match(uri):
         p = Path(uri).expanduser().resolve()
         uri = "sqlite:///" + str(p if p.suffix == ".db" else p / "mlflow.db")
     db = _sqlite_path(uri)
     if db is not None:
-        db.parent.mkdir(parents=True, exist_ok=True)
         query = uri.partition("?")[2]
         uri = f"sqlite:///{db}" + (f"?{query}" if query else "")  # relative -> absolute
     return uri
+
+
+def writable_store(uri: str | None = None) -> str:
+    """tracking_uri(uri), with a SQLite database's directory created (SQLite will not): for writers only."""
+    uri = tracking_uri(uri)
+    db = _sqlite_path(uri)
+    if db is not None:
+        db.parent.mkdir(parents=True, exist_ok=True)
+    return uri
+
+
+def store_exists(uri: str) -> bool:
+    """Whether a lookup can find anything in `uri` without creating it: False for a SQLite file that is not
+    there (opening one creates it), True for any other store (a server answers for itself)."""
+    db = _sqlite_path(uri)
+    return db is None or db.is_file()
 
 
 def artifact_location(uri: str, experiment: str | None = None) -> str | None:
@@ -113,8 +137,11 @@ def newest_version(target: str, tracking: str | None = None) -> str | None:
     samples with the newest model, adams2019 §5)."""
     from mlflow.exceptions import MlflowException
 
+    store = tracking_uri(tracking)
+    if not store_exists(store):
+        return None
     try:
-        versions = _client(tracking_uri(tracking)).search_model_versions(f"name='{model_name(target)}'")
+        versions = _client(store).search_model_versions(f"name='{model_name(target)}'")
     except MlflowException:
         return None
     if not versions:
@@ -153,22 +180,40 @@ def _client(uri: str):
     return MlflowClient(tracking_uri=uri, registry_uri=uri)
 
 
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")  # MLflow 3 shows the model-training
+# layout (runs, models, the registry) for it; without it an experiment opens in the GenAI layout
+EXPERIMENT_DESCRIPTIONS = {
+    "schedlab-train": "Cost models trained with `python -m train`: one run per training, its model registered "
+                      "as schedlab-<target>.",
+    "schedlab-datagen": "Data generation (`python -m generator.job`): one parent run per job, with the dataset "
+                        "it wrote; the model trained after each round is a nested run.",
+    "schedlab-evaluate": "`python -m evaluate`: how well a model ranks the schedules of held-out pipelines.",
+    "schedlab-evaluate-apps": "`python -m evaluate.apps`: the app suite scheduled by each search, measured.",
+}
+
+
 def ensure_experiment(name: str, tracking: str | None = None) -> str:
-    """The id of experiment `name`, created with our artifact location if missing (a concurrent creator wins)."""
+    """The id of experiment `name`, created with our artifact location if missing (a concurrent creator wins),
+    tagged as a model-development experiment with a description (added to an existing one that lacks them)."""
     from mlflow.exceptions import MlflowException
 
-    uri = tracking_uri(tracking)
+    uri = writable_store(tracking)
     client = _client(uri)
+    tags = {EXPERIMENT_KIND[0]: EXPERIMENT_KIND[1],
+            "mlflow.note.content": EXPERIMENT_DESCRIPTIONS.get(name, "Runs of schedlab (learned cost models for "
+                                                                     "schedules).")}
     exp = client.get_experiment_by_name(name)
-    if exp is not None:
-        return exp.experiment_id
-    try:
-        return client.create_experiment(name, artifact_location=artifact_location(uri, name))
-    except MlflowException:
-        exp = client.get_experiment_by_name(name)
-        if exp is None:
-            raise
-        return exp.experiment_id
+    if exp is None:
+        try:
+            return client.create_experiment(name, artifact_location=artifact_location(uri, name), tags=tags)
+        except MlflowException:
+            exp = client.get_experiment_by_name(name)
+            if exp is None:
+                raise
+    for key, value in tags.items():
+        if key not in exp.tags:
+            client.set_experiment_tag(exp.experiment_id, key, value)
+    return exp.experiment_id
 
 
 # --- logging and registering ---------------------------------------------------------------------------------
@@ -193,7 +238,7 @@ def log_and_register(model, target: str, tags: dict[str, str], val_metrics: dict
 
     from train.model import save_checkpoint_dict
 
-    uri = tracking_uri(tracking)
+    uri = writable_store(tracking)
     ckpt = save_checkpoint_dict(model)
     config = _config_dict(ckpt)
     metrics = {_metric_key(k): float(v) for k, v in val_metrics.items()}
@@ -209,8 +254,10 @@ def log_and_register(model, target: str, tags: dict[str, str], val_metrics: dict
             tags={"target": target, "feature_schema_version": version_tags["feature_schema_version"]})
         client = _client(uri)
         mv = _new_version(client, name, info, version_tags)
-        active_run_id = run.info.run_id
+        active_run_id, experiment_id = run.info.run_id, run.info.experiment_id
     client.set_registered_model_tag(name, "target", target)
+    _describe(client, name, str(mv.version), target, version_tags, experiment_id, active_run_id,
+              getattr(info, "model_id", None))
     previous = _champion(client, name)
     promoted = promote and (decided or _beats(version_tags.get(SCORE_KEY),
                                               previous.tags.get(SCORE_KEY) if previous else None, previous is None))
@@ -231,6 +278,25 @@ def _new_version(client, name: str, info, tags: dict[str, str]):
         if e.error_code not in ("RESOURCE_ALREADY_EXISTS", "ALREADY_EXISTS"):
             raise
     return client.create_model_version(name, info.model_uri, tags=tags, model_id=info.model_id)
+
+
+def _describe(client, name: str, version: str, target: str, tags: dict[str, str], experiment_id: str, run_id: str,
+              model_id: str | None) -> None:
+    """Descriptions the registry pages show: the model's (once) and the version's, linking the run that trained
+    it and its LoggedModel, whose page lists every metric logged against it, evaluations included."""
+    if not client.get_registered_model(name).description:
+        client.update_registered_model(name, description=(
+            f"schedlab's learned cost models for target {target}: one version per training. The alias `champion` "
+            "is what `model=champion` loads; a version takes it only by beating random weights, the analytical "
+            "model and the previous champion on its validation pipelines (docs/train.md)."))
+    run = client.get_run(run_id)
+    text = (f"A {tags.get('model_kind', 'cost')} model trained by run [{run.info.run_name}](#/experiments/"
+            f"{experiment_id}/runs/{run_id}) on dataset {tags.get('dataset_fingerprint', '?')} "
+            f"({tags.get('dataset_samples', '?')} schedules); validation top-1 {tags.get(SCORE_KEY, '?')}.")
+    if model_id:
+        text += (f" Its metrics, those of every evaluation included, are on its [logged model's page]"
+                 f"(#/experiments/{experiment_id}/models/{model_id}).")
+    client.update_model_version(name, version, description=text)
 
 
 @contextlib.contextmanager
@@ -376,9 +442,9 @@ def load_cost_model(uri: str, tracking: str | None = None):
     if not _URI_SCHEME.match(uri):
         return _load_local(uri, Path(uri).expanduser())
     store = tracking_uri(tracking)
-    db = _sqlite_path(store)
-    if db is not None and not db.is_file():
-        raise RegistryError(f"no MLflow store at {db}: train a model first (python -m train) or give tracking=")
+    if not store_exists(store):
+        raise RegistryError(f"no MLflow store at {_sqlite_path(store)}: train a model first (python -m train), or "
+                            + STORE_HINT)
     source = uri
     if uri.startswith("models:/") and not uri.startswith("models:/m-"):
         source = _resolve_registered(uri, store)
@@ -473,6 +539,8 @@ def _version_tags(uri: str, tracking: str | None) -> dict[str, str] | None:
     if not uri.startswith("models:/") or uri.startswith("models:/m-"):
         return None
     store = tracking_uri(tracking)
+    if not store_exists(store):
+        raise RegistryError(f"no MLflow store at {_sqlite_path(store)}: " + STORE_HINT)
     name, _, version = _resolve_registered(uri, store)[len("models:/"):].partition("/")
     return _client(store).get_model_version(name, version).tags or {}
 

@@ -78,8 +78,18 @@ def predict_groups(model, batches) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return {k: (np.concatenate([p for p, _ in v]), np.concatenate([t for _, t in v])) for k, v in parts.items()}
 
 
-def train(cfg: TrainConfig) -> TrainResult:
-    """Fit, log and register one cost model as `cfg` says; raises SchedlabError subclasses for bad input."""
+def train(cfg: TrainConfig, *, parent_run_id: str | None = None) -> TrainResult:
+    """Fit, log and register one cost model as `cfg` says; raises SchedlabError subclasses for bad input.
+    parent_run_id: nest the run under that one (the data-generation job's run). MLflow's global tracking URI
+    (which Lightning's MLFlowLogger sets, environment variable included) is restored afterwards, so this store
+    never becomes the default of what runs next in the process."""
+    from .registry import _using, tracking_uri
+
+    with _using(tracking_uri(cfg.tracking_uri)):
+        return _train(cfg, parent_run_id)
+
+
+def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
     import lightning as L
     import torch
     from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
@@ -87,7 +97,7 @@ def train(cfg: TrainConfig) -> TrainResult:
     from ir.progress import progress_mode
     from lightning.pytorch.loggers import MLFlowLogger
 
-    from . import plots, registry
+    from . import lineage, plots, registry
     from .data import CostModelDataModule, DataConfig, TrainingData
     from .metrics import largest_group, random_topk_scores, ranking_metrics, topk_scores
     from .module import CostModelModule, EpochLines
@@ -106,12 +116,19 @@ def train(cfg: TrainConfig) -> TrainResult:
     model_config = {"kind": cfg.model, "embedding": cfg.embedding, "hidden": cfg.hidden,
                     "num_cores": get_target(cfg.target).cores}
     module = CostModelModule(model_config, cfg.loss, cfg.lr, cfg.weight_decay, cfg.seed)
-    uri = registry.tracking_uri(cfg.tracking_uri)
-    registry.ensure_experiment(cfg.experiment, uri)  # ours, so Lightning's logger finds it rather than announce it
-    logger = MLFlowLogger(experiment_name=cfg.experiment, tracking_uri=uri, run_name=cfg.run_name,
-                          artifact_location=registry.artifact_location(uri, cfg.experiment), log_model=False)
-    run_id = logger.run_id
+    uri = registry.writable_store(cfg.tracking_uri)
+    registry.ensure_experiment(cfg.experiment, uri)  # tagged for MLflow's model-training layout
     stats = data.stats
+    samples, pipelines = stats.train_samples + stats.val_samples, stats.train_pipelines + stats.val_pipelines
+    about = (f"Trains a {cfg.model} cost model ({cfg.loss} loss) for target {cfg.target} on dataset "
+             f"{stats.fingerprint}: {samples} schedules of {pipelines} pipelines in {cfg.data}.")
+    logger = MLFlowLogger(experiment_name=cfg.experiment, tracking_uri=uri,
+                          run_name=cfg.run_name or f"train-{cfg.target}-{cfg.model}",
+                          artifact_location=registry.artifact_location(uri, cfg.experiment), log_model=False,
+                          tags=lineage.run_tags(about, parent_run_id))
+    run_id = logger.run_id
+    lineage.log_dataset(logger.experiment, run_id, lineage.DatasetRef(
+        cfg.data, stats.fingerprint, get_target(cfg.target).name, samples, pipelines), "training")
     logger.log_hyperparams({**flat_items(cfg), "data_fingerprint": stats.fingerprint, "dataset_backend": stats.backend,
                             "feature_schema": schema.name, "feature_schema_version": schema.version,
                             "data_samples": stats.train_samples + stats.val_samples,
@@ -169,6 +186,9 @@ def train(cfg: TrainConfig) -> TrainResult:
         registered = registry.log_and_register(
             model, cfg.target, tags, val, (first.pipeline_features.numpy(), first.schedule_features.numpy()),
             promote=decision.promote, run_id=run_id, tracking=uri, backend=stats.backend or "numba", decided=True)
+        version = lineage.ResolvedVersion(registered.name, registered.version, None)
+        lineage.describe(logger.experiment, run_id, f"{about}\n\nRegistered as {version.link()}"
+                         f"{' (alias champion)' if registered.promoted else ''}. {decision.reason}")
     return TrainResult(run_id, logger.experiment_id, uri, init, val,
                        stats.train_samples + stats.val_samples, stats.train_pipelines + stats.val_pipelines,
                        stats.train_pipelines, stats.val_pipelines, str(ckpt_dir / "last.ckpt"), registered,

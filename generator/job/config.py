@@ -73,7 +73,7 @@ class JobConfig:
     benchmark_timeout: float = 60.0  # seconds per measurement, output check included
     check_outputs: bool = True  # every schedule's output against the reference interpreter
     out: str = "data"  # dataset root: batches go to <out>/target=<name>/batch-<id>.parquet
-    tracking_uri: str | None = None  # MLflow tracking URI (none: the embedded SQLite store .cache/mlflow/mlflow.db)
+    tracking_uri: str | None = None  # none: $MLFLOW_TRACKING_URI, else the per-user store (train.registry)
     ray_address: str | None = None  # none: the cluster of `ray job submit` (RAY_ADDRESS), else a local one
     num_cpus: int | None = None  # CPUs of a local cluster (none: all)
     benchmark_cpus: float = 1.0  # CPUs a node's benchmarking actor holds (its measurements run one at a time)

@@ -29,6 +29,7 @@ from ir.status import WORKER_DIED
 from ir.units import format_seconds
 
 from .config import JobConfig
+from .tracking import JobRun
 
 GPU_BACKENDS = ("cuda",)  # backends whose benchmarks need a whole GPU each (none is built yet)
 
@@ -66,6 +67,7 @@ class JobSummary:
     measure_s: float = 0.0  # seconds in the benchmarkers (kernel load or rebuild, timing, output check), summed
     wait_s: float = 0.0  # seconds the benchmarkers waited for a quiet node (quiet_measurement), summed
     nodes: list = field(default_factory=list)  # .nodes.NodeReport of every node the job checked and used
+    run: str = ""  # the job's MLflow run: its name and id
 
     @property
     def samples_per_core_hour(self) -> float:
@@ -91,6 +93,8 @@ class JobSummary:
         out += [f"node {n.describe()}" for n in self.nodes]
         out += [f"model after round {m.round}: {m.model}{(' ' + m.detail) if m.detail else ''}" for m in self.models]
         out += self.dataset_lines()
+        if self.run:
+            out.append(f"MLflow run {self.run} in {self.tracking} (the rounds' training runs nested under it)")
         out.append(f"open: mlflow ui --backend-store-uri {self.tracking}")
         return out
 
@@ -122,8 +126,9 @@ class _Batch:
 
 class Job:
     def __init__(self, cfg: JobConfig, out: Path, tracking: str, target, cpus: float,
-                 progress: Progress | None = None):
+                 progress: Progress | None = None, run_id: str | None = None):
         self.cfg, self.out, self.tracking, self.tgt = cfg, out, tracking, target
+        self.run_id = run_id  # the job's MLflow run: each round's training run is nested under it
         self.summary = JobSummary(out, tracking, target.name, cpus)
         self.faults = {(f.seed, f.index): f.kind for f in cfg.fault_list}
         self.benchmarkers: dict[str, object] = {}
@@ -178,11 +183,11 @@ class Job:
         cfg = TrainConfig(data=str(self.out), target=self.cfg.target, model=t.model, loss=t.loss, epochs=t.epochs,
                           lr=t.lr, weight_decay=t.weight_decay, min_schedules=t.min_schedules,
                           val_fraction=t.val_fraction, seed=self.cfg.seed + r, tracking_uri=self.tracking,
-                          experiment=t.experiment, run_name=f"datagen round {r}", promote=t.promote,
+                          experiment=t.experiment, run_name=f"train-{self.tgt.name}-round{r}", promote=t.promote,
                           promotion=t.promotion, progress=False, checkpoint_dir=str(self.out / "job" / "checkpoints"))
         self.note(f"round {r}: training on {self.out}")
         try:
-            result = train(cfg)
+            result = train(cfg, parent_run_id=self.run_id)
         except SchedlabError as e:
             self.summary.models.append(RoundModel(r, "none trained", f"({str(e).splitlines()[0]})"))
             self.note(f"round {r}: not trained: {e}")
@@ -375,12 +380,11 @@ def resolve_paths(cfg: JobConfig) -> tuple[Path, str]:
         if not out.is_absolute():
             raise JobError(f"out={cfg.out} is relative: under ray job submit the working directory is a temporary "
                            "copy; give an absolute path")
-        t = cfg.tracking_uri
-        if (t is None and not os.environ.get("SCHEDLAB_MLFLOW_DIR")) or (
-                t is not None and (t.startswith("sqlite:///") and not t.startswith("sqlite:////")
-                                   or "://" not in t and not Path(t).is_absolute())):
+        t = cfg.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")  # None: the per-user store, absolute
+        if t is not None and (t.startswith("sqlite:///") and not t.startswith("sqlite:////")
+                              or "://" not in t and not Path(t).is_absolute()):
             raise JobError("tracking_uri must be absolute under ray job submit (sqlite:////abs/mlflow.db, an http:// "
-                           "server, or set SCHEDLAB_MLFLOW_DIR)")
+                           "server, or leave it out for the per-user store)")
     out = out.resolve()
     if out.exists() and not out.is_dir():
         raise JobError(f"out={cfg.out} is not a directory")
@@ -424,11 +428,19 @@ def run_job(cfg: JobConfig, progress: ProgressSetting | None = None) -> JobSumma
     # `ray job stop` sends SIGTERM: end like Ctrl-C. SIGINT is set too: a process started with SIGINT ignored
     # (by nohup, or under a test runner's workers) would otherwise be deaf to Ctrl-C
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
+    run = None
     try:
         nodes = _checked_nodes(cfg)
-        job = Job(cfg, out, tracking, tgt, cpus, bar)
+        run = JobRun.start(cfg, out, tracking, tgt.name)
+        job = Job(cfg, out, tracking, tgt, cpus, bar, run.run_id)
         job.summary.nodes = nodes
-        return job.run()
+        summary = job.run()
+        summary.run = f"{run.finish(summary)} ({run.run_id})"
+        return summary
+    except BaseException:
+        if run is not None:
+            run.fail()
+        raise
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -8,6 +8,8 @@ whose runtimes it learned; using it for others is refused unless `allow_mismatch
 
 from __future__ import annotations
 
+from ir.errors import SchedlabWarning
+
 from .. import cost as _cost
 
 COST_MODELS: dict[str, type] = {}
@@ -80,12 +82,21 @@ def check_model(model, target: str, backend: str, allow_mismatch: bool = False):
     return model
 
 
+class ChampionFallbackWarning(SchedlabWarning):
+    """model=champion found no champion: the search uses the analytical model (the message names the store)."""
+
+
 def _champion(tgt, backend: str, tracking: str | None, allow_mismatch: bool):
-    from train.registry import model_name
+    import warnings
+
+    from ir.errors import first_line
+    from train.registry import model_name, tracking_uri
 
     uri = f"models:/{model_name(tgt.name)}@champion"
     try:
         model = COST_MODELS["learned"].load(uri, tgt, backend, tracking)
-    except _cost.CostModelError:  # none registered (or unreadable): the documented analytical fallback
+    except _cost.CostModelError as e:  # none registered (or unreadable): the documented analytical fallback
+        warnings.warn(f"model=champion: no {uri} in {tracking_uri(tracking)} ({first_line(e)}); using the "
+                      "analytical model instead", ChampionFallbackWarning, stacklevel=4)
         return COST_MODELS["analytical"].load("", tgt, backend, tracking)
     return check_model(model, tgt.name, backend, allow_mismatch)
