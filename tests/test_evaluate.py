@@ -142,8 +142,8 @@ def test_an_evaluation_names_and_links_the_version_it_scored(evaluated, trained,
     assert logged.source_run_id == trained.run_id
     assert client.get_model_version("schedlab-host", v).source == f"models:/{model.model_id}"
     mine = {m.key: m for m in logged.metrics if m.run_id == evaluated.run_id}
-    assert mine["top1_score"].value == run.data.metrics["top1_score"]
-    assert mine["top1_score"].dataset_digest == data.dataset.digest
+    assert mine["eval/top1_score"].value == run.data.metrics["eval/top1_score"]
+    assert mine["eval/top1_score"].dataset_digest == data.dataset.digest
     exp = client.get_experiment(run.info.experiment_id)
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
     train_run = client.get_run(trained.run_id)

@@ -186,7 +186,7 @@ def test_unregistered_model_uri_is_one_line(tmp_path):
 
 def test_the_scheduler_command_reads_mlflow_tracking_uri_and_warns_in_one_line(tmp_path):
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/none/mlflow.db"}
-    r = subprocess.run([sys.executable, "-m", "scheduler", "--app", "blur", "--algorithm", "greedy"], env=env,
+    r = subprocess.run([sys.executable, "-m", "scheduler", "app=blur", "size=small", "algorithm=greedy"], env=env,
                        capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
     assert r.returncode == 0, r.stderr[-2000:]
     (warning,) = [line for line in r.stderr.splitlines() if "warning" in line]  # one line, naming the store
