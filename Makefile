@@ -42,7 +42,7 @@ demo: $(STAMP)
 	@echo "demo done. data: $(DEMO)/data   models, runs, plots: $(DEMO)/mlflow.db (+ $(DEMO)/artifacts)"
 	@echo "(the apps ran at their small sizes, microsecond kernels where thread start-up dominates; the papers'"
 	@echo " sizes: $(BIN)/python -m evaluate.apps model=models:/schedlab-host/latest tracking_uri=$(DEMO_TRACKING))"
-	@echo "point a shell at this store (the README's Python, python -m scheduler --model champion, mlflow ui):"
+	@echo "point a shell at this store (the README's Python, python -m scheduler model=champion, mlflow ui):"
 	@echo "  export MLFLOW_TRACKING_URI=$(DEMO_TRACKING)"
 	@echo "  $(BIN)/mlflow ui --backend-store-uri $(DEMO_TRACKING)"
 	@echo "  then http://127.0.0.1:5000/#/experiments?workflowType=machine_learning (MLflow's Model training layout)"
