@@ -2,7 +2,7 @@
 submitted as users do (`ray job submit --working-dir . --runtime-env conf/runtime_env.yaml`) and run across
 both. The worker node imports a stale copy of schedlab (its PYTHONPATH): a plain driver refuses it with one
 line naming the node, the submitted job runs the driver's code everywhere. Then the worker node is killed mid-round (its raylet, by pid), and the job still ends with every batch
-written exactly once and every sample a row — measured, or recorded with the status that says it was lost.
+written exactly once and every sample measured (a measurement lost with the node is measured again on the head).
 Measurement stays one at a time per node. The nodes are stopped by signalling the processes this test started
 (never `ray stop`, which would stop every Ray process of this user, other tests' included)."""
 
@@ -214,8 +214,11 @@ def test_a_node_dies_mid_round_and_nothing_is_lost_or_duplicated(two_nodes, tmp_
     assert len(files) == PIPELINES and rows["pipeline_id"].n_unique() == PIPELINES  # every batch, once
     assert rows.group_by("file").len()["len"].to_list() == [SCHEDULES] * PIPELINES  # every sample, once
     assert rows.select("pipeline_id", "schedule_id").is_duplicated().sum() == 0
-    statuses = set(rows["status"].to_list())
-    assert statuses <= {"ok", "worker_died"}, rows.filter(pl.col("status") != "ok").select("status", "error")
-    assert rows.filter(pl.col("status") == "ok").height >= PIPELINES, rows.select("status", "error")
+    # plan and compile tasks are retried by Ray; a measurement whose benchmarker died is measured again on the
+    # head: nothing is lost
+    assert set(rows["status"].to_list()) == {"ok"}, rows.filter(pl.col("status") != "ok").select("status", "error")
+    print("killed while busy with", busy, *[ln for ln in stdout.splitlines() if ln.startswith("samples:")])
+    if any("Benchmarker" in t for t in busy):
+        assert "measured again after their benchmarker died" in stdout, stdout[-3000:]
     assert "data generation done" in stdout and f"{PIPELINES} batches written" in stdout, stdout
     assert not list(part.glob(".*.tmp"))

@@ -66,6 +66,7 @@ class JobSummary:
     compile_s: float = 0.0  # seconds in compile tasks, summed over samples
     measure_s: float = 0.0  # seconds in the benchmarkers (kernel load or rebuild, timing, output check), summed
     wait_s: float = 0.0  # seconds the benchmarkers waited for a quiet node (quiet_measurement), summed
+    remeasured: int = 0  # samples whose benchmarker died, measured again on a live node
     nodes: list = field(default_factory=list)  # .nodes.NodeReport of every node the job checked and used
     run: str = ""  # the job's MLflow run: its name and id
 
@@ -84,7 +85,8 @@ class JobSummary:
              f"{self.batches_existing} already there, {self.pipelines_failed} pipelines failed "
              f"(of {self.batches_planned} planned)"),
             (f"samples: {self.samples_written} written ({self.samples_existing} already there); yield "
-             f"{100.0 * ok / max(1, self.samples_written):.1f}% ok; by status: {statuses or 'none'}"),
+             f"{100.0 * ok / max(1, self.samples_written):.1f}% ok; by status: {statuses or 'none'}"
+             + (f"; {self.remeasured} measured again after their benchmarker died" if self.remeasured else "")),
             (f"throughput: {per_hour:.0f} samples per hour per core ({self.samples_per_core_hour:.0f} valid; "
              f"{self.cpus:g} CPUs); task time: planning {format_seconds(self.plan_s)}, compiling {format_seconds(self.compile_s)}, "
              f"measuring {format_seconds(self.measure_s)} (+ {format_seconds(self.wait_s)} waiting for a quiet node)"),
@@ -132,6 +134,7 @@ class Job:
         self.summary = JobSummary(out, tracking, target.name, cpus)
         self.faults = {(f.seed, f.index): f.kind for f in cfg.fault_list}
         self.benchmarkers: dict[str, object] = {}
+        self.measured_again: set = set()  # (batch key, sample index) measured again after a benchmarker died
         self.progress = progress if progress is not None else Progress(None, "sample", False)
         self.window = cfg.in_flight or max(2, int(2 * cpus))
 
@@ -294,7 +297,7 @@ class Job:
         pending[mref] = ("measure", b, i, outcome.node_id)
         return False
 
-    def on_measure(self, ref, b: _Batch, i: int, node: str, _pending) -> bool:
+    def on_measure(self, ref, b: _Batch, i: int, node: str, pending) -> bool:
         import ray
 
 
@@ -302,6 +305,8 @@ class Job:
             m = ray.get(ref)
         except ray.exceptions.RayError as e:
             self.benchmarkers.pop(node, None)  # a fresh actor for what comes next
+            if self.measure_again(b, i, node, pending):
+                return False
             m = Measurement(WORKER_DIED, error=f"benchmarker: {first_line(e, last=True)}")
         m.compile_s = b.compile_s[i]  # the compile task's time, not the cache load before measuring
         if math.isfinite(m.measure_s):
@@ -309,6 +314,32 @@ class Job:
         if math.isfinite(m.wait_s):
             self.summary.wait_s += m.wait_s
         return self.record(b, i, m)
+
+    def measure_again(self, b: _Batch, i: int, dead: str, pending) -> bool:
+        """Once per sample, measure it on a live node after its benchmarker died (with its node, or alone): the
+        kernel is compiled again there (numba's cache is per node). Another node is preferred; the same node
+        gets a fresh benchmarker if it is alive. False when the sample was already measured again or no node is
+        left: it is then a worker_died row."""
+        import ray
+
+        from backends.protocols import get_protocol
+
+        if (b.key, i) in self.measured_again:
+            return False
+        alive = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+        nodes = [n for n in alive if n != dead] or [n for n in alive if n == dead]
+        if not nodes:
+            return False
+        self.measured_again.add((b.key, i))
+        self.summary.remeasured += 1
+        node = nodes[(b.key.seed + i) % len(nodes)]
+        # the plan itself, not plan_ref: its object may have lived on the dead node
+        mref = self.benchmarker(node).measure.remote(
+            ray.put(b.plan), i, get_protocol(self.cfg.protocol, self.cfg.benchmark_timeout), self.cfg.compile_timeout,
+            "", self.cfg.quiet_measurement)
+        pending[mref] = ("measure", b, i, node)
+        self.note(f"seed {b.key.seed} sample {i}: its benchmarker died; measuring it again on node {node[:8]}")
+        return True
 
     def record(self, b: _Batch, i: int, m: Measurement) -> bool:
         b.rows[i] = m
