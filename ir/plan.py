@@ -127,11 +127,11 @@ class Plan:
         self.parent: dict[int, LoopNest | None] = {}
         self.keys: dict[int, tuple] = {}  # node id -> (func, stage, depth in its chain): stable across trees
         self.by_key: dict[tuple, LoopNest] = {}
-        self._above: dict[int, set[int]] = {}  # node id -> ids of its strict ancestors
+        self._walk: _Walk | None = None  # what _index collected on its one walk of the tree
         self._memo: dict[tuple[str, tuple], Region | None] = {}
         self.replanned: set[str] = set()  # Funcs whose loops and regions this plan derived (not reused)
         self.changed: set[str] | None = None  # after extend(): Funcs scheduled differently from the parent
-        self._index()
+        self._index(None)
         self._group_chains(complete)
         self._check_inlined()
         for n in dag.nodes:  # consumers before producers
@@ -152,10 +152,10 @@ class Plan:
         self = cls.__new__(cls)
         self.dag, self.root, self.target, self.complete = parent.dag, root, parent.target, False
         self._kind = parent._kind
-        self.funcs, self.levels, self.parent, self.keys, self.by_key, self._above = {}, {}, {}, {}, {}, {}
+        self.funcs, self.levels, self.parent, self.keys, self.by_key = {}, {}, {}, {}, {}
         self.replanned = set()
         self._memo = {}
-        self._index()
+        self._index(parent.keys)
         self._group_chains(False)
         self._check_inlined()
         changed = set()
@@ -210,6 +210,8 @@ class Plan:
                 self.keys[id(fp.store)] != parent.keys[id(old.store)] or len(fp.chains) != len(old.chains):
             return False
         for ch, och in zip(fp.chains, old.chains):
+            if ch.head is och.head:  # the same (immutable) subtree: the same levels
+                continue
             a, b = ch.head.chain(), och.head.chain()
             if len(a) != len(b) or any(_geometry(x) != _geometry(y) for x, y in zip(a, b)):
                 return False
@@ -287,23 +289,47 @@ class Plan:
 
     # -- indexing and structure ------------------------------------------------------------------
 
-    def _index(self) -> None:
-        stack: list[tuple[LoopNest, LoopNest | None, frozenset]] = [(self.root, None, frozenset())]
+    def _index(self, checked: dict[int, tuple] | None) -> None:
+        """One pre-order walk: parents, stable keys, and what _group_chains and _check_inlined need. Nodes of
+        `checked` (the parent plan's, alive with it, so their ids are theirs) passed _check_node already."""
+        walk = self._walk = _Walk()
+        parent, keys, by_key = self.parent, self.keys, self.by_key
+        stack: list[tuple[LoopNest, LoopNest | None]] = [(self.root, None)]
         while stack:
-            n, p, above = stack.pop()
-            self.parent[id(n)] = p
-            self._above[id(n)] = above
+            n, p = stack.pop()
+            i = id(n)
+            parent[i] = p
             if p is None:
-                self.keys[id(n)] = ("", -1, -1)
+                key = ("", -1, -1)
             else:
-                pk = self.keys[id(p)]
-                depth = pk[2] + 1 if (p.func, p.stage) == (n.func, n.stage) and not p.is_root else 0
-                self.keys[id(n)] = (n.func, n.stage, depth)
-            self.by_key[self.keys[id(n)]] = n
-            self._check_node(n, p)
-            inner = above | {id(n)}
-            for c in n.children:
-                stack.append((c, n, inner))
+                pk = keys[id(p)]
+                same = p.func == n.func and p.stage == n.stage and p.func is not None
+                key = (n.func, n.stage, pk[2] + 1 if same else 0)
+                if not same:
+                    walk.heads.append((n, p))
+            keys[i] = key
+            by_key[key] = n
+            if checked is None or i not in checked:
+                self._check_node(n, p)
+            for f, _ in n.inlined:
+                walk.inlined[f] = None
+            for f in n.store_at:
+                if f in walk.stored:
+                    raise ScheduleError(f"{f} is stored at two levels")
+                walk.stored[f] = n
+            if n.innermost and p is not None:
+                walk.innermost.append(n)
+            if n.children:
+                stack.extend((c, n) for c in reversed(n.children))
+
+    def _encloses(self, outer: LoopNest, n: LoopNest) -> bool:
+        """Whether `outer` is a strict ancestor of node n."""
+        m = self.parent[id(n)]
+        while m is not None:
+            if m is outer:
+                return True
+            m = self.parent[id(m)]
+        return False
 
     def _check_node(self, n: LoopNest, p: LoopNest | None) -> None:
         if n.is_root:
@@ -350,11 +376,11 @@ class Plan:
                 raise ScheduleError(f"{where}: stage {c.stage} of {n.func} is nested inside stage {n.stage}")
 
     def _group_chains(self, complete: bool) -> None:
+        walk = self._walk
         heads: dict[str, list[tuple[LoopNest, LoopNest]]] = {}
-        for head, site in self.root.chain_heads():
+        for head, site in walk.heads:
             heads.setdefault(head.func, []).append((head, site))
-        inlined = self.root.inlined_funcs()
-        for f in inlined:
+        for f in walk.inlined:
             if f not in self.dag:
                 raise ScheduleError(f"the loop nest inlines {f}, which is not a Func of the pipeline")
             if f in heads:
@@ -365,12 +391,7 @@ class Plan:
             if not node.inlinable:
                 raise ScheduleError(f"{f} has update definitions and cannot be inlined")
             self.funcs[f] = FuncPlan(f, node, inlined=True)
-        stored: dict[str, LoopNest] = {}
-        for n, _ in self.root.nodes():
-            for f in n.store_at:
-                if f in stored:
-                    raise ScheduleError(f"{f} is stored at two levels")
-                stored[f] = n
+        stored = walk.stored
         for f, hs in heads.items():
             node = self.dag.node(f)
             stages = sorted(h.stage for h, _ in hs)
@@ -403,9 +424,7 @@ class Plan:
     def _check_inlined(self) -> None:
         """Innermost levels must list exactly the inlined Funcs their stage calls, with call counts."""
         calls = _inlined_calls_cached(self.dag, frozenset(self.inlined))
-        for n, _ in self.root.nodes():
-            if n.is_root or not n.innermost:
-                continue
+        for n in self._walk.innermost:
             want = calls.get((n.func, n.stage), {})
             have = dict(n.inlined)
             if have != want:
@@ -425,7 +444,7 @@ class Plan:
         for ch in fp.chains:
             self._plan_chain(fp, ch)
         storage = self.region_at(fp.name, fp.store)
-        if storage is None or (fp.store is not fp.site and id(fp.store) not in self._above[id(fp.site)]):
+        if storage is None or (fp.store is not fp.site and not self._encloses(fp.store, fp.site)):
             raise ScheduleError(f"{fp.name} must be stored at its compute level or a level enclosing it")
         fp.storage = storage
         fp.storage_extents = [self._extent(lo, hi, node.region_extent(d)) for d, (lo, hi) in enumerate(storage)]
@@ -511,7 +530,7 @@ class Plan:
         lvl = self.levels.get(id(n))
         if lvl is not None and lvl.chain is ch:
             return lvl.box()
-        if n is ch.site or id(n) in self._above[id(ch.site)]:
+        if n is ch.site or self._encloses(n, ch.site):
             fp = self.funcs[ch.func]
             reg = self.region_at(ch.func, n)
             if reg is None:  # pragma: no cover - its consumers are inside n, so it is read there
@@ -530,7 +549,7 @@ class Plan:
             lvl = self.levels.get(id(site))
             if lvl is not None and lvl.chain is ch:
                 child = ch.levels[lvl.depth + 1].node
-            elif site is ch.site or id(site) in self._above[id(ch.site)]:
+            elif site is ch.site or self._encloses(site, ch.site):
                 child = ch.head
                 while self.parent[id(child)] is not site:
                     child = self.parent[id(child)]  # type: ignore[assignment]
@@ -649,6 +668,14 @@ class Plan:
                 raise ScheduleError(f"{where}: unrolling {k} iterations exceeds {UNROLL_LIMIT}")
 
 
+@dataclass
+class _Walk:
+    heads: list = field(default_factory=list)  # (outermost node of a stage chain, its site), pre-order
+    inlined: dict = field(default_factory=dict)  # Funcs inlined somewhere, in first-appearance order
+    stored: dict = field(default_factory=dict)  # Func -> the node listing it in store_at
+    innermost: list = field(default_factory=list)  # innermost nodes
+
+
 def storage_layout(node: Node, vector_dim: int) -> tuple[int, ...]:
     """Dimensions innermost first: outputs keep their natural layout; others put the vectorized
     dimension innermost and keep the relative order of the rest (adams2019 §3.3)."""
@@ -661,6 +688,21 @@ def storage_layout(node: Node, vector_dim: int) -> tuple[int, ...]:
 def loop_order(stage: Stage, n: LoopNest, layout: tuple[int, ...]) -> tuple[int, ...]:
     """Loop indices of one level, outermost first: pure loops in storage order (the vectorized one
     innermost); RVars in RDom order, outside SIMD or unrolled loops and innermost otherwise."""
+    key = (id(stage), n.innermost and (n.vectorized_loop >= 0 or n.unrolled), layout)
+    hit = _LOOP_ORDERS.get(key)
+    if hit is not None and hit[0] is stage:
+        return hit[1]
+    order = _loop_order(stage, n, layout)
+    if len(_LOOP_ORDERS) > 50_000:
+        _LOOP_ORDERS.clear()
+    _LOOP_ORDERS[key] = (stage, order)
+    return order
+
+
+_LOOP_ORDERS: dict = {}  # (stage, inner annotations, layout) -> loop_order; stage kept to pin its id
+
+
+def _loop_order(stage: Stage, n: LoopNest, layout: tuple[int, ...]) -> tuple[int, ...]:
     rank = {d: k for k, d in enumerate(layout)}
     pure = sorted((j for j, l in enumerate(stage.loop) if l.pure), key=lambda j: -rank[stage.loop[j].func_dim])
     rvars = [j for j, l in enumerate(stage.loop) if not l.pure][::-1]

@@ -13,7 +13,7 @@ bound that is always sound.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Union
 
 INF = math.inf
@@ -27,9 +27,18 @@ class Sym:
     name: str
     lo: Number
     hi: Number
+    key: tuple = field(init=False, repr=False, compare=False)  # sort_key(), computed once
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "key", (0, self.name))
+        object.__setattr__(self, "_hash", hash((self.name, self.lo, self.hi)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def sort_key(self):
-        return (0, self.name)
+        return self.key
 
     def range(self) -> tuple[Number, Number]:
         return self.lo, self.hi
@@ -41,9 +50,18 @@ class FloorDiv:
 
     num: "Lin"
     q: int
+    key: tuple = field(init=False, repr=False, compare=False)  # sort_key(), computed once
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "key", (1, self.q, self.num.sort_key()))
+        object.__setattr__(self, "_hash", hash((self.num, self.q)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def sort_key(self):
-        return (1, self.q, self.num.sort_key())
+        return self.key
 
     def range(self) -> tuple[Number, Number]:
         lo, hi = self.num.range()
@@ -56,9 +74,18 @@ class MinMax:
 
     kind: str  # "min" | "max"
     args: tuple["Lin", ...]
+    key: tuple = field(init=False, repr=False, compare=False)  # sort_key(), computed once
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "key", (2, self.kind, tuple(a.sort_key() for a in self.args)))
+        object.__setattr__(self, "_hash", hash((self.kind, self.args)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def sort_key(self):
-        return (2, self.kind, tuple(a.sort_key() for a in self.args))
+        return self.key
 
     def range(self) -> tuple[Number, Number]:
         rs = [a.range() for a in self.args]
@@ -90,8 +117,10 @@ class Lin:
 
     @staticmethod
     def _make(coefs: dict, const: int) -> "Lin":
-        terms = tuple(sorted(((a, c) for a, c in coefs.items() if c != 0), key=lambda t: t[0].sort_key()))
-        return Lin(terms, const)
+        terms = [(a, c) for a, c in coefs.items() if c != 0]
+        if len(terms) > 1:
+            terms.sort(key=_term_key)
+        return Lin(tuple(terms), const)
 
     def sort_key(self):
         return (tuple((a.sort_key(), c) for a, c in self.terms), self.const)
@@ -127,9 +156,13 @@ class Lin:
     # -- arithmetic ------------------------------------------------------------------------------
 
     def __add__(self, o: "LinLike") -> "Lin":
+        if type(o) is int:
+            return Lin(self.terms, self.const + o) if o else self
         o = Lin.of(o)
         if not o.terms:
             return Lin(self.terms, self.const + o.const)
+        if not self.terms:
+            return Lin(o.terms, self.const + o.const)
         coefs = dict(self.terms)
         for a, c in o.terms:
             coefs[a] = coefs.get(a, 0) + c
@@ -138,20 +171,33 @@ class Lin:
     __radd__ = __add__
 
     def __neg__(self) -> "Lin":
-        return Lin(tuple((a, -c) for a, c in self.terms), -self.const)
+        return Lin(tuple([(a, -c) for a, c in self.terms]), -self.const)
 
     def __sub__(self, o: "LinLike") -> "Lin":
-        return self + (-Lin.of(o))
+        if type(o) is int:
+            return Lin(self.terms, self.const - o) if o else self
+        o = Lin.of(o)
+        if not o.terms:
+            return Lin(self.terms, self.const - o.const)
+        if not self.terms:
+            return Lin(tuple([(a, -c) for a, c in o.terms]), self.const - o.const)
+        coefs = dict(self.terms)
+        for a, c in o.terms:
+            coefs[a] = coefs.get(a, 0) - c
+        return Lin._make(coefs, self.const - o.const)
 
     def __rsub__(self, o: "LinLike") -> "Lin":
         return Lin.of(o) - self
 
     def __mul__(self, k: int) -> "Lin":
-        if not isinstance(k, int):
-            raise TypeError("Lin can only be scaled by an int")
+        if type(k) is not int:
+            if not isinstance(k, int):
+                raise TypeError("Lin can only be scaled by an int")
+        if k == 1:
+            return self
         if k == 0:
             return Lin((), 0)
-        return Lin(tuple((a, c * k) for a, c in self.terms), self.const * k)
+        return Lin(tuple([(a, c * k) for a, c in self.terms]), self.const * k)
 
     __rmul__ = __mul__
 
@@ -160,6 +206,10 @@ class Lin:
 
 
 LinLike = Union[Lin, Sym, FloorDiv, MinMax, int]
+
+
+def _term_key(t: tuple) -> tuple:
+    return t[0].key
 
 
 def const(v: int) -> Lin:
@@ -255,14 +305,28 @@ def _single_atom(x: Lin) -> Atom | None:
 _EXPANSION_BUDGET = 64
 
 
+_UPPER_MEMO: dict = {}  # h - l -> upper_diff: search asks the same differences of every candidate
+
+
 def upper_diff(h: LinLike, l: LinLike) -> Number:
     """A static upper bound on h - l over every value the symbols can take (INF if none is known)."""
-    return _upper(Lin.of(h) - Lin.of(l), [_EXPANSION_BUDGET])
+    d = Lin.of(h) - Lin.of(l)
+    if not d.terms:
+        return d.const
+    r = _UPPER_MEMO.get(d)
+    if r is None:
+        if len(_UPPER_MEMO) > 200_000:
+            _UPPER_MEMO.clear()
+        r = _UPPER_MEMO[d] = _upper(d, [_EXPANSION_BUDGET])
+    return r
 
 
 def exact_diff(h: LinLike, l: LinLike) -> int | None:
     """h - l if it is the same number for every value of the symbols, else None."""
-    d = Lin.of(h) - Lin.of(l)
+    h, l = Lin.of(h), Lin.of(l)
+    if h.terms == l.terms:  # the common case: the same unknowns on both sides
+        return h.const - l.const
+    d = h - l
     return d.const if d.is_const else None
 
 

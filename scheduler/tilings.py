@@ -8,6 +8,7 @@ judged by their task count: between the core count and 16 x cores, ordered by id
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -38,6 +39,13 @@ def inner_tilings(extents: list[int], vector_dim: int = -1, vector_width: int = 
                   limit: int = MAX_TILINGS) -> list[tuple[int, ...]]:
     """Inner tile extents over `extents` (one per pure dimension), excluding the trivial ones (the whole
     region, or single points). The vectorized dimension keeps whole vectors."""
+    return list(_inner_tilings(tuple(extents), vector_dim, vector_width, limit))
+
+
+@functools.lru_cache(maxsize=4096)
+def _inner_tilings(extents: tuple[int, ...], vector_dim: int, vector_width: int, limit: int) -> tuple:
+    """inner_tilings, memoized: search asks for the same regions over and over."""
+    extents = list(extents)
     stride = 1
     while True:
         per_dim = [_sizes(e, vector_width if d == vector_dim else 1, stride) for d, e in enumerate(extents)]
@@ -49,7 +57,7 @@ def inner_tilings(extents: list[int], vector_dim: int = -1, vector_width: int = 
     if len(combos) > limit:  # still too many on many dimensions: keep an even spread
         step = len(combos) / limit
         combos = [combos[int(i * step)] for i in range(limit)]
-    return combos
+    return tuple(combos)
 
 
 @dataclass(frozen=True)
