@@ -16,6 +16,8 @@ per pipeline) and the model's loading are paid before the searches and not count
     python benchmarks/search_speed.py --apps unsharp,harris,hist_eq,max_filter,iir_blur --random 1 \\
         --beam-size 8 --passes 2                                                            # ~1 minute
     python benchmarks/search_speed.py                                                       # the full run
+    python benchmarks/search_speed.py --apps unsharp,harris --random 0 --algorithms beam --vs-halide
+                                                          # beam 32 x 5 next to Halide's Adams2019 search time
 
 How long a run takes (apps at size small, analytical model, this 2-core machine, ~4-12 ms per state
 today): the smoke run above ~6 s; the beam-8 x 2-pass run ~40 s of search (~7 k states); greedy over all
@@ -31,6 +33,7 @@ Times are single runs on a shared machine: read the ratios and the split, not th
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 import traceback
@@ -78,6 +81,35 @@ def dominant(parts: dict[str, float]) -> list[str]:
     return [first, second] if parts[second] >= parts[first] / 1.2 else [first]
 
 
+def adams2019_seconds(pipeline, beam_size: int) -> float:
+    """Seconds Halide's Adams2019 searched `pipeline` (its own default passes, beam `beam_size`, its default
+    weights), timed inside the worker around apply_autoscheduler: search only, no compile."""
+    from backends.halide.autoschedule import autoschedule as halide_autoschedule
+
+    return halide_autoschedule(pipeline, "Adams2019", params={"beam_size": str(beam_size)}).search_seconds
+
+
+def print_vs_halide(rows: list[dict], halide_s: dict[str, float], beam_desc: str) -> None:
+    """schedlab's beam wall-clock next to Adams2019's on each pipeline, and the geomean of the ratio."""
+    print(f"\nsearch wall-clock per pipeline: schedlab {beam_desc} vs Halide Adams2019 (C++, the same beam size, "
+          "its own passes: 5 when the beam is wider than 1)\n")
+    print(f"{'pipeline':24s} {'schedlab s':>11s} {'Adams2019 s':>12s} {'schedlab / Adams2019':>21s}")
+    ratios = []
+    for r in rows:
+        if r["alg"] != "beam" or r["name"] not in halide_s:
+            continue
+        h = halide_s[r["name"]]
+        ratio = r["seconds"] / h if h > 0 else float("inf")
+        ratios.append(ratio)
+        print(f"{r['name']:24s} {r['seconds']:11.2f} {h:12.2f} {ratio:20.1f}x")
+    if ratios:
+        g = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+        print(f"geomean schedlab beam / Adams2019 search time: {g:.1f}x over {len(ratios)} pipelines "
+              f"({'schedlab faster' if g < 1 else 'Adams2019 faster'})")
+    else:
+        print("(no beam rows to compare: add beam to --algorithms)")
+
+
 def warm_up(model, target: str) -> None:
     """One tiny search so imports and lazy initialisation are not charged to the first row."""
     p = get_app("blur").build("small")
@@ -97,6 +129,8 @@ def main(argv=None) -> int:
     ap.add_argument("--passes", type=int, default=5)
     ap.add_argument("--model", default="analytical", help="analytical | random[:seed] | a model URI or checkpoint")
     ap.add_argument("--target", default="host")
+    ap.add_argument("--vs-halide", action="store_true",
+                    help="also run Halide's Adams2019 (beam --beam-size) on every pipeline and compare search times")
     a = ap.parse_args(argv)
     for name in a.apps:
         if name not in APPS:
@@ -118,6 +152,7 @@ def main(argv=None) -> int:
 
     rows, errors = [], []
     pipe_feat_s = 0.0
+    halide_s: dict[str, float] = {}
     todo = list(pipelines(a.apps, a.size, a.random, a.seed, a.random_stages))
     for i, (name, group, build) in enumerate(todo, 1):
         try:
@@ -149,6 +184,12 @@ def main(argv=None) -> int:
             done.append(f"{alg} {st.seconds:.1f} s")
             print(f"{name:24s} {funcs:5d} {stages:6d} {alg:12s} {st.states_evaluated:9d} {st.seconds:9.2f} "
                   f"{st.us_per_state:9.0f} {pct(parts, st.seconds)}", flush=True)
+        if a.vs_halide:
+            try:
+                halide_s[name] = adams2019_seconds(p, a.beam_size)
+                done.append(f"Adams2019 {halide_s[name]:.1f} s")
+            except Exception as e:  # noqa: BLE001
+                errors.append((name, "Adams2019", f"{type(e).__name__}: {e}"))
         print(f"[{i}/{len(todo)}] {name}: {', '.join(done) or 'no search finished'}", file=sys.stderr, flush=True)
     print("-" * len(header))
     if not rows:
@@ -185,6 +226,8 @@ def main(argv=None) -> int:
         print(f"{alg}: {us:.0f} us/state overall, {us / REFERENCE_US:.0f}x the C++ reference's {REFERENCE_US:.0f} us; "
               f"{what}; {rest}")
     print(f"(pipeline features, once per pipeline before the searches: {pipe_feat_s:.2f} s in all, not counted)")
+    if halide_s:
+        print_vs_halide(rows, halide_s, beam_desc)
     if errors:
         print(f"\n{len(errors)} failure(s):")
         for name, what, msg in errors:

@@ -402,9 +402,11 @@ class Plan:
             if len(sites) != 1:
                 raise ScheduleError(f"{f}: all its stages must be computed at the same level")
             site = hs[0][1]
-            pos = [next(i for i, c in enumerate(site.children) if c is h) for h, _ in sorted(hs, key=lambda t: t[0].stage)]
-            if pos != sorted(pos):
-                raise ScheduleError(f"{f}: its stages must be computed in order")
+            if len(hs) > 1:
+                pos = [next(i for i, c in enumerate(site.children) if c is h)
+                       for h, _ in sorted(hs, key=lambda t: t[0].stage)]
+                if pos != sorted(pos):
+                    raise ScheduleError(f"{f}: its stages must be computed in order")
             if node.is_output and not site.is_root:
                 raise ScheduleError(f"{f} is an output; outputs are computed at root")
             if f not in stored:

@@ -57,6 +57,19 @@ class Relation:
     args: tuple[tuple[Expr, ...], ...]  # the arguments of every access, for the fallback
 
     def apply(self, env: Env) -> list[tuple[Lin | None, Lin | None]]:
+        """Per producer dimension, the interval read over the loop boxes `env` (memoized: search asks the
+        same boxes of every candidate that leaves a stage's loops as they were)."""
+        key = (id(self), tuple(env.items()))
+        hit = _APPLIED.get(key)
+        if hit is not None and hit[0] is self:
+            return list(hit[1])
+        out = self._apply(env)
+        if len(_APPLIED) > 100_000:
+            _APPLIED.clear()
+        _APPLIED[key] = (self, tuple(out))
+        return out
+
+    def _apply(self, env: Env) -> list[tuple[Lin | None, Lin | None]]:
         out: list = []
         for d, rel in enumerate(self.dims):
             if rel is not None:
@@ -72,6 +85,9 @@ class Relation:
                            None if box[1] is None or hi is None else lmax(box[1], hi))
             out.append(box)
         return out
+
+
+_APPLIED: dict = {}  # (relation id, env) -> (relation, intervals); the relation is kept to pin its id
 
 
 def build_relation(args_list: list[tuple[Expr, ...]], loop_vars: list[str]) -> Relation:

@@ -112,7 +112,7 @@ class Lin:
         if isinstance(v, (Sym, FloorDiv, MinMax)):
             return Lin(((v, 1),), 0)
         if isinstance(v, int):
-            return Lin((), v)
+            return const(v)
         raise TypeError(f"not a symbolic integer: {v!r}")
 
     @staticmethod
@@ -212,8 +212,16 @@ def _term_key(t: tuple) -> tuple:
     return t[0].key
 
 
+_CONSTS: dict = {}  # int -> Lin: forms are immutable, so one object per constant will do
+
+
 def const(v: int) -> Lin:
-    return Lin((), v)
+    c = _CONSTS.get(v)
+    if c is None:
+        c = Lin((), v)
+        if len(_CONSTS) < 100_000:
+            _CONSTS[v] = c
+    return c
 
 
 def sym(name: str, lo: Number, hi: Number) -> Lin:
