@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from .dag import FunctionDAG, Stage
 from .errors import ScheduleError
 from .loopnest import LoopKind, LoopNest
-from .plan import Plan, inlined_calls
+from .plan import Plan, _inlined_calls_cached
 from .target import Target, get_target
 
 
@@ -169,6 +169,9 @@ class ScheduleBuilder:
         v = self._vector_dim(func, d)
         heads = [self._chain(func, s, d.specs.get(s.index, _for_update(d.specs[0], s)), extents, v, d.kind == "root")
                  for s in node.stages]
+        if plan.inlined == inlined:  # the plan checked every innermost level's list: only the new ones need theirs
+            heads = [annotate_inlined(h, self.dag, inlined) for h in heads]
+            return _insert(tree, site_path, store_path, heads, func, self.dag, inlined)
         tree = _insert(tree, site_path, store_path, heads, func, self.dag, inlined)
         return annotate_inlined(tree, self.dag, inlined)
 
@@ -297,7 +300,7 @@ def _reads(n: LoopNest, reading: set[tuple[str, int]]) -> bool:
 
 def annotate_inlined(tree: LoopNest, dag: FunctionDAG, inlined: set[str]) -> LoopNest:
     """Recompute the `inlined` lists of every innermost level."""
-    calls = inlined_calls(dag, inlined)
+    calls = _inlined_calls_cached(dag, frozenset(inlined))
 
     def fix(n: LoopNest) -> LoopNest:
         if n.innermost:
