@@ -29,6 +29,8 @@ from ir.target import CpuTarget
 from .schema import DTYPE, SCHEDULE_FEATURES
 
 _F = {name: i for i, name in enumerate(SCHEDULE_FEATURES)}
+_WS = np.array([_F[k] for k in ("working_set", "working_set_at_production", "working_set_at_realization",
+                                "working_set_at_task", "working_set_at_root")])
 
 
 def schedule_features(plan: Plan, target: CpuTarget, pending_parallel: frozenset = frozenset(),
@@ -56,10 +58,18 @@ class _Featurizer:
         self.parent: dict[int, LoopNest | None] = plan.parent
         self.feats: dict[tuple[str, int], np.ndarray] = {}
         self._runs: dict[int, int] = {}
-        self._alloc_in: dict[int, int] = {}
         self.static = _static_facts(self.dag)
         self.inlined_set = frozenset(plan.inlined)
         self.minimum = self.static.minimum
+        self._alloc: dict[int, int] | None = None  # node id -> alloc_in, for the whole tree at once
+        self._input_fp: dict[tuple[str, int], tuple[int, int]] = {}
+        self._calls: dict[str, list[tuple[LoopNest, int]]] | None = None
+        memo = self.dag.analysis("featurize.memo", _Memo)
+        if len(memo.regions) > _MEMO_LIMIT:
+            memo.regions.clear()
+        if len(memo.vectors) > _MEMO_LIMIT:
+            memo.vectors.clear()
+        self._regions_memo, self._vectors_memo, self._counts_memo = memo.regions, memo.vectors, memo.counts
 
     # -- tree arithmetic -------------------------------------------------------------------------
 
@@ -102,16 +112,27 @@ class _Featurizer:
 
     def alloc_in(self, n: LoopNest) -> int:
         """Bytes of all allocations made at node n or inside it."""
-        k = self._alloc_in.get(id(n))
-        if k is None:
-            k = sum(self.alloc_bytes(self.plan.func(f)) for f in n.store_at)
-            k += sum(self.alloc_in(c) for c in n.children)
-            self._alloc_in[id(n)] = k
-        return k
+        table = self._alloc
+        if table is None:
+            table = self._alloc = self._alloc_table()
+        return table[id(n)]
 
-    @staticmethod
-    def alloc_bytes(fp: FuncPlan) -> int:
-        return fp.node.bytes_per_point * math.prod(fp.storage_extents)
+    def _alloc_table(self) -> dict[int, int]:
+        """alloc_in of every node, in one walk (working_set_at_root needs them all anyway)."""
+        funcs, bpp = self.plan.funcs, self.static.func_bpp
+        table: dict[int, int] = {}
+
+        def walk(n: LoopNest) -> int:
+            k = 0
+            for f in n.store_at:
+                k += bpp[f] * math.prod(funcs[f].storage_extents)
+            for c in n.children:
+                k += walk(c)
+            table[id(n)] = k
+            return k
+
+        walk(self.plan.root)
+        return table
 
     def extents(self, region: Region | None, cap) -> list[int]:
         if region is None:
@@ -124,6 +145,7 @@ class _Featurizer:
         redo = None
         if parent is not None and self.plan.changed is not None:
             redo = self.affected(set(self.plan.changed) | (self.pending ^ parent_pending))
+        final: set[tuple[str, int]] = set()  # keys whose array is already the returned one
         for name, fp in self.plan.funcs.items():
             if not fp.inlined:
                 for ch in fp.chains:
@@ -131,11 +153,13 @@ class _Featurizer:
                     if redo is None or name in redo or key not in parent:
                         self.feats[key] = self.stage(fp, ch)
                     else:
-                        self.feats[key] = self.patch_working_sets(parent[key].astype(np.float64), fp, ch)
+                        v = self.feats[key] = self.patch_working_sets(parent[key], fp, ch)
+                        if v.dtype == DTYPE:
+                            final.add(key)
         for name, fp in self.plan.funcs.items():
             if fp.inlined:
                 self.feats[(name, 0)] = self.inlined(fp)
-        return {k: v.astype(DTYPE) for k, v in self.feats.items()}
+        return {k: v if k in final else v.astype(DTYPE) for k, v in self.feats.items()}
 
     def affected(self, changed: set[str]) -> set[str]:
         """Funcs whose features may differ from the parent plan's, given the Funcs scheduled differently."""
@@ -164,12 +188,24 @@ class _Featurizer:
                         pending.append(c)
         return out
 
-    def patch_working_sets(self, v: np.ndarray, fp: FuncPlan, ch: Chain) -> np.ndarray:
-        v[_F["working_set"]] = self.alloc_in(ch.head)
-        v[_F["working_set_at_production"]] = self.alloc_in(ch.site)
-        v[_F["working_set_at_realization"]] = self.alloc_in(fp.store)
-        v[_F["working_set_at_task"]] = self.alloc_in(self.root_head(ch.head))
-        v[_F["working_set_at_root"]] = self.alloc_in(self.plan.root)
+    def patch_working_sets(self, old: np.ndarray, fp: FuncPlan, ch: Chain) -> np.ndarray:
+        """The parent's features with this plan's working sets: the parent's array itself where none moved
+        (no caller writes feature arrays in place; search shares a state's with its children already)."""
+        ws = np.empty(len(_WS))
+        ws[0] = self.alloc_in(ch.head)
+        ws[1] = self.alloc_in(ch.site)
+        ws[2] = self.alloc_in(fp.store)
+        ws[3] = self.alloc_in(self.root_head(ch.head))
+        ws[4] = self.alloc_in(self.plan.root)
+        if old.dtype != DTYPE:
+            v = old.astype(np.float64)
+            v[_WS] = ws
+            return v
+        new = ws.astype(DTYPE)
+        if new.tobytes() == old[_WS].tobytes():
+            return old
+        v = old.copy()
+        v[_WS] = new
         return v
 
     def stage(self, fp: FuncPlan, ch: Chain) -> np.ndarray:
@@ -219,7 +255,7 @@ class _Featurizer:
         v[_F["innermost_bytes_at_realization"]] = bpp * fp.storage_extents[inner_dim]
         v[_F["bytes_at_production"]] = bpp * math.prod(fp.extents)
         v[_F["innermost_bytes_at_production"]] = bpp * fp.extents[inner_dim]
-        root_ext = [node.region_extent(d) for d in range(node.dimensions)]
+        root_ext = self.static.root_ext[fp.name]
         v[_F["bytes_at_root"]] = bpp * math.prod(root_ext)
         v[_F["innermost_bytes_at_root"]] = bpp * root_ext[inner_dim]
 
@@ -272,19 +308,18 @@ class _Featurizer:
         # computed inside the task
         bytes_, lines = 0, 0
         seen: set[str] = set()
-        pending = list(_producers(self.dag, ch.stage))
+        funcs, func_producers = self.plan.funcs, self.static.func_producers
+        pending = list(self.static.producers[(fp.name, ch.stage.index)])
         while pending:
             p = pending.pop()
             if p in seen:
                 continue
             seen.add(p)
-            pp = self.plan.funcs.get(p)
+            pp = funcs.get(p)
             if pp is not None and (pp.inlined or not pp.store.is_root):
-                for s in pp.node.stages:
-                    pending.extend(_producers(self.dag, s))
+                pending.extend(func_producers[p])
                 continue
-            region = self.region_at(p, head)
-            b, l = self.footprint(p, region)
+            b, l = self.region_footprint(p, head)
             bytes_ += b
             lines += l
         v[_F["unique_bytes_read_per_task"]] = bytes_
@@ -292,22 +327,33 @@ class _Featurizer:
 
     # -- loads -----------------------------------------------------------------------------------
 
-    def region_at(self, producer: str, n: LoopNest) -> list[int]:
-        """Static extents of the region of `producer` read during one iteration of node n."""
+    def region_footprint(self, producer: str, n: LoopNest) -> tuple[int, int]:
+        """Footprint of the region of `producer` read during one iteration of node n. A Func's is memoized
+        on the identity of the plan's region forms (Plan.extend passes unchanged ones on to its children)."""
         if producer in self.dag.inputs:
-            region = self._input_region_at(producer, n)
-            return region
+            key = (producer, id(n))
+            r = self._input_fp.get(key)
+            if r is None:
+                r = self._input_fp[key] = self.footprint(producer, self._input_region_at(producer, n))
+            return r
         reg = self.plan.region_at(producer, n)
-        node = self.dag.node(producer)
+        cap = self.static.root_ext[producer]
         if reg is None:
-            return [1] * node.dimensions
-        return [Plan._extent(lo, hi, node.region_extent(d)) for d, (lo, hi) in enumerate(reg)]
+            return self.footprint(producer, [1] * len(cap))
+        dense = self.dense_dim(producer)
+        key = (producer, id(reg), dense)
+        hit = self._regions_memo.get(key)
+        if hit is not None and hit[0] is reg:
+            return hit[1]
+        r = self._footprint(producer, [Plan._extent(lo, hi, c) for (lo, hi), c in zip(reg, cap)], dense)
+        self._regions_memo[key] = (reg, r)
+        return r
 
     def _input_region_at(self, name: str, n: LoopNest) -> list[int]:
         inp = self.dag.inputs[name]
-        cap = [hi - lo + 1 for lo, hi in inp.region]
+        cap = self.static.cap[name]
         box: Region | None = None
-        for s, _ in _readers_of(self.dag, name):
+        for s, _ in self.static.readers[name]:
             fp = self.plan.funcs.get(s.func)
             if fp is None:
                 continue
@@ -338,11 +384,14 @@ class _Featurizer:
 
     def footprint(self, producer: str, extents: list[int]) -> tuple[int, int]:
         """(bytes, contiguous lines) of a region of a producer."""
-        bpp = (self.dag.inputs[producer].type.bytes if producer in self.dag.inputs
-               else self.dag.node(producer).bytes_per_point)
-        dense = self.dense_dim(producer)
-        b = bpp * math.prod(extents)
-        lines = math.prod(e for d, e in enumerate(extents) if d != dense)
+        return self._footprint(producer, extents, self.dense_dim(producer))
+
+    def _footprint(self, producer: str, extents: list[int], dense: int | None) -> tuple[int, int]:
+        b = self.static.bpp[producer] * math.prod(extents)
+        lines = 1
+        for d, e in enumerate(extents):
+            if d != dense:
+                lines *= e
         if dense is None:  # not scheduled: assume its best layout
             lines //= max(extents) if extents else 1
         return b, max(lines, 1)
@@ -350,19 +399,8 @@ class _Featurizer:
     def load_features(self, v: np.ndarray, fp: FuncPlan, ch: Chain, realizations: int) -> None:
         stage = ch.stage
         inner = ch.levels[-1]
-        vec = inner.node.vectorized_loop
         vsize = v[_F["vector_size"]]
-        unrolled = {j for j, l in enumerate(stage.loop)
-                    if inner.node.unrolled and l.pure and j != vec and inner.node.size[j] > 1}
-        counts = dict(broadcast=0.0, dense=0.0, s2=0.0, s3=0.0, s4=0.0, gather=0.0, loads=0.0)
-        for producer, jac, n in _loads(self.dag, self.inlined_set, stage):
-            amort = 1
-            for j in unrolled:
-                if all(jac[i][j] == 0 for i in range(len(jac))):
-                    amort *= inner.node.size[j]
-            n /= amort
-            counts["loads"] += n
-            counts[self.classify(producer, jac, vec)] += n
+        counts = self.load_counts(stage, inner.node)
         update = 1 if stage.index > 0 else 0
         v[_F["vector_loads_per_vector"]] = (counts["dense"] + 2 * counts["s2"] + 3 * counts["s3"] + 4 * counts["s4"]
                                             + update)
@@ -370,34 +408,34 @@ class _Featurizer:
         v[_F["scalar_loads_per_scalar"]] = counts["loads"] + update
 
         # footprints of one vector, one realization, and the allocations they touch
-        vec_env = self.vector_env(ch)
-        vec_regions = _regions_read(self.dag, self.plan, stage, vec_env)
+        vec_regions = self.vector_regions(ch)
         b_vec = l_vec = 0
-        for p, reg in vec_regions.items():
-            b, l = self.footprint(p, self.extents(reg, _cap(self.dag, p)))
+        for p, ext in vec_regions:
+            b, l = self.footprint(p, ext)
             b_vec += b
             l_vec += l
         v[_F["unique_bytes_read_per_vector"]] = b_vec
         v[_F["unique_lines_read_per_vector"]] = l_vec
 
         b_real = l_real = alloc = 0
-        for p in vec_regions:
-            at_store = self.region_at(p, fp.store)
-            pp = self.plan.funcs.get(p)
+        funcs, inputs = self.plan.funcs, self.dag.inputs
+        for p, _ in vec_regions:
+            at_store = self.region_footprint(p, fp.store)
+            pp = funcs.get(p)
             nested = (pp is not None and not pp.inlined
                       and self.runs(pp.store) > realizations)
             if nested:
                 b, l = self.footprint(p, pp.storage_extents)
             else:
-                b, l = self.footprint(p, at_store)
+                b, l = at_store
             b_real += b
             l_real += l
-            if p in self.dag.inputs:  # the whole input is one allocation
-                alloc += self.footprint(p, _cap(self.dag, p))[0]
+            if p in inputs:  # the whole input is one allocation
+                alloc += self.footprint(p, self.static.cap[p])[0]
             elif pp is None:  # not scheduled yet: as if computed where this stage reads it
-                alloc += self.footprint(p, at_store)[0]
+                alloc += at_store[0]
             else:
-                alloc += pp.node.bytes_per_point * math.prod(pp.extents)
+                alloc += self.static.func_bpp[p] * math.prod(pp.extents)
         if stage.index > 0:
             bap = v[_F["bytes_at_production"]]
             b_real += bap
@@ -407,16 +445,72 @@ class _Featurizer:
         v[_F["unique_lines_read_per_realization"]] = l_real
         v[_F["allocation_bytes_read_per_realization"]] = alloc
 
+    def load_counts(self, stage: Stage, inner: LoopNest) -> dict[str, float]:
+        """Loads per point by kind, memoized per DAG on everything they depend on: the stage, the inlined
+        Funcs, the SIMD loop, the unrolled extents and the storage layouts of the producers."""
+        vec = inner.vectorized_loop
+        unrolled = {j for j, l in enumerate(stage.loop)
+                    if inner.unrolled and l.pure and j != vec and inner.size[j] > 1}
+        loads = _loads(self.dag, self.inlined_set, stage)
+        key = (stage.func, stage.index, self.inlined_set, vec, tuple((j, inner.size[j]) for j in sorted(unrolled)),
+               tuple(self.dense_dim(p) for p, _, _ in loads))
+        memo = self._counts_memo
+        counts = memo.get(key)
+        if counts is not None:
+            return counts
+        counts = dict(broadcast=0.0, dense=0.0, s2=0.0, s3=0.0, s4=0.0, gather=0.0, loads=0.0)
+        for producer, jac, n in loads:
+            amort = 1
+            for j in unrolled:
+                if all(jac[i][j] == 0 for i in range(len(jac))):
+                    amort *= inner.size[j]
+            n /= amort
+            counts["loads"] += n
+            counts[self.classify(producer, jac, vec)] += n
+        if len(memo) > _MEMO_LIMIT:
+            memo.clear()
+        memo[key] = counts
+        return counts
+
+    def vector_regions(self, ch: Chain) -> list[tuple[str, list[int]]]:
+        """(producer, static extents) of the regions one SIMD vector reads, memoized on the identity of the
+        loop lists vector_env derives from (shared with the parent plan's where the chain was not replanned)."""
+        inner = ch.levels[-1]
+        loops = inner.loops
+        outer = ch.levels[-2].loops if len(ch.levels) > 1 else ch.bounds
+        stage = ch.stage
+        key = (id(stage), inner.node.vectorized_loop, id(loops), id(outer), self.inlined_set)
+        hit = self._vectors_memo.get(key)
+        if hit is not None and hit[0] is stage and hit[1] is loops and hit[2] is outer:
+            return hit[3]
+        cap = self.static.cap
+        regions = [(p, self.extents(reg, cap[p]))
+                   for p, reg in _regions_read(self.dag, self.inlined_set, stage, self.vector_env(ch)).items()]
+        self._vectors_memo[key] = (stage, loops, outer, regions)
+        return regions
+
     def vector_env(self, ch: Chain) -> dict[str, tuple[Lin, Lin]]:
         """Loop boxes of one SIMD vector: the whole SIMD loop, one point of every other loop."""
         inner = ch.levels[-1]
         vec = inner.node.vectorized_loop
-        outer_box = ch.levels[-2].box() if len(ch.levels) > 1 else {
-            l.name: b for l, b in zip(ch.stage.loop, ch.bounds)}
         env = {}
         for j, (lp, l) in enumerate(zip(inner.loops, ch.stage.loop)):
-            env[l.name] = outer_box[l.name] if j == vec else (lp.base, lp.base)
+            env[l.name] = self._outer_box(ch, l.name) if j == vec else (lp.base, lp.base)
         return env
+
+    @staticmethod
+    def _outer_box(ch: Chain, name: str) -> tuple[Lin, Lin]:
+        """What Level.box() of the level around the innermost one (or the chain's bounds) has for loop `name`."""
+        box = None
+        if len(ch.levels) > 1:
+            for lp in ch.levels[-2].loops:
+                if lp.name == name:
+                    box = lp
+            return box.base, box.base + box.ext - 1
+        for l, b in zip(ch.stage.loop, ch.bounds):
+            if l.name == name:
+                box = b
+        return box
 
     def classify(self, producer: str, jac, vec: int) -> str:
         if vec < 0:
@@ -435,6 +529,19 @@ class _Featurizer:
 
     # -- inlined Funcs ---------------------------------------------------------------------------
 
+    def _inlined_calls(self) -> dict[str, list[tuple[LoopNest, int]]]:
+        """Inlined Func -> (innermost node calling it, calls per point), in pre-order like LoopNest.nodes()."""
+        out: dict[str, list[tuple[LoopNest, int]]] = {}
+        stack = [self.plan.root]
+        while stack:
+            n = stack.pop()
+            if n.innermost and not n.is_root and n.inlined:
+                for f, k in dict(n.inlined).items():
+                    if k:
+                        out.setdefault(f, []).append((n, k))
+            stack.extend(reversed(n.children))
+        return out
+
     def inlined(self, fp: FuncPlan) -> np.ndarray:
         v = np.zeros(len(SCHEDULE_FEATURES))
         node = fp.node
@@ -444,13 +551,12 @@ class _Featurizer:
         pure_extent = None
         outer = 1
         native = self.native_vector_size(node.stages[0])
-        for n, _ in self.plan.root.nodes():
-            if n.is_root or not n.innermost:
-                continue
-            k = dict(n.inlined).get(fp.name, 0)
-            if not k:
-                continue
+        if self._calls is None:
+            self._calls = self._inlined_calls()
+        for n, k in self._calls.get(fp.name, ()):
             cf = self.feats[(n.func, n.stage)]
+            if cf.dtype != np.float64:  # a parent's array kept as it was
+                cf = cf.astype(np.float64)
             calls += k * cf[_F["points_computed_total"]]
             vectors += k * cf[_F["num_vectors"]]
             scalars += k * cf[_F["num_scalars"]]
@@ -467,8 +573,7 @@ class _Featurizer:
         v[_F["innermost_pure_loop_extent"]] = pure_extent or 0
         v[_F["inner_parallelism"]] = 1
         v[_F["outer_parallelism"]] = outer
-        root_ext = [node.region_extent(d) for d in range(node.dimensions)]
-        v[_F["bytes_at_root"]] = node.bytes_per_point * math.prod(root_ext)
+        v[_F["bytes_at_root"]] = node.bytes_per_point * math.prod(self.static.root_ext[fp.name])
         v[_F["points_computed_minimum"]] = self.minimum[(fp.name, 0)]
         v[_F["working_set_at_root"]] = self.alloc_in(self.plan.root)
         return v
@@ -487,6 +592,35 @@ class _StaticFacts:
             for s in n.stages:
                 bits = [t.bits for t in _types_used(s) if not t.is_bool]
                 self.narrowest_bits[(n.name, s.index)] = min(bits) if bits else 0
+        self.func_bpp = {n.name: n.bytes_per_point for n in dag.nodes}
+        self.root_ext = {n.name: [n.region_extent(d) for d in range(n.dimensions)] for n in dag.nodes}
+        self.bpp = dict(self.func_bpp)  # of any producer, an input's where names clash (as footprint had it)
+        self.bpp.update((i.name, i.type.bytes) for i in dag.inputs.values())
+        self.cap = {name: _cap(dag, name) for name in self.bpp}
+        self.producers = {(n.name, s.index): tuple(_producers(dag, s)) for n in dag.nodes for s in n.stages}
+        self.func_producers = {n.name: tuple(p for s in n.stages for p in _producers(dag, s)) for n in dag.nodes}
+        self.readers = {name: list(_readers_of(dag, name)) for name in dag.inputs}
+        # producers a stage reads, as the set _regions_read iterated (the same order)
+        self.reads = {(n.name, s.index): tuple({a.producer for a in s.accesses if a.kind != "self"})
+                      for n in dag.nodes for s in n.stages}
+
+
+_MEMO_LIMIT = 50_000  # entries of each search-wide memo before it starts afresh
+
+
+class _Memo:
+    """Results that recur across the plans of one search, keyed by the identity of what they derive from:
+    Plan.extend hands a child plan its parent's unchanged region forms and loop lists as the same objects.
+    Every entry keeps those objects, so their ids cannot be reused while it lives."""
+
+    def __init__(self):
+        # (producer, id(region), dense dim) -> (region, (bytes, lines)): footprint of a Plan.region_at result
+        self.regions: dict[tuple, tuple] = {}
+        # (id(stage), SIMD loop, id(innermost loops), id(outer box source), inlined) ->
+        #   (stage, innermost loops, outer source, [(producer, extents)]): regions one vector reads
+        self.vectors: dict[tuple, tuple] = {}
+        # (func, stage, inlined, SIMD loop, unrolled extents, producer layouts) -> load counts (no ids: no pins)
+        self.counts: dict[tuple, dict[str, float]] = {}
 
 
 def _static_facts(dag: FunctionDAG) -> _StaticFacts:
@@ -603,18 +737,17 @@ def _loads(dag: FunctionDAG, inlined: frozenset, stage: Stage) -> list[tuple[str
     return out
 
 
-def _regions_read(dag: FunctionDAG, plan: Plan, stage: Stage, env) -> dict[str, Region]:
+def _regions_read(dag: FunctionDAG, inlined: frozenset, stage: Stage, env) -> dict[str, Region]:
     """Regions of every (non-inlined) producer read by `stage` over the loop boxes `env`."""
     out: dict[str, Region] = {}
-    for p in {a.producer for a in stage.accesses if a.kind != "self"}:
+    for p in _static_facts(dag).reads[(stage.func, stage.index)]:
         reg = dag.stage_requires(stage, p, env)
         if reg is None:
             continue
-        if p in plan.inlined:
+        if p in inlined:
             inner_stage = dag.node(p).stages[0]
-            for q, r in _regions_read(dag, plan, inner_stage, inner_stage.loop_env(tuple(reg))).items():
+            for q, r in _regions_read(dag, inlined, inner_stage, inner_stage.loop_env(tuple(reg))).items():
                 out[q] = r if q not in out else [(_lmin(a[0], b[0]), _lmax(a[1], b[1])) for a, b in zip(out[q], r)]
         else:
             out[p] = reg if p not in out else [(_lmin(a[0], b[0]), _lmax(a[1], b[1])) for a, b in zip(out[p], reg)]
     return out
-
