@@ -464,3 +464,22 @@ def test_cli_defaults_are_conf_scheduler_yaml_and_evaluate_apps_size():
 
     assert load_config(SchedulerConfig, ROOT / "conf" / "scheduler.yaml") == SchedulerConfig()
     assert SchedulerConfig().size == AppsConfig().size == "full"  # one default for both commands
+
+
+def test_searches_collect_garbage_less_often_and_restore_the_thresholds():
+    import gc
+
+    from scheduler.api import SEARCH_GC_THRESHOLD, fewer_collections
+
+    before = gc.get_threshold()
+    with fewer_collections():
+        assert gc.get_threshold()[0] == max(SEARCH_GC_THRESHOLD, before[0])
+        assert gc.get_threshold()[1:] == before[1:]
+        with fewer_collections():  # a strategy that runs another search inside
+            assert gc.get_threshold()[0] == max(SEARCH_GC_THRESHOLD, before[0])
+        assert gc.get_threshold()[0] == max(SEARCH_GC_THRESHOLD, before[0])  # the outer search still runs
+    assert gc.get_threshold() == before
+    with pytest.raises(RuntimeError):
+        with fewer_collections():
+            raise RuntimeError("a search that fails")
+    assert gc.get_threshold() == before
