@@ -96,15 +96,26 @@ class BatchKey:
     backend: str = "numba"  # numba | halide
     baselines: tuple[str, ...] = ()  # BASELINES planned before the beam sample
     random_fill: bool = False  # random schedules after the dropout draws, up to `schedules`
+    naive_runtime: tuple[float, float] = ()  # (lo, hi) s: output_size is the largest, scaled (generator.sizing)
 
     @property
     def batch_id(self) -> str:
         fields = asdict(self)
-        for name in ("baselines", "random_fill"):
+        for name in ("baselines", "random_fill", "naive_runtime"):
             if not fields[name]:
                 del fields[name]  # batches written before these options existed keep their names
         blob = json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
         return f"r{self.round}-p{self.seed}-{hashlib.sha256(blob).hexdigest()[:12]}"
+
+    @property
+    def pipeline_size(self) -> tuple[int, int, int]:
+        """The output size of this batch's pipeline: output_size, or with naive_runtime the size that puts its
+        estimated naive runtime on the seed's draw (generator.sizing)."""
+        if not self.naive_runtime:
+            return self.output_size
+        from .sizing import sized_output
+
+        return sized_output(self.seed, self.max_stages, self.output_size, self.naive_runtime, self.markov)
 
 
 @dataclass(frozen=True)
@@ -132,13 +143,17 @@ class BatchSpec:
     backend: str = "numba"
     benchmark_timeout: float = 60.0  # seconds per measurement, output check included; not in the key
     random_fill: bool = True  # random schedules after the dropout draws, up to schedules_per_pipeline
+    naive_runtime: tuple[float, float] | None = None  # (lo, hi) s: size each pipeline (generator.sizing)
 
     def __post_init__(self):
         from backends.protocols import get_protocol
 
+        from .sizing import check_naive_runtime
+
         object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
         object.__setattr__(self, "output_size", tuple(int(v) for v in self.output_size))
         object.__setattr__(self, "baselines", tuple(self.baselines))
+        object.__setattr__(self, "naive_runtime", check_naive_runtime(self.naive_runtime))
         if not self.seeds:
             raise ValueError("a batch needs at least one pipeline seed")
         if self.schedules_per_pipeline < 1:
@@ -157,12 +172,14 @@ class BatchSpec:
                    protocol=cfg.protocol, schedule_seed=cfg.seed, markov=cfg.markov, check_outputs=cfg.check_outputs,
                    compile_timeout=cfg.compile_timeout, round=round_, beam_size=cfg.beam_size, passes=cfg.passes,
                    dropout=cfg.dropout, baselines=tuple(cfg.baselines), backend=cfg.backend,
-                   benchmark_timeout=cfg.benchmark_timeout, random_fill=cfg.random_fill)
+                   benchmark_timeout=cfg.benchmark_timeout, random_fill=cfg.random_fill,
+                   naive_runtime=cfg.naive_runtime)
 
     def key(self, seed: int) -> BatchKey:
         return BatchKey(self.target, self.round, int(seed), self.schedules_per_pipeline, self.max_stages,
                         self.output_size, self.markov, self.beam_size, self.passes, self.dropout, self.schedule_seed,
-                        self.protocol, self.check_outputs, self.backend, self.baselines, self.random_fill)
+                        self.protocol, self.check_outputs, self.backend, self.baselines, self.random_fill,
+                        self.naive_runtime or ())
 
     def keys(self) -> tuple[BatchKey, ...]:
         return tuple(self.key(s) for s in self.seeds)
@@ -252,7 +269,7 @@ def plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
 
     t0 = time.perf_counter()
     tgt = get_target(key.target)
-    p, inputs, expected = prepare_pipeline(key.seed, key.max_stages, key.output_size, key.markov, key.check_outputs)
+    p, inputs, expected = prepare_pipeline(key.seed, key.max_stages, key.pipeline_size, key.markov, key.check_outputs)
     cost = model.cost_model(tgt)
     plan = BatchPlan(key, p, inputs, expected, [], model.name)
     seen: set[str] = set()

@@ -43,3 +43,13 @@ def output_size(text: str) -> tuple[int, int, int]:
     if len(parts) != 3 or min(parts) <= 0:
         raise argparse.ArgumentTypeError(f"size must be W,H,C (three positive ints), got {text!r}")
     return parts
+
+
+def seconds_range(text: str) -> tuple[float, float]:
+    """'LO,HI' seconds with 0 < LO <= HI."""
+    from .sizing import check_naive_runtime
+
+    try:
+        return check_naive_runtime(text.split(","), "the range")
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None

@@ -241,7 +241,10 @@ class DatagenConfig:
     schedules_per_pipeline: int = 16  # distinct schedules per pipeline
     out: str = "data"  # dataset root: batches go to <out>/target=<name>/batch-<id>.parquet
     max_stages: int = 6  # most stages of a random pipeline, input and output included (>= 2)
-    output_size: tuple[int, int, int] = SMALL_OUTPUT  # W,H,C of the random pipelines' outputs
+    output_size: tuple[int, int, int] = SMALL_OUTPUT  # W,H,C of the random pipelines' outputs (the largest with
+    #   naive_runtime)
+    naive_runtime: tuple[float, float] | None = None  # LO,HI seconds: size each pipeline so its estimated naive
+    #   runtime is a log-uniform draw from [LO, HI] (generator.sizing); none: output_size as given
     target: str = "host"  # host, or a conf/targets/<name>.yaml target; the dataset partition
     protocol: Literal["quick", "full", "check", "default"] = "full"  # backends.PROTOCOLS, full as the job's
     seed: int = 0  # the job's seed: seeds the dropout draws and the round-0 model random:<seed>
@@ -267,6 +270,9 @@ class DatagenConfig:
             raise ValueError(f"max_stages counts the input and output stages; it must be >= 2, got {self.max_stages}")
         if len(self.output_size) != 3 or min(self.output_size) < 1:
             raise ValueError(f"output_size must be W,H,C (three positive ints), got {self.output_size}")
+        from .sizing import check_naive_runtime
+
+        object.__setattr__(self, "naive_runtime", check_naive_runtime(self.naive_runtime))
         if not 0 < self.dropout <= 100:
             raise ValueError(f"dropout must be a percentage in (0, 100], got {self.dropout}")
         for name in self.baselines:
@@ -309,7 +315,7 @@ def _run(a: DatagenConfig) -> int:
                      output_size=a.output_size, target=a.target, protocol=a.protocol, schedule_seed=a.seed,
                      markov=a.markov, check_outputs=a.check_outputs, round=a.round, beam_size=a.beam_size,
                      passes=a.passes, dropout=a.dropout, baselines=a.baselines, random_fill=a.random_fill,
-                     backend=a.backend)
+                     backend=a.backend, naive_runtime=a.naive_runtime)
     model = SamplingModel(a.model or spec.random_model)
     try:
         model.cost_model(_target(a.target, a.backend))  # a model that cannot load is one error, not a failure per seed

@@ -1,12 +1,16 @@
 """The random pipeline generator from the command line: statistics, one pipeline, or a correctness check.
 
     python -m generator.random --stats 1000 [--max-stages 20] [--markov] [--size 2000,2000,3]
+                               [--naive-runtime 0.002,0.5] [--measure 24 [--backend halide]]
     python -m generator.random --show SEED [--max-stages 20] [--markov] [--size W,H,C]
     python -m generator.random --check 1000 [--seed 0] [--max-stages 8] [--size 16,12,3] [--jobs 2]
                                             [--schedule simple|naive]
 
 --stats generates N pipelines (seeds 0..N-1, or from --seed) and prints the distribution of stage kinds,
-pipeline lengths (Funcs per pipeline), value types and output / intermediate sizes, with a summary.
+pipeline lengths (Funcs per pipeline), value types and output / intermediate sizes, and the distribution of
+naive runtimes (estimated by generator.sizing; with --measure K, also measured for the first K pipelines) next
+to the 17 apps' at full size, with a summary. --naive-runtime LO,HI sizes each pipeline as the data generator
+does with that key (--size is then the largest output).
 --show prints one pipeline as DSL text with its stages. --check builds each pipeline at a small size,
 runs `ir.interpret`, compiles it with numba under `simple_schedule` (or `naive_schedule`, which
 compiles ~4x faster: numba's parfor pass costs about a second per parallel loop nest) and compares the
@@ -24,6 +28,7 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 
 from . import cli
 from .random_pipeline import AUX_ROLES, DEFAULT_OUTPUT_SIZE, KINDS, MARKOV, generate
@@ -47,6 +52,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--size", type=cli.output_size, default=None,
                     help="output size W,H,C (default 2000,2000,3; 16,12,3 for --check)")
     ap.add_argument("--markov", action="store_true", help="draw stage kinds from the GPU variant's Markov matrix")
+    ap.add_argument("--naive-runtime", type=cli.seconds_range, default=None, metavar="LO,HI",
+                    help="--stats: scale each output (--size is the largest) so its estimated naive runtime is a "
+                         "log-uniform draw from [LO, HI] seconds, as the job's naive_runtime key does")
+    ap.add_argument("--measure", type=cli.positive_int, default=None, metavar="K",
+                    help="--stats: compile and time the naive schedules of the first K pipelines and of the 17 apps "
+                         "at full size")
+    ap.add_argument("--backend", default="halide", help="--stats --measure: the backend that compiles them "
+                    "(default halide: a naive schedule compiles in about a second)")
     ap.add_argument("--jobs", type=cli.positive_int, default=None, help="--check: pipelines compiled at once")
     ap.add_argument("--schedule", choices=SCHEDULES, default=None,
                     help="--check: simple (parallel, vectorized, tiled: the default) or naive (all root, serial; "
@@ -55,6 +68,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     for opt in ("jobs", "schedule"):
         if getattr(a, opt) is not None and a.check is None:
             ap.error(f"--{opt} applies to --check only")
+    for opt in ("naive_runtime", "measure"):
+        if getattr(a, opt) is not None and a.stats is None:
+            ap.error(f"--{opt.replace('_', '-')} applies to --stats only")
     if a.max_stages is None:
         a.max_stages = CHECK_MAX_STAGES if a.check is not None else 20
     if a.size is None:
@@ -67,7 +83,7 @@ def main(argv=None) -> int:
     if a.show is not None:
         return show(a.show, a.max_stages, a.size, a.markov)
     if a.stats is not None:
-        return stats(a.stats, a.seed, a.max_stages, a.size, a.markov)
+        return stats(a.stats, a.seed, a.max_stages, a.size, a.markov, a.naive_runtime, a.measure or 0, a.backend)
     return check(a.check, a.seed, a.max_stages, a.size, a.markov, a.jobs or min(4, os.cpu_count() or 1),
                  a.schedule or "simple")
 
@@ -110,7 +126,10 @@ def _table(title: str, counts: collections.Counter, total: int, order=None, extr
         print(line)
 
 
-def stats(n: int, first: int, max_stages: int, size, markov: bool) -> int:
+def stats(n: int, first: int, max_stages: int, size, markov: bool, naive_runtime=None, measure: int = 0,
+          backend: str = "halide") -> int:
+    from .sizing import estimate_naive_seconds, sized_output
+
     kinds = collections.Counter()  # live main stages by kind
     pipelines_with = collections.Counter()  # pipelines containing a kind
     aux = collections.Counter()
@@ -121,12 +140,16 @@ def stats(n: int, first: int, max_stages: int, size, markov: bool) -> int:
     nominal_decades = collections.Counter()
     biggest = smallest = None
     transitions: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    naive: list[NaiveRuntime] = []
     t0 = time.time()
     step = max(1, n // 10)
     for i in range(n):
         seed = first + i
-        g = generate(seed, max_stages, size, markov)
+        out_size = sized_output(seed, max_stages, size, naive_runtime, markov) if naive_runtime else tuple(size)
+        g = generate(seed, max_stages, out_size, markov)
         p = g.pipeline
+        naive.append(NaiveRuntime(f"seed {seed}", out_size, estimate_naive_seconds(p),
+                                  pipeline=p if i < measure else None))
         lengths.append(len(p.funcs))
         live = g.live
         seen = set()
@@ -171,10 +194,15 @@ def stats(n: int, first: int, max_stages: int, size, markov: bool) -> int:
     _table(f"value types (all {n_funcs} Funcs):", types, n_funcs,
            order=[t for t in ("u8", "u16", "u32", "i8", "i16", "i32", "f32") if types[t]] +
            [t for t in types if t not in ("u8", "u16", "u32", "i8", "i16", "i32", "f32")])
-    print(f"sizes: every output is {size[0]}x{size[1]}x{size[2]} = {math.prod(size)} points")
+    where = "the drawn sizes" if naive_runtime else f"{size[0]}x{size[1]}x{size[2]}"
+    if naive_runtime:
+        print(f"sizes: outputs scaled from {size[0]}x{size[1]}x{size[2]} so that estimated naive runtimes are "
+              f"log-uniform in [{naive_runtime[0]:g}, {naive_runtime[1]:g}] s (generator.sizing)")
+    else:
+        print(f"sizes: every output is {size[0]}x{size[1]}x{size[2]} = {math.prod(size)} points")
     _table("  nominal stage sizes at the default size (elements, by decade):", nominal_decades,
            sum(nominal_decades.values()), order=sorted(nominal_decades, key=lambda d: int(d[2:])))
-    _table(f"  computed regions of intermediate Funcs at {size[0]}x{size[1]}x{size[2]} (points, by decade; "
+    _table(f"  computed regions of intermediate Funcs at {where} (points, by decade; "
            f"min {smallest}, max {biggest}):", region_decades, sum(region_decades.values()),
            order=sorted(region_decades, key=lambda d: int(d[2:])))
     if markov:
@@ -185,6 +213,7 @@ def stats(n: int, first: int, max_stages: int, size, markov: bool) -> int:
             got = ", ".join(f"{k} {100.0 * succ[k] / max(1, tot):.0f}% (matrix {100 * p:.0f}%)"
                             for k, p in want.items())
             print(f"  {row:<11} -> {got}  [{tot} transitions]")
+    apps = naive_runtime_report(naive, measure, backend)
     missing = [k for k in KINDS if kinds[k] == 0]
     common = ", ".join(f"{k} {100.0 * v / total_main:.0f}%" for k, v in kinds.most_common(3))
     rare = ", ".join(f"{k} {100.0 * kinds[k] / total_main:.1f}%" for k in sorted(KINDS, key=lambda k: kinds[k])[:3])
@@ -196,9 +225,114 @@ def stats(n: int, first: int, max_stages: int, size, markov: bool) -> int:
           + (f"All {len(KINDS)} stage kinds occur" if not missing else
              f"{len(KINDS) - len(missing)} of {len(KINDS)} stage kinds occur (missing: {', '.join(missing)})")
           + f"; the most common are {common} and the rarest {rare}. Value types: {top_types}. Intermediate "
-          f"regions at {size[0]}x{size[1]}x{size[2]} span {smallest} to {biggest} points "
+          f"regions at {where} span {smallest} to {biggest} points "
           f"({time.time() - t0:.0f}s).")
+    print(f"Naive runtimes: {_overlap_line(naive, apps)}")
     return 0 if not missing else 1
+
+
+# -- naive runtimes, next to the apps' ---------------------------------------------------------------
+
+_RUNTIME_BINS = ((0.0, 1e-4, "< 0.1 ms"), (1e-4, 1e-3, "0.1-1 ms"), (1e-3, 1e-2, "1-10 ms"),
+                 (1e-2, 1e-1, "10-100 ms"), (1e-1, 1.0, "0.1-1 s"), (1.0, 10.0, "1-10 s"), (10.0, math.inf, ">= 10 s"))
+
+
+@dataclass
+class NaiveRuntime:
+    """One pipeline's naive schedule: estimated (generator.sizing) and, when measured, timed."""
+
+    name: str
+    size: tuple[int, ...]
+    estimated_s: float
+    measured_s: float = math.nan
+    pipeline: object = None  # kept only while it waits to be measured
+
+
+def _bin_counts(values: list[float]) -> list[int]:
+    return [sum(lo <= v < hi for v in values) for lo, hi, _ in _RUNTIME_BINS]
+
+
+def _measure_naive(rows: list[NaiveRuntime], backend: str, what: str) -> None:
+    """Compile each row's naive schedule with `backend` and time it (quick protocol, outputs not checked)."""
+    import numpy as np
+
+    import backends
+    from ir.builder import naive_schedule
+
+    t0 = time.time()
+    for i, r in enumerate(rows):
+        p, r.pipeline = r.pipeline, None
+        try:
+            k = backends.compile(p, naive_schedule(p), backend=backend, isolate=False)
+            with np.errstate(all="ignore"):
+                m = backends.measure(k, p.random_inputs(0), "quick", isolate=False)
+            r.measured_s = m.min_s if m.ok else math.nan
+            err = "" if m.ok else f" ({m.status}: {m.error})"
+        except Exception as e:  # noqa: BLE001 - one failing pipeline is a line in the table, not the end
+            err = f" ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
+        print(f"[{i + 1}/{len(rows)}] {what} {r.name}: naive {r.measured_s:.4g} s measured, "
+              f"{r.estimated_s:.4g} s estimated{err} ({time.time() - t0:.0f}s)", file=sys.stderr, flush=True)
+
+
+def naive_runtime_report(naive: list[NaiveRuntime], measure: int, backend: str) -> list[NaiveRuntime]:
+    """Print the naive-runtime and output-size distributions of the random pipelines next to the 17 apps' at
+    full size (estimated; measured for `measure` > 0); returns the apps' rows."""
+    from generator.apps import APPS
+
+    from .sizing import estimate_naive_seconds
+
+    apps = []
+    for name, app in APPS.items():
+        p = app.build("full")
+        out = p.output_sizes[p.output_names[0]]
+        apps.append(NaiveRuntime(name, tuple(out), estimate_naive_seconds(p), pipeline=p if measure else None))
+    if measure:
+        _measure_naive([r for r in naive if r.pipeline is not None], backend, "random")
+        _measure_naive(apps, backend, "app")
+    columns = [("random, estimated", [r.estimated_s for r in naive]), ("apps, estimated", [r.estimated_s for r in apps])]
+    if measure:
+        columns[1:1] = [(f"random, measured ({backend})", [r.measured_s for r in naive if r.measured_s == r.measured_s])]
+        columns.append((f"apps, measured ({backend})", [r.measured_s for r in apps if r.measured_s == r.measured_s]))
+    print("naive runtimes (everything at root, serial; estimated = generator.sizing's work model on the development "
+          "machine):")
+    print("  " + " " * 10 + "".join(f"{t:>26}" for t, _ in columns))
+    counts = [(_bin_counts(v), len(v)) for _, v in columns]
+    for b, (_, _, label) in enumerate(_RUNTIME_BINS):
+        print(f"  {label:<10}" + "".join(f"{c[b]:>18} {100.0 * c[b] / max(1, tot):5.1f}%" for c, tot in counts))
+    print("  median    " + "".join(f"{_fmt_s(statistics.median(v)) if v else '-':>26}" for _, v in columns))
+    pts = lambda r: math.prod(r.size)  # noqa: E731
+    print("output sizes (points of the first output): random "
+          f"min {min(pts(r) for r in naive)}, median {statistics.median(pts(r) for r in naive):g}, "
+          f"max {max(pts(r) for r in naive)}; apps min {min(pts(r) for r in apps)}, "
+          f"median {statistics.median(pts(r) for r in apps):g}, max {max(pts(r) for r in apps)}")
+    print("  the apps at full size:" + "".join(
+        f"\n    {r.name:<26} {'x'.join(map(str, r.size)):<16} naive {_fmt_s(r.estimated_s):>9} estimated"
+        + (f", {_fmt_s(r.measured_s):>9} measured" if measure else "") for r in apps))
+    if measure:
+        ratios = [r.measured_s / r.estimated_s for r in naive + apps if r.measured_s == r.measured_s]
+        if ratios:
+            print(f"  measured / estimated: median {statistics.median(ratios):.2f}, range {min(ratios):.2f}-"
+                  f"{max(ratios):.2f} over {len(ratios)} pipelines (1.00: this machine runs like the development "
+                  "machine's fit)")
+    return apps
+
+
+def _fmt_s(v: float) -> str:
+    from ir.units import format_seconds
+
+    return format_seconds(v) if v == v else "-"
+
+
+def _overlap_line(naive: list[NaiveRuntime], apps: list[NaiveRuntime]) -> str:
+    def runtime(r):
+        return r.measured_s if r.measured_s == r.measured_s else r.estimated_s
+
+    lo, hi = min(runtime(r) for r in apps), max(runtime(r) for r in apps)
+    inside = sum(lo <= runtime(r) <= hi for r in naive)
+    return (f"{inside} of {len(naive)} random pipelines ({100.0 * inside / len(naive):.0f}%) fall within the apps' "
+            f"range {_fmt_s(lo)}-{_fmt_s(hi)}; random median {_fmt_s(statistics.median(runtime(r) for r in naive))}, "
+            f"apps median {_fmt_s(statistics.median(runtime(r) for r in apps))} (measured where measured, "
+            "else estimated).")
 
 
 # -- --check ----------------------------------------------------------------------------------------

@@ -320,7 +320,7 @@ def test_a_local_run_writes_the_batches_and_schedules_the_job_plans_for_the_same
     from ir.target import get_target
 
     cfg = JobConfig(pipelines_per_round=2, seed=1, schedules_per_pipeline=3, max_stages=3, output_size=(32, 24, 3),
-                    beam_size=2, passes=1, out=str(tmp_path))  # the job's sampling: no baselines, no random fill
+                    naive_runtime=None, backend="numba", beam_size=2, passes=1, out=str(tmp_path))  # the job's sampling: no baselines, no random fill
     assert datagen.main(["seeds=1:3", "seed=1", "schedules_per_pipeline=3", "max_stages=3",
                          "output_size=32,24,3", "beam_size=2", "passes=1", "baselines=", "random_fill=false",
                          f"out={tmp_path}"]) == 0

@@ -31,7 +31,9 @@ from .chatter import CHATTER, assert_clean_log
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
-TINY = ["max_stages=4", "beam_size=2", "passes=1", "progress=false", "compile_timeout=300"]
+# conf/datagen.yaml sizes 20-stage pipelines to naive runtimes of 5 ms-1 s; the tests' pipelines are tiny
+TINY = ["backend=numba", "max_stages=4", "output_size=[64,48,3]", "naive_runtime=null", "beam_size=2", "passes=1",
+        "progress=false", "compile_timeout=300"]
 
 
 def _env(**extra) -> dict[str, str]:
@@ -104,6 +106,8 @@ def test_a_plan_is_one_beam_sample_then_distinct_dropout_samples_and_reproducibl
     (["target=h200"], "the numba backend compiles for cpu targets; h200 is a cuda target"),
     (["train.epochs=x"], "train.epochs"),
     (["baselines=[naive,expert]"], "unknown baseline 'expert'; registered: naive, simple"),
+    (["naive_runtime=[1,0.5]"], "naive_runtime must be two seconds with 0 < LO <= HI, got [1, 0.5]"),
+    (["naive_runtime=[0.1]"], "naive_runtime must be two seconds LO,HI"),
 ])
 def test_bad_config_is_one_line_and_exit_status_2(args, text, tmp_path, capsys):
     assert main(["--config", str(ROOT / "conf/datagen.yaml"), f"out={tmp_path}", *args]) == 2
@@ -163,7 +167,7 @@ def test_the_halide_backend_generates_rows_too(tmp_path):
     pytest.importorskip("halide")
     r = _job(["--config", "conf/datagen.yaml", f"out={tmp_path / 'data'}", f"tracking_uri={tmp_path / 'mlflow'}",
               "rounds=1", "pipelines_per_round=1", "seed=40", "schedules_per_pipeline=3", "train.enabled=false",
-              "backend=halide", *TINY])
+              *TINY, "backend=halide"])
     assert r.returncode == 0, r.stderr[-3000:]
     rows = _rows(tmp_path / "data")
     assert rows["backend"].to_list() == ["halide"] * 3

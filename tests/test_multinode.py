@@ -169,7 +169,8 @@ def test_a_node_dies_mid_round_and_nothing_is_lost_or_duplicated(two_nodes, tmp_
     args = ["-m", "generator.job", "--config", str(ROOT / "conf" / "datagen.yaml"), f"out={out}",
             f"tracking_uri=sqlite:///{tmp_path / 'ml' / 'mlflow.db'}", "rounds=1", f"pipelines_per_round={PIPELINES}", "seed=40",
             f"schedules_per_pipeline={SCHEDULES}", "train.enabled=false", "benchmark_cpus=0", "max_retries=2",
-            "max_stages=4", "beam_size=2", "passes=1", "progress=false", "compile_timeout=300",
+            "backend=numba", "max_stages=4", "output_size=[64,48,3]", "naive_runtime=null", "beam_size=2", "passes=1", "progress=false",
+            "compile_timeout=300",
             "benchmark_timeout=60"]
     # run as a plain driver, the job finds the worker node importing the stale copy and refuses to start
     # (from another directory: Ray puts the driver's directory on every worker's path, which on one machine

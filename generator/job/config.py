@@ -59,8 +59,11 @@ class JobConfig:
     pipelines_per_round: int = 12  # random pipelines generated per round
     schedules_per_pipeline: int = 16  # one beam-search sample + random-dropout samples (adams2019 §5)
     seed: int = 0  # round r's pipeline i is random pipeline seed + r * pipelines_per_round + i
-    max_stages: int = 6  # most stages of a random pipeline, input and output included (>= 3)
-    output_size: tuple[int, int, int] = (64, 48, 3)  # W,H,C of the random pipelines' outputs
+    max_stages: int = 20  # most stages of a random pipeline, input and output included (>= 3)
+    output_size: tuple[int, int, int] = (2000, 2000, 3)  # W,H,C of the random pipelines' outputs (the largest
+    #   with naive_runtime)
+    naive_runtime: tuple[float, float] | None = (0.005, 1.0)  # LO,HI seconds: scale each output (aspect kept) so the
+    #   estimated naive runtime is a log-uniform draw from [LO, HI] (generator.sizing); none: output_size as given
     markov: bool = False  # draw stage kinds from the GPU variant's Markov transition matrix (generator.random_pipeline)
     beam_size: int = 8  # beam width of the beam-search sample
     passes: int = 2  # coarse-to-fine passes of the beam-search sample
@@ -92,6 +95,9 @@ class JobConfig:
             raise ValueError(f"max_stages must be >= 3, got {self.max_stages}")
         if len(self.output_size) != 3 or min(self.output_size) < 1:
             raise ValueError(f"output_size must be three positive ints, got {self.output_size}")
+        from generator.sizing import check_naive_runtime
+
+        object.__setattr__(self, "naive_runtime", check_naive_runtime(self.naive_runtime))
         if not 0 < self.dropout <= 100:
             raise ValueError(f"dropout must be a percentage in (0, 100], got {self.dropout}")
         for name in ("compile_timeout", "benchmark_timeout"):
