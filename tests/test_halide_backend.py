@@ -197,3 +197,102 @@ def test_f32_transcendentals_are_bit_exact_on_both_backends():
         got = k(**inputs)
         for name in ("f", "q"):
             assert np.array_equal(got[name], want[name]), (backend, name)
+
+
+# -- ahead-of-time objects: compiled once per node, loaded by the process that measures ----------------------
+
+
+def _jit_outputs(p, ln, inputs):
+    """The same schedule JIT-compiled in this process (Halide's own path), run on the same arrays."""
+    import halide as hl
+
+    from backends.halide.compiler import host_target
+    from backends.halide.schedule import apply
+    from backends.halide.translate import translate
+    from ir.plan import Plan
+
+    hp = translate(p)
+    apply(hp, Plan(p.dag, ln))
+    pipe = hp.pipeline()
+    pipe.compile_jit(host_target(True))
+    k = backends.compile(p, ln, backend="halide", isolate=False)
+    bound = k.bind_inputs((inputs,), {})
+    for name, param in hp.params.items():
+        region = p.input_regions[name]
+        buf = hl.Buffer(bound[name].reshape(tuple(reversed([e for _, e in region]))))
+        buf.set_min([lo for lo, _ in region])
+        param.set(buf)
+    outs = {o: np.zeros(int(np.prod(p.output_sizes[o])), dtype=_dtype(p, o)) for o in hp.outputs}
+    bufs = [hl.Buffer(outs[o].reshape(tuple(reversed(p.output_sizes[o])))) for o in hp.outputs]
+    pipe.realize(bufs if len(bufs) > 1 else bufs[0])
+    return outs, k, bound
+
+
+def _dtype(p, name):
+    return next(o.type.dtype for o in p.outputs if o.name == name)
+
+
+@pytest.mark.parametrize("case", ["app:camera_pipe", "app:local_laplacian", "app:conv_layer", "random:2", "random:9"])
+def test_an_object_file_computes_exactly_what_halide_jit_computes(case, tmp_path, monkeypatch):
+    monkeypatch.setenv("SCHEDLAB_CACHE_DIR", str(tmp_path))
+    kind, name = case.split(":")
+    if kind == "app":
+        p = get_app(name).build("small")
+        ln = get_app(name).schedule(p, get_target("host"))
+    else:
+        p = random_pipeline(int(name), 10, output_size=(48, 40, 3))
+        ln = random_schedule(p, int(name), get_target("host"))[0]
+    inputs = p.random_inputs(3)
+    jit, k, bound = _jit_outputs(p, ln, inputs)
+    aot = {o: np.zeros_like(v) for o, v in jit.items()}
+    k.spec.runner()(bound, aot)
+    for o in jit:  # bit for bit, NaNs included
+        assert jit[o].tobytes() == aot[o].tobytes(), o
+    assert len(list((tmp_path / "halide").glob("*.o"))) == 1
+
+
+def test_the_measuring_process_loads_the_object_the_compiling_process_wrote(tmp_path, monkeypatch):
+    """What the job does per sample: compile in one worker, measure in another. The second build finds the
+    object: no second compile (the same file, the seconds recorded by the first)."""
+    from backends.worker import Worker
+
+    monkeypatch.setenv("SCHEDLAB_CACHE_DIR", str(tmp_path))
+    p = get_app("harris").build("small")
+    ln = get_app("harris").schedule(p, get_target("host"))
+    inputs = p.random_inputs(0)
+    expected = interpret(p, inputs)
+    compiler, measurer = Worker(), Worker()
+    try:
+        first = backends.compile(p, ln, backend="halide", worker=compiler)
+        (obj,) = (tmp_path / "halide").glob("*.o")
+        stamp = obj.stat().st_mtime_ns
+        from backends.halide.aot import compile_object
+
+        recorded = compiler.call(compile_object, first.spec, timeout=60)
+        again = backends.build(p, ln, "host", backend="halide", worker=measurer)
+        m = backends.run(again, inputs, CHECK_ONLY, expected=expected, worker=measurer)
+        assert m.status == "ok", m.error
+        assert obj.stat().st_mtime_ns == stamp and len(list((tmp_path / "halide").glob("*.o"))) == 1
+        assert measurer.call(compile_object, first.spec, timeout=60) == recorded > 0
+    finally:
+        compiler.close()
+        measurer.close()
+
+
+def test_a_process_keeps_a_bounded_number_of_kernels_mapped(tmp_path, monkeypatch):
+    from backends.halide import aot
+
+    monkeypatch.setenv("SCHEDLAB_CACHE_DIR", str(tmp_path))
+    p = get_app("blur").build("small")
+    inputs = p.random_inputs(0)
+    expected = interpret(p, inputs)
+    held = None
+    for s in range(aot.LOADED + 3):
+        ln = random_schedule(p, s, get_target("host"))[0]
+        k = backends.compile(p, ln, backend="halide", isolate=False)
+        if held is None:
+            held = k  # a kernel the user keeps: still runs after its object left the process's table
+        m = backends.measure(k, inputs, CHECK_ONLY, expected=expected, isolate=False)
+        assert m.status == "ok", m.error
+    assert len(aot._loaded) <= aot.LOADED
+    assert backends.measure(held, inputs, CHECK_ONLY, expected=expected, isolate=False).status == "ok"

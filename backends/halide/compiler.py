@@ -1,8 +1,9 @@
-"""JIT-compiling a (pipeline, LoopNest) with Halide, in the worker process like every backend.
+"""Compiling a (pipeline, LoopNest) with Halide, in the worker process like every backend.
 
 The Kernel's `spec` is a small picklable `HalideSpec` (the pipeline as JSON, the LoopNest as JSON):
-the worker rebuilds the Halide Funcs from it, applies the schedule, JIT-compiles once per process and
-runs on the flat Fortran-order arrays the harness passes. Halide buffers list dimensions innermost
+the worker rebuilds the Halide Funcs from it, applies the schedule and compiles it to an object file in the
+node's cache (backends.halide.aot), which any process on the node loads and runs on the flat Fortran-order
+arrays the harness passes. Halide's autoschedulers' pipelines are JIT-compiled once per process. Halide buffers list dimensions innermost
 first, which is Fortran order, so a flat array viewed with its shape reversed (C order) is a Halide
 buffer indexed [x, y, ...]; `set_min` places it at its region.
 """
@@ -85,6 +86,10 @@ class HalideSpec:
         return _Compiled(hpipe, params, outs, time.perf_counter() - t0, source, search_s)
 
     def runner(self):
+        if not self.autoscheduler:  # an object file from the node's cache (backends.halide.aot)
+            from .aot import runner
+
+            return runner(self)
         import halide as hl
 
         c = self.build()
@@ -116,7 +121,12 @@ def _view(flat: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def compile_here(spec: HalideSpec) -> float:
-    """Build and JIT-compile in this process; returns the JIT seconds."""
+    """Compile in this process — a LoopNest to an object file in the node's cache (loaded by whichever process
+    runs it), an autoscheduled pipeline by JIT — and return the compile seconds."""
+    if not spec.autoscheduler:
+        from .aot import compile_object
+
+        return compile_object(spec)
     return spec.build().compile_s
 
 
