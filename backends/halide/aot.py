@@ -4,16 +4,18 @@ process on the node in milliseconds.
 Why: the data generator compiles a schedule in one process (a compile task) and measures it in another (the
 node's benchmarker). Halide's JIT code lives and dies with its process, so the benchmarker compiled every
 Halide schedule a second time (about a second each, one at a time on the node's only benchmarker). Now the
-compile task writes `Pipeline.compile_to_object` output (the kernel and its own copy of the Halide runtime)
-to `$SCHEDLAB_CACHE_DIR/halide/<digest>.o` with a small JSON sidecar (argument order, compile seconds), and a
-runner maps it with llvmlite's MCJIT — the LLVM layer numba already brings, so no C compiler or linker is
-needed — and calls its `<name>_argv` entry point through ctypes with `halide_buffer_t`s over the harness's
-arrays. The same code runs as under JIT (same target, StrictFloat, same schedule): tests compare the two
-bit for bit.
+compile task writes `Pipeline.compile_to_object` output to `$SCHEDLAB_CACHE_DIR/halide/<digest>.o` with a
+small JSON sidecar (entry point, argument order, compile seconds), and a runner maps it with llvmlite's
+MCJIT — the LLVM layer numba already brings, so no C compiler or linker is needed — and calls its `_argv`
+entry point through ctypes with `halide_buffer_t`s over the harness's arrays. The same code runs as under
+JIT (same target, StrictFloat, same schedule): tests compare the two bit for bit.
 
-The digest covers the pipeline, the LoopNest, StrictFloat, the host target string and the Halide version.
-Each loaded kernel carries its own runtime and thread pool; a process keeps the last `LOADED` kernels mapped
-and, once no runner holds a dropped one, shuts its thread pool down before freeing its code.
+Kernels are compiled without the Halide runtime (compiling it into every object cost ~0.7 s a schedule, as
+much as the kernel); the node compiles Halide's standalone runtime once, and a process maps it into an
+engine that then takes up to `GENERATION` kernels, which resolve their runtime calls to it. A process keeps
+the last `LOADED` kernels mapped; an engine whose kernels are all dropped shuts its thread pool down and
+frees its code. The digest covers the pipeline, the LoopNest, StrictFloat, the host target string and the
+Halide version.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ import numpy as np
 
 from ..cache import cache_dir
 
-FUNCTION = "schedlab_kernel"  # the entry point's name in every object (each object is loaded on its own)
 LOADED = 16  # kernels a process keeps mapped
+GENERATION = 64  # kernels mapped into one engine (beside its runtime) before the next engine starts
 
 
 class _Dim(ctypes.Structure):
@@ -75,20 +77,41 @@ def _halide_buffer(flat: np.ndarray, shape: tuple[int, ...], mins: tuple[int, ..
 class ObjectInfo:
     """The sidecar of an object file: what its entry point takes, in order, and what compiling it cost."""
 
+    function: str  # the entry point is <function>_argv
     inputs: tuple[tuple[str, tuple[tuple[int, int], ...]], ...]  # (name, region as (min, extent) per dim)
     outputs: tuple[tuple[str, tuple[int, ...]], ...]  # (name, size)
     compile_s: float
 
 
-def object_path(spec) -> Path:
-    """Where `spec`'s object file lives in this node's cache."""
+def _digest(*parts) -> str:
     import halide as hl
 
-    from .compiler import host_target
+    blob = json.dumps([*parts, hl.get_host_target().to_string(), getattr(hl, "__version__", "")], sort_keys=True,
+                      default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:32]
 
-    blob = json.dumps([list(spec.key), host_target(spec.strict_float).to_string(), getattr(hl, "__version__", "")],
-                      sort_keys=True, default=str).encode()
-    return cache_dir("halide") / f"{hashlib.sha256(blob).hexdigest()[:32]}.o"
+
+def object_path(spec) -> Path:
+    """Where `spec`'s object file lives in this node's cache."""
+    return cache_dir("halide") / f"k{_digest(list(spec.key))}.o"
+
+
+def runtime_path() -> Path:
+    """Halide's standalone runtime for this host, compiled once per node (the kernels are compiled without it;
+    the runtime itself refuses StrictFloat, which concerns the kernels' arithmetic only)."""
+    import halide as hl
+
+    path = cache_dir("halide") / f"runtime-{_digest('runtime')}.o"
+    if not path.exists():
+        fd, tmp = tempfile.mkstemp(suffix=".o", dir=path.parent)
+        os.close(fd)
+        try:
+            hl.compile_standalone_runtime(tmp, hl.get_host_target())
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return path
 
 
 def _info_path(obj: Path) -> Path:
@@ -102,7 +125,7 @@ def compile_object(spec) -> float:
     info = _read_info(obj)
     if info is not None:
         return info.compile_s
-    import halide as hl  # noqa: F401 - the compiler, needed only here
+    import halide as hl
 
     from ir.loopnest import LoopNest
     from ir.pipeline import Pipeline
@@ -120,12 +143,14 @@ def compile_object(spec) -> float:
     fd, tmp = tempfile.mkstemp(suffix=".o", dir=obj.parent)
     os.close(fd)
     try:
-        hp.pipeline().compile_to_object(tmp, [hp.params[n] for n in names], FUNCTION, host_target(spec.strict_float))
+        function = obj.stem  # unique: kernels share an engine
+        target = host_target(spec.strict_float).with_feature(hl.TargetFeature.NoRuntime)
+        hp.pipeline().compile_to_object(tmp, [hp.params[n] for n in names], function, target)
         seconds = time.perf_counter() - t0
-        info = ObjectInfo(tuple((n, tuple((lo, e) for lo, e in p.input_regions[n])) for n in names),
+        info = ObjectInfo(function, tuple((n, tuple((lo, e) for lo, e in p.input_regions[n])) for n in names),
                           tuple((o, tuple(p.output_sizes[o])) for o in hp.outputs), seconds)
-        _write_atomically(_info_path(obj), json.dumps({"inputs": info.inputs, "outputs": info.outputs,
-                                                       "compile_s": seconds}).encode())
+        _write_atomically(_info_path(obj), json.dumps({"function": function, "inputs": info.inputs,
+                                                       "outputs": info.outputs, "compile_s": seconds}).encode())
         os.replace(tmp, obj)  # the object last: a reader that finds it finds its sidecar
     finally:
         if os.path.exists(tmp):
@@ -147,35 +172,43 @@ def _read_info(obj: Path) -> ObjectInfo | None:
         d = json.loads(_info_path(obj).read_text())
     except (OSError, ValueError):
         return None
-    return ObjectInfo(tuple((n, tuple(tuple(r) for r in reg)) for n, reg in d["inputs"]),
+    if "function" not in d:
+        return None
+    return ObjectInfo(d["function"], tuple((n, tuple(tuple(r) for r in reg)) for n, reg in d["inputs"]),
                       tuple((n, tuple(s)) for n, s in d["outputs"]), float(d["compile_s"]))
 
 
-class _Loaded:
-    """One object file mapped into this process: its entry point, and its runtime's thread-pool shutdown."""
+class _Engine:
+    """An MCJIT engine holding Halide's runtime and up to GENERATION kernels that call into it."""
 
     _initialized = False
 
-    def __init__(self, obj: Path, info: ObjectInfo):
+    def __init__(self):
         import llvmlite.binding as llvm
 
-        if not _Loaded._initialized:
+        if not _Engine._initialized:
             llvm.initialize_native_target()
             llvm.initialize_native_asmprinter()
-            _Loaded._initialized = True
+            _Engine._initialized = True
         machine = llvm.Target.from_default_triple().create_target_machine()
+        self.llvm = llvm
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
-        self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj.read_bytes()))
+        self.engine.add_object_file(llvm.ObjectFileRef.from_data(runtime_path().read_bytes()))
         self.engine.finalize_object()
-        address = self.engine.get_function_address(f"{FUNCTION}_argv")
-        if not address:
-            raise RuntimeError(f"{obj.name} has no {FUNCTION}_argv")
-        self.entry = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))(address)
         shutdown = self.engine.get_function_address("halide_shutdown_thread_pool")
         self.shutdown = ctypes.CFUNCTYPE(None)(shutdown) if shutdown else None
-        self.info = info
+        self.kernels = 0
 
-    def __del__(self):  # the last runner using it is gone: its threads, then its code
+    def add(self, obj: Path, function: str):
+        self.engine.add_object_file(self.llvm.ObjectFileRef.from_data(obj.read_bytes()))
+        self.engine.finalize_object()
+        self.kernels += 1
+        address = self.engine.get_function_address(f"{function}_argv")
+        if not address:
+            raise RuntimeError(f"{obj.name} has no {function}_argv")
+        return ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))(address)
+
+    def __del__(self):  # no kernel of it is held any more: its threads, then its code
         try:
             if self.shutdown is not None:
                 self.shutdown()
@@ -184,7 +217,15 @@ class _Loaded:
             pass
 
 
+@dataclass
+class _Loaded:
+    engine: _Engine  # kept alive while the kernel is
+    entry: object  # the ctypes entry point
+    info: ObjectInfo
+
+
 _loaded: OrderedDict[Path, _Loaded] = OrderedDict()
+_current: list[_Engine] = []  # the engine new kernels go into
 _lock = threading.Lock()
 
 
@@ -195,15 +236,16 @@ def _load(spec) -> _Loaded:
         if k is not None:
             _loaded.move_to_end(obj)
             return k
-    info = _read_info(obj)
-    if info is None:
-        compile_object(spec)
         info = _read_info(obj)
-    k = _Loaded(obj, info)
-    with _lock:
-        _loaded[obj] = k
+        if info is None:
+            compile_object(spec)
+            info = _read_info(obj)
+        if not _current or _current[0].kernels >= GENERATION:
+            _current[:] = [_Engine()]
+        engine = _current[0]
+        k = _loaded[obj] = _Loaded(engine, engine.add(obj, info.function), info)
         while len(_loaded) > LOADED:
-            _loaded.popitem(last=False)  # freed when no runner holds it any more
+            _loaded.popitem(last=False)  # its engine goes once no kernel or runner holds it
     return k
 
 
