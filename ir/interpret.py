@@ -142,8 +142,19 @@ def _scatter_op(node: Node, s: Stage):
     return {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}[v.op], b
 
 
+def _updates_every_point_once(node: Node, s: Stage) -> bool:
+    """The update's left side is its Func's own pure loops, in order (`f(x, y, c) = f(x, y, c) OP v`): each
+    RDom point then updates every point of the Func exactly once."""
+    pure = {l.name: l.func_dim for l in s.loop if l.pure}
+    return len(s.lhs) == node.dimensions and all(isinstance(a, Var) and pure.get(a.name) == d
+                                                 for d, a in enumerate(s.lhs))
+
+
 def _update_scatter(node, s, arr, ev, env, rvars, scatter) -> None:
     ufunc, operand = scatter
+    # a reduction into every point (convolutions, channel sums): applied one RDom point at a time over the whole
+    # array, the same operations in the same order per point as ufunc.at, without its index arrays
+    elementwise = _updates_every_point_once(node, s)
     ranges = [(r.min, r.extent) for r in rvars]
     pure_shape = arr.shape
     n_pure = len(pure_shape)
@@ -162,6 +173,11 @@ def _update_scatter(node, s, arr, ev, env, rvars, scatter) -> None:
         for name, g in env.items():
             renv[name] = g.reshape(g.shape + (1,))
         val = ev.eval(operand, renv)
+        if elementwise:
+            v = np.broadcast_to(np.asarray(val, dtype=arr.dtype), pure_shape + (len(block),))
+            for j in range(len(block)):
+                ufunc(arr, v[..., j], out=arr)
+            continue
         idx = _coords(node, s, ev, renv)
         shape = np.broadcast_shapes(*(np.shape(i) for i in idx), np.shape(val), (1,) * n_pure + (len(block),))
         full_idx = tuple(np.broadcast_to(i, shape).reshape(-1) for i in idx)

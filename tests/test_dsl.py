@@ -429,3 +429,28 @@ def test_error_update_uses_a_var_nothing_iterates():
     f[x] = inp[x]
     with pytest.raises(PipelineError, match="f: Var x is used in an update but is not stored at its own position"):
         f[x + 1] = f[x + 1] * 2.0
+
+
+def test_reductions_into_every_point_apply_in_rdom_order_bit_for_bit():
+    """f32 sums whose value depends on the order of addition, and wrapping i32 products: the interpreter
+    applies the RDom points in order (r.x innermost), as a sequential loop does."""
+    img = Input("img", f32, 2)
+    acc, prod = Func("acc"), Func("prod")
+    r = RDom((0, 4), (0, 3))
+    acc[x, y] = 0.0
+    acc[x, y] += img[x + r.x, y + r.y] * 1e7
+    prod[x, y] = cast(i32, 1)
+    prod[x, y] *= cast(i32, img[x + r.x, y + r.y]) * 40_000 + 7
+    p = Pipeline([acc, prod], {acc: (5, 4), prod: (5, 4)})
+    rng = np.random.default_rng(3)
+    im = F((rng.standard_normal((8, 6)) * 1e3).astype(np.float32))
+    want_acc = np.zeros((5, 4), np.float32)
+    want_prod = np.ones((5, 4), np.int32)
+    with np.errstate(over="ignore"):
+        for ry in range(3):
+            for rx in range(4):
+                want_acc = want_acc + im[rx:rx + 5, ry:ry + 4] * np.float32(1e7)
+                want_prod = want_prod * (im[rx:rx + 5, ry:ry + 4].astype(np.int32) * np.int32(40_000) + np.int32(7))
+        out = ir.interpret(p, {"img": im})
+    assert out["acc"].tobytes() == want_acc.tobytes()
+    assert out["prod"].tobytes() == want_prod.tobytes()
