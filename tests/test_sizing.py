@@ -129,3 +129,16 @@ def test_generator_random_sizing_options_are_checked_in_one_line(args, capsys):
         main(args)
     err = capsys.readouterr().err
     assert info.value.code == 2 and len(err.strip().splitlines()) == 1 and "error" in err
+
+
+def test_a_batch_plans_its_pipeline_at_the_sized_output():
+    from generator.batch import SamplingModel, plan_batch
+
+    largest, rng = (256, 192, 3), (1e-4, 2e-4)
+    key = BatchSpec(seeds=(4,), max_stages=4, output_size=largest, naive_runtime=rng, schedules_per_pipeline=2,
+                    beam_size=2, passes=1, baselines=()).key(4)
+    plan = plan_batch(key, SamplingModel("random:0"))
+    (out,) = plan.pipeline.output_names
+    assert tuple(plan.pipeline.output_sizes[out]) == key.pipeline_size != largest
+    assert plan.expected[out].shape == key.pipeline_size  # the reference outputs are computed at that size too
+    assert plan.pipeline.fingerprint == random_pipeline(4, 4, key.pipeline_size).fingerprint
