@@ -40,7 +40,8 @@ class SchedulerConfig:
     passes: int = 5  # coarse-to-fine passes of beam and hierarchical
     seed: int = 0  # seeds the search's random choices (dropout, sampling)
     dropout: float = 100.0  # % chance of a fully greedy run (algorithm=dropout, autotune's samples)
-    backend: str = "numba"  # the backend the schedule compiles and is measured with (numba, halide)
+    backend: str | None = None  # what compiles and measures the schedule (numba, halide); none: the backend whose
+    #   runtimes the model learned (numba for the analytical model)
     allow_mismatch: bool = False  # use a model that learned another target's or backend's runtimes
     k: int = 5  # schedules benchmarked by algorithm=top-k
     rounds: int = 2  # rounds of algorithm=autotune
@@ -125,10 +126,10 @@ def measure_lines(cfg: SchedulerConfig, pipeline, s) -> list[str]:
     loopnests = [naive_schedule(pipeline)] + ([expert] if expert is not None else [])
     if s.measured_runtime is None:
         loopnests.insert(0, s.loopnest)
-    times = measure_loopnests(pipeline, loopnests, s.target, backend=cfg.backend)
+    times = measure_loopnests(pipeline, loopnests, s.target, backend=s.backend)
     t = s.measured_runtime if s.measured_runtime is not None else times.pop(0)
     naive, *rest = times
-    lines = [f"measured ({cfg.algorithm}, {cfg.backend}): {format_seconds(t)}",
+    lines = [f"measured ({cfg.algorithm}, {s.backend}): {format_seconds(t)}",
              f"naive schedule:  {format_seconds(naive)}   speedup of {cfg.algorithm} over naive: {_speedup(naive, t)}"]
     if rest:
         lines.append(f"expert schedule: {format_seconds(rest[0])}   speedup of {cfg.algorithm} over expert: "

@@ -48,15 +48,16 @@ class Schedule:
 def autoschedule(pipeline, target="host", model="champion", algorithm: str = "beam", beam_size: int = 32,
                  passes: int = 5, seed: int = 0, *, mode: str = "one-shot", k: int = 5, dropout: float = 100.0,
                  tracking: str | None = None, rounds: int = 2, samples: int = 16, partial: dict | None = None,
-                 progress=None, backend: str = "numba", allow_mismatch: bool = False, budget: int = 2000,
+                 progress=None, backend: str | None = None, allow_mismatch: bool = False, budget: int = 2000,
                  budget_seconds: float = 0.0, trees: int = 4, exploration: float = 0.5, rollout: str = "greedy",
                  measurements: int = 8) -> Schedule:
-    """Search a schedule for `pipeline` on `target`, to be compiled with `backend`.
+    """Search a schedule for `pipeline` on `target`, to be compiled with `backend` (None: the backend whose
+    runtimes the model learned, numba for a model that learned none).
 
     model: "champion" (models:/schedlab-<target>@champion, or the analytical model while none is
     registered), a registered cost model ("analytical", "random[:seed]", "learned:<uri>", ...), any MLflow
-    model URI or checkpoint path, or a CostModel. A model that learned another target's or backend's
-    runtimes is refused unless allow_mismatch=True.
+    model URI or checkpoint path, or a CostModel. A model that learned another target's runtimes, or another
+    backend's than a `backend` given, is refused unless allow_mismatch=True.
     algorithm: a registered SearchStrategy (scheduler.strategy): greedy (beam 1), beam (coarse-to-fine
     passes), hierarchical (beam with hierarchical sampling and the freezing pre-pass), dropout (greedy with
     random dropout, `dropout` % fully greedy), top-k (measure the k best of a beam search, keep the fastest),
@@ -74,6 +75,7 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
     tgt = get_target(target)
     space = make_space(pipeline, tgt, SpaceOptions(frozen=dict(partial or {})))  # the target kind's space
     cost_model = load_model(model, tgt, tracking, backend=backend, allow_mismatch=allow_mismatch)
+    backend = backend or getattr(cost_model, "backend", None) or "numba"
     config = StrategyConfig(beam_size=beam_size, passes=passes, seed=seed, dropout=dropout, k=k, rounds=rounds,
                             samples=samples, base=base, progress=progress, budget=budget,
                             budget_seconds=budget_seconds, trees=trees, exploration=exploration, rollout=rollout,

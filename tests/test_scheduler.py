@@ -312,14 +312,21 @@ def test_a_model_for_another_target_or_backend_is_refused_unless_allowed(tmp_pat
         path = tmp_path / f"{target}-{backend}.pt"
         LearnedModel(build_model(ModelConfig(kind="hybrid"), seed=1), target=target, backend=backend).save(path)
         with pytest.raises(SearchError, match=f"learned the runtimes of {wrong} .*allow_mismatch=True"):
-            load_model(str(path), tgt)
+            load_model(str(path), tgt, backend="numba")
         with pytest.raises(SearchError, match="allow_mismatch=True"):
-            autoschedule(p, model=str(path), algorithm="greedy")
-        m = load_model(str(path), tgt, allow_mismatch=True)
+            autoschedule(p, model=str(path), algorithm="greedy", backend="numba")
+        m = load_model(str(path), tgt, backend="numba", allow_mismatch=True)
         assert (m.target, m.backend) == (target, backend)
-        assert autoschedule(p, model=str(path), algorithm="greedy", allow_mismatch=True).predicted_cost > 0
+        s = autoschedule(p, model=str(path), algorithm="greedy", backend="numba", allow_mismatch=True)
+        assert s.predicted_cost > 0 and s.backend == "numba"
     ok = tmp_path / "host-halide.pt"  # the search compiles with halide: that model is the right one
     assert load_model(str(ok), tgt, backend="halide").backend == "halide"
+    # given no backend, a search follows the model: it compiles with the backend whose runtimes it learned
+    assert load_model(str(ok), tgt).backend == "halide"
+    assert autoschedule(p, model=str(ok), algorithm="greedy").backend == "halide"
+    assert autoschedule(p, model="analytical", algorithm="greedy").backend == "numba"  # learned none: numba
+    with pytest.raises(SearchError, match="target other-cpu"):  # the target is still checked
+        load_model(str(tmp_path / "other-cpu-numba.pt"), tgt)
 
 
 def test_update_fine_tunes_a_learned_model_and_leaves_the_analytical_one():

@@ -352,7 +352,8 @@ def test_mlflow_ui_lists_run_and_champion(store, ui_server):
 
 def test_versions_record_the_backend_and_the_scheduler_refuses_a_mismatch(store, tmp_path):
     """Every version is tagged with the target and backend whose runtimes it learned; the scheduler loads a
-    model for another target or backend only when told to (allow_mismatch=True), champion included."""
+    model for another target, or another backend than the one it is told to compile with, only when told to
+    (allow_mismatch=True), champion included."""
     from ir.target import get_target
     from scheduler.cost import CostModelError, load_model
 
@@ -370,8 +371,10 @@ def test_versions_record_the_backend_and_the_scheduler_refuses_a_mismatch(store,
                      {"val_top1_score": 0.6}, features(0), promote=True, tracking=uri, backend="halide")
     assert load_model("champion", host, uri, backend="halide").backend == "halide"
     with pytest.raises(CostModelError, match="backend halide \\(not numba\\)"):
-        load_model("champion", host, uri)  # the search compiles with numba by default
-    assert load_model("champion", host, uri, allow_mismatch=True).name == "models:/schedlab-host@champion"
+        load_model("champion", host, uri, backend="numba")  # a search told to compile with numba
+    assert load_model("champion", host, uri, backend="numba", allow_mismatch=True).name == \
+        "models:/schedlab-host@champion"
+    assert load_model("champion", host, uri).backend == "halide"  # told nothing: the champion's own backend
 
 
 def test_registering_leaves_mlflows_global_uris_as_they_were(env, tmp_path, monkeypatch):

@@ -37,11 +37,12 @@ def _looks_like_uri(spec: str) -> bool:
     return "/" in spec or "." in spec or spec.startswith("models:") or spec.startswith("runs:")
 
 
-def load_model(model, target, tracking: str | None = None, *, backend: str = "numba",
+def load_model(model, target, tracking: str | None = None, *, backend: str | None = None,
                allow_mismatch: bool = False):
     """A CostModel from what a user passes: a CostModel, a train.model network, a registered name
     (`name[:arg]`), "champion", or any URI train.registry.load_cost_model understands. `target` is the
-    ir.target Target (or its name) the search is for, `backend` the backend its schedules compile with."""
+    ir.target Target (or its name) the search is for, `backend` the backend its schedules compile with
+    (None: the one the model learned, which the search then compiles with)."""
     import torch
 
     from ir.target import get_target
@@ -69,16 +70,18 @@ def load_model(model, target, tracking: str | None = None, *, backend: str = "nu
     return check_model(loaded, tgt.name, backend, allow_mismatch)
 
 
-def check_model(model, target: str, backend: str, allow_mismatch: bool = False):
-    """`model`, unless it learned another target's or backend's runtimes (then one line, unless allowed)."""
+def check_model(model, target: str, backend: str | None, allow_mismatch: bool = False):
+    """`model`, unless it learned another target's or backend's runtimes (then one line, unless allowed);
+    backend None accepts the model's."""
     wrong = []
     if model.target is not None and model.target != target:
         wrong.append(f"target {model.target} (not {target})")
-    if model.backend is not None and model.backend != backend:
+    if backend is not None and model.backend is not None and model.backend != backend:
         wrong.append(f"backend {model.backend} (not {backend})")
     if wrong and not allow_mismatch:
+        on = f" on backend {backend}" if backend is not None else ""
         raise _cost.CostModelError(f"cost model {model.name} learned the runtimes of {' and '.join(wrong)}: load a "
-                                   f"model of target {target} on backend {backend}, or pass allow_mismatch=True")
+                                   f"model of target {target}{on}, or pass allow_mismatch=True")
     return model
 
 
@@ -86,7 +89,7 @@ class ChampionFallbackWarning(SchedlabWarning):
     """model=champion found no champion: the search uses the analytical model (the message names the store)."""
 
 
-def _champion(tgt, backend: str, tracking: str | None, allow_mismatch: bool):
+def _champion(tgt, backend: str | None, tracking: str | None, allow_mismatch: bool):
     import warnings
 
     from ir.errors import first_line
