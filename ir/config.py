@@ -145,9 +145,11 @@ def keys_help(cls, width: int = 100) -> str:
     for k in keys:
         head = f"  {k.key}={k.default}:"
         if len(head) < 40:
-            lines.append(textwrap.fill(f"{head} {k.meaning or '-'}", width, subsequent_indent=" " * 6))
+            lines.append(textwrap.fill(f"{head} {k.meaning or '-'}", width, subsequent_indent=" " * 6,
+                                       break_on_hyphens=False))
         else:  # a long default (a tuple of names) gets its own line
-            lines += [head, textwrap.fill(k.meaning or "-", width, initial_indent=" " * 6, subsequent_indent=" " * 6)]
+            lines += [head, textwrap.fill(k.meaning or "-", width, initial_indent=" " * 6, subsequent_indent=" " * 6,
+                                         break_on_hyphens=False)]
     return "\n".join(lines)
 
 
