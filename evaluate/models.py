@@ -82,7 +82,8 @@ def load_network(uri: str, target: str, tracking: str | None):
     with warnings.catch_warnings():  # the fallback below is an error here, not a warning
         warnings.simplefilter("ignore", ChampionFallbackWarning)
         loaded = load_model(uri, get_target(target), tracking)
-    if uri == "champion" and isinstance(loaded, AnalyticalModel):  # the scheduler's fallback: not a champion
+    if uri == "champion" and (isinstance(loaded, AnalyticalModel) or loaded.name.startswith("builtin")):
+        # the scheduler's fallbacks: not a champion
         raise EvaluateError(f"model=champion: no models:/{model_name(target)}@champion in {tracking_uri(tracking)}; "
                             "no model has beaten the baselines yet (python -m train promote=true); give "
                             f"model=models:/{model_name(target)}/latest or another URI")
@@ -163,6 +164,12 @@ def model_split(cfg: EvalConfig) -> tuple[EvalConfig, str]:
     if cfg.split != "val":
         return cfg, ""
     uri = f"models:/{model_name(cfg.target)}@champion" if cfg.model == "champion" else cfg.model
+    if uri.partition(":")[0] == "builtin":  # the built-in model's lineage records its split
+        from ir.target import get_target
+        from train.builtin import builtin_dir, find_builtin
+
+        found = find_builtin(get_target(cfg.target).name) if uri == "builtin" else None
+        uri = str(found.path if found else builtin_dir() / uri.partition(":")[2])
     try:
         recorded = recorded_split(uri, cfg.tracking_uri)
     except SchedlabError:

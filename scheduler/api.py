@@ -54,8 +54,9 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
     """Search a schedule for `pipeline` on `target`, to be compiled with `backend` (None: the backend whose
     runtimes the model learned, numba for a model that learned none).
 
-    model: "champion" (models:/schedlab-<target>@champion, or the analytical model while none is
-    registered), a registered cost model ("analytical", "random[:seed]", "learned:<uri>", ...), any MLflow
+    model: "champion" (models:/schedlab-<target>@champion; while none is registered, schedlab's built-in model
+    of the target and backend, else the analytical model), a registered cost model ("builtin", "analytical",
+    "random[:seed]", "learned:<uri>", ...), any MLflow
     model URI or checkpoint path, or a CostModel. A model that learned another target's runtimes, or another
     backend's than a `backend` given, is refused unless allow_mismatch=True.
     algorithm: a registered SearchStrategy (scheduler.strategy): greedy (beam 1), beam (coarse-to-fine

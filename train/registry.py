@@ -501,6 +501,9 @@ def recorded_target(uri: str, tracking: str | None = None) -> tuple[str | None, 
     checkpoint file's keys; None for what was not recorded (runs:/ URIs, model directories, old versions)."""
     if not _URI_SCHEME.match(uri):
         path = Path(uri).expanduser()
+        if path.is_dir():
+            tags = _directory_tags(path) or {}
+            return tags.get("target"), tags.get("backend")
         if not path.is_file():
             return None, None
         import torch
@@ -534,8 +537,19 @@ def recorded_split(uri: str, tracking: str | None = None) -> RecordedSplit | Non
         return None
 
 
+def _directory_tags(path: Path) -> dict[str, str] | None:
+    """The version tags a model directory exported by train.builtin records; None for other paths."""
+    lineage = path / "lineage.json"
+    if not lineage.is_file():
+        return None
+    return {str(k): str(v) for k, v in json.loads(lineage.read_text()).get("tags", {}).items()}
+
+
 def _version_tags(uri: str, tracking: str | None) -> dict[str, str] | None:
-    """The tags of the registered version behind a models:/<name>/<version|alias|latest> URI; None for other URIs."""
+    """The tags of the registered version behind a models:/<name>/<version|alias|latest> URI, or those a built-in
+    model directory's lineage.json kept (train.builtin); None for other URIs."""
+    if not _URI_SCHEME.match(uri):
+        return _directory_tags(Path(uri).expanduser())
     if not uri.startswith("models:/") or uri.startswith("models:/m-"):
         return None
     store = tracking_uri(tracking)

@@ -1,6 +1,6 @@
 """The cost-model role (adams2019 §4, MetaSchedule's CostModel): one interface, registered implementations.
 
-    model = load_model("analytical", target)           # or "random:3", "learned:<uri>", "champion", any URI
+    model = load_model("analytical", target)   # or "random:3", "builtin", "learned:<uri>", "champion", any URI
     costs = model.predict(pipeline_features, schedule_features)   # PredictedCosts: total [B], stages [B, S]
     model.update(pipeline_features, schedule_features, runtimes)  # fine-tune on measured runtimes
     model.save(path)
@@ -115,6 +115,7 @@ from .registry import COST_MODELS, get_cost_model, load_model, register_cost_mod
 from .analytical import AnalyticalModel  # noqa: E402
 from .learned import LearnedModel  # noqa: E402
 from .random_weights import RandomModel  # noqa: E402
+from .builtin import BuiltinModel  # noqa: E402
 
 __all__ = ["COST_MODELS", "AnalyticalModel", "CostModel", "CostModelError", "LearnedModel", "PredictedCosts",
            "RandomModel", "get_cost_model", "load_model", "register_cost_model", "stage_keys", "timed_score"]

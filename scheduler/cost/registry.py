@@ -1,7 +1,8 @@
 """Cost models by name: `register_cost_model(name)` and `load_model(spec, target, ...)`.
 
 A spec is a registered name with an optional argument (`analytical`, `random:3`, `learned:<uri>`),
-`champion` (the target's registered champion, or the analytical model while none is registered), or an
+`champion` (the target's registered champion; while none is registered, the built-in model of the target and
+backend, train.builtin, else the analytical model), `builtin` (that built-in model), or an
 MLflow model URI or checkpoint path (a learned model). A learned model records the target and backend
 whose runtimes it learned; using it for others is refused unless `allow_mismatch=True`.
 """
@@ -86,7 +87,8 @@ def check_model(model, target: str, backend: str | None, allow_mismatch: bool = 
 
 
 class ChampionFallbackWarning(SchedlabWarning):
-    """model=champion found no champion: the search uses the analytical model (the message names the store)."""
+    """model=champion found no champion: the search uses the built-in model of the target and backend, else the
+    analytical model (the message names the store and the model)."""
 
 
 def _champion(tgt, backend: str | None, tracking: str | None, allow_mismatch: bool):
@@ -98,8 +100,18 @@ def _champion(tgt, backend: str | None, tracking: str | None, allow_mismatch: bo
     uri = f"models:/{model_name(tgt.name)}@champion"
     try:
         model = COST_MODELS["learned"].load(uri, tgt, backend, tracking)
-    except _cost.CostModelError as e:  # none registered (or unreadable): the documented analytical fallback
+    except _cost.CostModelError as e:  # none registered (or unreadable): the built-in model, else the analytical
+        fallback = _builtin_or_analytical(tgt, backend, tracking)
         warnings.warn(f"model=champion: no {uri} in {tracking_uri(tracking)} ({first_line(e)}); using the "
-                      "analytical model instead", ChampionFallbackWarning, stacklevel=4)
-        return COST_MODELS["analytical"].load("", tgt, backend, tracking)
+                      f"{fallback.name if fallback.name.startswith('builtin') else 'analytical'} model instead",
+                      ChampionFallbackWarning, stacklevel=4)
+        return fallback
     return check_model(model, tgt.name, backend, allow_mismatch)
+
+
+def _builtin_or_analytical(tgt, backend: str | None, tracking: str | None):
+    from train.builtin import find_builtin
+
+    if find_builtin(tgt.name, backend) is not None:
+        return COST_MODELS["builtin"].load("", tgt, backend, tracking)
+    return COST_MODELS["analytical"].load("", tgt, backend, tracking)
