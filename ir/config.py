@@ -292,6 +292,8 @@ def _convert(hint, value, key: str):
     if origin in (tuple, list):
         if isinstance(value, str):
             value = [_yaml(v) for v in value.split(",") if v.strip()]
+        elif isinstance(value, (int, float, bool)):  # key=0.5: a list of one (YAML read a number, not "0.5")
+            value = [value]
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"config key {key!r} must be a list, got {value!r}")
         args = typing.get_args(hint)

@@ -118,6 +118,7 @@ def _cli_mains():
     import generator.schedule as schedule
     import train.__main__ as train_main
     from evaluate import apps
+    from evaluate import compare
     from train import builtin
     from evaluate.config import AppsConfig, EvalConfig
     from generator.job.config import JobConfig
@@ -130,11 +131,13 @@ def _cli_mains():
             ("python -m generator.dataset stats", dataset.main, ["stats"], dataset.StatsConfig),
             ("python -m scheduler", schedule.main, [], schedule.SchedulerConfig),
             ("python -m generator.datagen", datagen.main, [], datagen.DatagenConfig),
-            ("python -m train.builtin", builtin.main, [], builtin.ExportConfig)]
+            ("python -m train.builtin", builtin.main, [], builtin.ExportConfig),
+            ("python -m evaluate.compare", compare.main, [], compare.CompareConfig)]
 
 
-@pytest.mark.parametrize("index", range(8), ids=["train", "evaluate", "evaluate.apps", "generator.job", "dataset",
-                                                  "scheduler", "generator.datagen", "train.builtin"])
+@pytest.mark.parametrize("index", range(9), ids=["train", "evaluate", "evaluate.apps", "generator.job", "dataset",
+                                                  "scheduler", "generator.datagen", "train.builtin",
+                                                  "evaluate.compare"])
 def test_every_cli_help_lists_every_key_with_default_and_meaning(index, capsys):
     prog, main, prefix, cls = _cli_mains()[index]
     with pytest.raises(SystemExit) as e:

@@ -382,3 +382,47 @@ def test_the_scheduler_searches_with_the_registered_champion(hybrid, env):
     net = load_cost_model(uri, env["tracking_uri"])
     assert s.predicted_cost == pytest.approx(float(net.predict(f.pipeline, f.schedule)[0]), rel=1e-5)
     assert_correct(p, s.loopnest)
+
+
+def test_compare_trains_each_kind_and_loss_on_one_split_with_a_learning_curve(synthetic, env, capsys):
+    """python -m evaluate.compare: every (model, loss, fraction) trained on nested subsets of the same training
+    pipelines and scored on the same held-out ones, next to the analytical model and random weights; the table,
+    the learning curve and the nested training runs are in MLflow."""
+    from mlflow import MlflowClient
+
+    from evaluate.compare import CompareConfig, compare, main
+    from train.data import in_training_subset
+
+    cfg = CompareConfig(data=str(synthetic), models=("hybrid", "mlp"), losses=("pairwise_rank",),
+                        fractions=(0.5, 1.0), epochs=20, val_fraction=0.3, tracking_uri=env["tracking_uri"],
+                        progress=False)
+    c = compare(cfg)
+    assert [(r.model, r.fraction) for r in c.rows] == [("hybrid", 1.0), ("hybrid", 0.5), ("mlp", 1.0), ("mlp", 0.5)]
+    full, half = c.rows[0], c.rows[1]
+    assert 0 < half.train_pipelines < full.train_pipelines and c.val_pipelines >= 6
+    assert SYNTHETIC_PIPELINES - 2 <= full.train_pipelines + c.val_pipelines <= SYNTHETIC_PIPELINES
+    assert full.val["val_pairwise_accuracy"] >= full.init_val["val_pairwise_accuracy"] + 0.15, full
+    assert 0.4 < c.analytical["val_pairwise_accuracy"] <= 1.0
+    text = c.summary()
+    for name in ("analytical (adams2019 App. B)", "random weights (hybrid)", "random weights (mlp)",
+                 "hybrid / pairwise_rank", "mlp / pairwise_rank", "learning curve"):
+        assert name in text, name
+
+    client = MlflowClient(c.tracking_uri)
+    artifacts = {a.path for a in client.list_artifacts(c.run_id)} | {
+        a.path for a in client.list_artifacts(c.run_id, "plots")}
+    assert {"comparison.json", "comparison.txt", "plots/learning_curve.png"} <= artifacts
+    parent = client.get_run(c.run_id)
+    children = client.search_runs([parent.info.experiment_id], f"tags.mlflow.parentRunId = '{c.run_id}'")
+    assert len(children) == 4
+    steps = [m.step for m in client.get_metric_history(c.run_id, "hybrid_pairwise_rank/pairwise_accuracy")]
+    assert sorted(steps) == [half.train_pipelines, full.train_pipelines]
+
+    ids = [f"pipeline-{i}" for i in range(400)]  # nested subsets: a smaller share is inside a larger one
+    small, large = ({i for i in ids if in_training_subset(i, f)} for f in (0.25, 0.5))
+    assert small < large and 60 < len(small) < 140
+
+    capsys.readouterr()
+    assert main([f"data={synthetic}", "fractions=0.5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "fractions must include 1" in err

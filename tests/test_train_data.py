@@ -331,8 +331,10 @@ def test_a_v1_dataset_file_still_trains():
 
 def test_labels_noisier_than_max_spread_are_dropped(root):
     """A duplicate of a known schedule measured faster but with a 50 % spread must not become its label under
-    max_spread=0.25, and must without the filter (the merge takes the minimum)."""
-    keep = TrainingData.load(config(root))
+    max_spread=0.25, and must without the filter (the merge takes the minimum). The fixture's own labels were
+    measured for real, so some may already be that noisy on a busy machine: the counts are relative to them."""
+    keep = TrainingData.load(config(root, max_spread=0.25))
+    before = keep.stats.noisy_dropped
     (pid, sid), t = next(iter(by_schedule(keep).items()))
     row = read_dataset(root, "host").samples.filter(sample_id=f"{pid}-{sid}").row(0, named=True)
     p, ln = Pipeline.from_json(json.loads(row["pipeline_json"])), LoopNest.loads(row["schedule_json"])
@@ -341,7 +343,7 @@ def test_labels_noisier_than_max_spread_are_dropped(root):
     everything = TrainingData.load(config(root))
     assert by_schedule(everything)[(pid, sid)] == t / 2 and everything.stats.noisy_dropped == 0
     clean = TrainingData.load(config(root, max_spread=0.25))
-    assert by_schedule(clean)[(pid, sid)] == t and clean.stats.noisy_dropped == 1
-    assert "1 with a label spread above max_spread" in str(clean.stats)
+    assert by_schedule(clean)[(pid, sid)] == t and clean.stats.noisy_dropped == before + 1
+    assert f"{before + 1} with a label spread above max_spread" in str(clean.stats)
     with pytest.raises(DatasetError, match="max_spread must be > 0"):
         config(root, max_spread=0.0)

@@ -23,6 +23,7 @@ class TrainConfig:
     batch_size: int = 64  # most schedules in one batch (each batch holds one pipeline's schedules)
     min_schedules: int = 8  # pipelines with fewer measured schedules are skipped
     val_fraction: float = 0.125  # share of pipelines (by hash) held out for validation
+    train_fraction: float = 1.0  # share of the other pipelines trained on (by a second hash; nested subsets: python -m train.compare's learning curve)
     max_spread: float | None = 0.25  # skip labels whose own best repeats disagree by more (none: keep all)
     seed: int = 0  # seeds weight init and batch order
     tracking_uri: str | None = None  # MLflow tracking URI (none: $MLFLOW_TRACKING_URI, else the per-user store, train.registry)
@@ -43,5 +44,7 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0 < self.val_fraction < 1:
             raise ValueError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
+        if not 0 < self.train_fraction <= 1:
+            raise ValueError(f"train_fraction must be in (0, 1], got {self.train_fraction}")
         if self.lr <= 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")

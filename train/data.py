@@ -66,8 +66,11 @@ class DataConfig:
     seed: int = 0  # shuffles training batches per epoch; the split does not depend on it
     backend: str | None = None  # whose runtimes to learn; None: the only backend in the data
     max_spread: float | None = None  # drop labels whose own repeats disagree more (spread = 3rd best / best - 1)
+    train_fraction: float = 1.0  # share of the training pipelines kept, by hash: nested subsets (learning curves)
 
     def __post_init__(self):
+        if not 0.0 < self.train_fraction <= 1.0:
+            raise DatasetError(f"train_fraction must be in (0, 1], got {self.train_fraction}")
         if self.max_spread is not None and not self.max_spread > 0:
             raise DatasetError(f"max_spread must be > 0 (or none), got {self.max_spread}")
         if self.min_schedules < 1:
@@ -90,6 +93,7 @@ class DataStats:
     duplicates_merged: int = 0  # rows folded into another row of the same schedule
     inconsistent_dropped: int = 0  # stage list differs from the rest of its pipeline's schedules
     pipelines_skipped: int = 0  # fewer than min_schedules distinct ok schedules
+    train_pipelines_left_out: int = 0  # training pipelines outside the train_fraction subset
     schedules_skipped: int = 0  # their schedules
     train_pipelines: int = 0
     val_pipelines: int = 0
@@ -108,7 +112,9 @@ class DataStats:
                 f"({self.other_backends_dropped} rows of other backends left out), {self.rejected} rejected, "
                 f"{self.failed_dropped} failed, {self.noisy_dropped} with a label spread above max_spread, "
                 f"{self.duplicates_merged} duplicates merged, "
-                f"{self.pipelines_skipped} pipelines skipped (< min schedules); train {self.train_pipelines} "
+                f"{self.pipelines_skipped} pipelines skipped (< min schedules)"
+                + (f", {self.train_pipelines_left_out} outside train_fraction" if self.train_pipelines_left_out else "")
+                + f"; train {self.train_pipelines} "
                 f"pipelines / {self.train_samples} samples, validation {self.val_pipelines} / {self.val_samples}; "
                 f"fingerprint {self.fingerprint}")
 
@@ -116,8 +122,17 @@ class DataStats:
 def is_validation(pipeline_id: str, fraction: float) -> bool:
     """Held out iff the pipeline id's hash, as a number in [0, 1), is below `fraction` (Halide holds out
     pipelines whose feature hash & 7 == 0)."""
-    h = int.from_bytes(hashlib.sha256(pipeline_id.encode()).digest()[:8], "big")
-    return h / 2.0**64 < fraction
+    return _unit_hash(pipeline_id) < fraction
+
+
+def in_training_subset(pipeline_id: str, fraction: float) -> bool:
+    """Whether a training pipeline is in the `fraction` subset of a learning curve: by a second hash, independent
+    of the validation split, so a smaller fraction's pipelines are a subset of a larger one's."""
+    return _unit_hash("train-subset:" + pipeline_id) < fraction
+
+
+def _unit_hash(text: str) -> float:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") / 2.0**64
 
 
 def fingerprint(target: str, ids: list[str], runtimes: np.ndarray, backend: str = "",
@@ -162,6 +177,10 @@ class TrainingData:
         batches = _batches(samples, stages, config.batch_size, ds.schema)
         train = [b for b in batches if not is_validation(b.pipeline_id, config.val_fraction)]
         val = [b for b in batches if is_validation(b.pipeline_id, config.val_fraction)]
+        if config.train_fraction < 1.0:
+            kept = [b for b in train if in_training_subset(b.pipeline_id, config.train_fraction)]
+            stats.train_pipelines_left_out = len({b.pipeline_id for b in train} - {b.pipeline_id for b in kept})
+            train = kept
         _count(stats, train, val)
         stats.fingerprint = fingerprint(target, samples["sample_id"].to_list(), samples["runtime_s"].to_numpy(),
                                         stats.backend, ds.schema)

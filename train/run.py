@@ -107,7 +107,8 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
         raise registry.RegistryError(f"resume={cfg.resume}: no such checkpoint file")
     data = TrainingData.load(DataConfig(path=cfg.data, target=cfg.target, min_schedules=cfg.min_schedules,
                                         val_fraction=cfg.val_fraction, batch_size=cfg.batch_size, seed=cfg.seed,
-                                        backend=cfg.backend, max_spread=cfg.max_spread))
+                                        backend=cfg.backend, max_spread=cfg.max_spread,
+                                        train_fraction=cfg.train_fraction))
     schema = get_extractor(cfg.target).schema  # what the model reads; the data must have been written under it
     data.check_schema(schema)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
@@ -181,7 +182,7 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
                 "dataset_pipelines": str(stats.train_pipelines + stats.val_pipelines), "model_kind": cfg.model,
                 "loss": cfg.loss, "feature_schema": schema.name, "dataset_backend": stats.backend,
                 "val_fraction": repr(cfg.val_fraction), "min_schedules": str(cfg.min_schedules),
-                "max_spread": repr(cfg.max_spread),
+                "max_spread": repr(cfg.max_spread), "train_fraction": repr(cfg.train_fraction),
                 "best_epoch": str(best_epoch), "promotion": decision.reason}
         registered = registry.log_and_register(
             model, cfg.target, tags, val, (first.pipeline_features.numpy(), first.schedule_features.numpy()),
