@@ -173,6 +173,8 @@ def test_the_halide_backend_generates_rows_too(tmp_path):
     assert rows["backend"].to_list() == ["halide"] * 3
     assert rows["status"].to_list() == ["ok"] * 3, rows.select("status", "error")
     assert (rows["runtime_s"] > 0).all() and (rows["compile_s"] > 0).all()
+    node = next(line for line in r.stdout.splitlines() if line.startswith("node "))
+    assert "; kernel cache " in node and " kernels, " in node, node  # each node pruned its cache (backends.cache)
 
 
 # -- interrupted and rerun: every batch exactly once -----------------------------------------------------------

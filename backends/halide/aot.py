@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cache import cache_dir
+from ..cache import cache_dir, touch
 
 LOADED = 16  # kernels a process keeps mapped
 GENERATION = 64  # kernels mapped into one engine (beside its runtime) before the next engine starts
@@ -124,6 +124,7 @@ def compile_object(spec) -> float:
     obj = object_path(spec)
     info = _read_info(obj)
     if info is not None:
+        touch(obj)  # in use: kept by backends.cache.prune_kernels
         return info.compile_s
     import halide as hl
 
@@ -201,6 +202,7 @@ class _Engine:
 
     def add(self, obj: Path, function: str):
         self.engine.add_object_file(self.llvm.ObjectFileRef.from_data(obj.read_bytes()))
+        touch(obj)
         self.engine.finalize_object()
         self.kernels += 1
         address = self.engine.get_function_address(f"{function}_argv")

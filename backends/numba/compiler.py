@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cache import cache_dir
+from ..cache import cache_dir, touch
 from ..kernel import CompileError, Kernel
 from .codegen import KernelSource
 
@@ -34,7 +34,10 @@ def module_path(src: KernelSource) -> Path:
 
 def write_source(src: KernelSource) -> Path:
     path = module_path(src)
-    if not path.exists():
+    if path.exists():  # in use: kept by backends.cache.prune_kernels. Not the .py itself: numba's cache index
+        for index in (path.parent / "__pycache__").glob(path.stem + ".*.nbi"):  # records the source's mtime
+            touch(index)
+    else:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(src.source)
         os.replace(tmp, path)

@@ -84,6 +84,7 @@ class JobConfig:
     quiet_measurement: bool = True  # a measurement waits for the node's planning and compiling and runs alone
     max_retries: int = 2  # a Ray worker that dies is retried this often, then its samples are worker_died
     in_flight: int = 0  # batches under way at once (0: twice the cluster's CPUs)
+    kernel_cache_gb: float | None = 20.0  # each node's compiled-kernel cache is pruned to this before the job, least recently used first (none: never)
     train: RoundTraining = field(default_factory=RoundTraining)
     faults: str = ""  # testing: KIND:SEED:INDEX,... (see Fault)
     progress: ProgressSetting = "auto"  # auto: a bar on a terminal, a line per sample elsewhere; bar | lines | false
@@ -106,6 +107,8 @@ class JobConfig:
                 raise ValueError(f"{name} must be > 0 seconds, got {getattr(self, name)}")
         if self.max_retries < 0 or self.in_flight < 0 or self.benchmark_cpus < 0:
             raise ValueError("max_retries, in_flight and benchmark_cpus must be >= 0")
+        if self.kernel_cache_gb is not None and not self.kernel_cache_gb > 0:
+            raise ValueError(f"kernel_cache_gb must be > 0 (or none: never prune), got {self.kernel_cache_gb}")
         if self.num_cpus is not None and self.num_cpus < 1:
             raise ValueError(f"num_cpus must be >= 1, got {self.num_cpus}")
         if not self.out:

@@ -484,7 +484,8 @@ def _checked_nodes(cfg: JobConfig) -> list:
     from .nodes import NodeError, check_nodes
 
     try:
-        return check_nodes(cfg.backend)
+        return check_nodes(cfg.backend, prune_bytes=None if cfg.kernel_cache_gb is None
+                           else int(cfg.kernel_cache_gb * 1e9))
     except NodeError as e:
         raise JobError(str(e)) from None
 

@@ -40,10 +40,12 @@ class NodeReport:
     code_digest: str  # sha256 over schedlab's .py files as this node imports them
     code_root: str  # the directory this node imports schedlab from
     versions: tuple[tuple[str, str | None], ...]  # (distribution, version or None when it does not import)
+    kernel_cache: str = ""  # backends.cache.PruneReport.describe() of the node's cache, once pruned
 
     def describe(self) -> str:
         have = ", ".join(f"{n} {v}" for n, v in self.versions if v is not None)
-        return f"{self.ip} ({self.node_id[:8]}): python {self.python}, {have}; code {self.code_digest[:12]}"
+        cache = f"; kernel cache {self.kernel_cache}" if self.kernel_cache else ""
+        return f"{self.ip} ({self.node_id[:8]}): python {self.python}, {have}; code {self.code_digest[:12]}{cache}"
 
 
 def code_digest(root: Path) -> str:
@@ -100,9 +102,10 @@ def problems(driver: NodeReport, nodes: list[NodeReport]) -> list[str]:
     return out
 
 
-def check_nodes(backend: str, timeout: float = 300.0) -> list[NodeReport]:
+def check_nodes(backend: str, timeout: float = 300.0, prune_bytes: int | None = None) -> list[NodeReport]:
     """Every alive node's report (one task pinned to each); NodeError naming the first node that cannot run
-    the job, with every problem found."""
+    the job, with every problem found. prune_bytes: each node first prunes its kernel cache to that size
+    (backends.cache.prune_kernels; before any work, so nothing the job compiles is removed)."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -110,7 +113,7 @@ def check_nodes(backend: str, timeout: float = 300.0) -> list[NodeReport]:
     remote = ray.remote(num_cpus=0, max_retries=0)(_node_report)
     alive = [n for n in ray.nodes() if n.get("Alive")]
     refs = [remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))
-            .remote(packages, n["NodeID"], n.get("NodeManagerAddress", "")) for n in alive]
+            .remote(packages, n["NodeID"], n.get("NodeManagerAddress", ""), prune_bytes) for n in alive]
     reports = ray.get(refs, timeout=timeout)
     bad = problems(local_report(packages), reports)
     if bad:
@@ -119,6 +122,13 @@ def check_nodes(backend: str, timeout: float = 300.0) -> list[NodeReport]:
     return reports
 
 
-def _node_report(packages: tuple[str, ...], node_id: str, ip: str) -> NodeReport:
+def _node_report(packages: tuple[str, ...], node_id: str, ip: str, prune_bytes: int | None = None) -> NodeReport:
+    from dataclasses import replace
+
     sys.dont_write_bytecode = True  # a check leaves nothing behind in the node's code directory
-    return local_report(packages, node_id, ip)
+    report = local_report(packages, node_id, ip)
+    if prune_bytes is None:
+        return report
+    from backends.cache import prune_kernels
+
+    return replace(report, kernel_cache=prune_kernels(prune_bytes).describe())
