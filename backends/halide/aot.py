@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..cache import cache_dir, touch
+from .diagnostics import planned_warnings_filtered
 
 LOADED = 16  # kernels a process keeps mapped
 GENERATION = 64  # kernels mapped into one engine (beside its runtime) before the next engine starts
@@ -146,7 +147,8 @@ def compile_object(spec) -> float:
     try:
         function = obj.stem  # unique: kernels share an engine
         target = host_target(spec.strict_float).with_feature(hl.TargetFeature.NoRuntime)
-        hp.pipeline().compile_to_object(tmp, [hp.params[n] for n in names], function, target)
+        with planned_warnings_filtered():
+            hp.pipeline().compile_to_object(tmp, [hp.params[n] for n in names], function, target)
         seconds = time.perf_counter() - t0
         info = ObjectInfo(function, tuple((n, tuple((lo, e) for lo, e in p.input_regions[n])) for n in names),
                           tuple((o, tuple(p.output_sizes[o])) for o in hp.outputs), seconds)

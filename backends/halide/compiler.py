@@ -18,6 +18,7 @@ import numpy as np
 
 from ..base import compile_in_worker
 from ..kernel import CompileError, Kernel
+from .diagnostics import planned_warnings_filtered
 
 _compiled: dict[tuple, _Compiled] = {}
 
@@ -80,7 +81,8 @@ class HalideSpec:
             apply(hp, Plan(p.dag, LoopNest.loads(self.loopnest_json)))
             hpipe = hp.pipeline()
         t0 = time.perf_counter()
-        hpipe.compile_jit(host_target(self.strict_float))
+        with planned_warnings_filtered():
+            hpipe.compile_jit(host_target(self.strict_float))
         params = {n: (hp.params[n], p.input_regions[n]) for n in hp.params}
         outs = tuple((o, p.output_sizes[o]) for o in hp.outputs)
         return _Compiled(hpipe, params, outs, time.perf_counter() - t0, source, search_s)
