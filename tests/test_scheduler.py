@@ -169,8 +169,10 @@ def test_a_search_space_is_registered_per_target_kind():
         spaces.make_space(p, "h200")
 
 
-def test_unregistered_model_uri_is_one_line(tmp_path):
+def test_unregistered_model_uri_is_one_line(tmp_path, monkeypatch):
     from scheduler.cost.registry import ChampionFallbackWarning
+
+    monkeypatch.setenv("SCHEDLAB_BUILTIN_MODELS", str(tmp_path / "no-builtin"))  # the last fallback (test_builtin: the first)
 
     p = get_app("blur").build("small")
     db = tmp_path / "store" / "m.db"
@@ -185,7 +187,8 @@ def test_unregistered_model_uri_is_one_line(tmp_path):
 
 
 def test_the_scheduler_command_reads_mlflow_tracking_uri_and_warns_in_one_line(tmp_path):
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/none/mlflow.db"}
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/none/mlflow.db",
+           "SCHEDLAB_BUILTIN_MODELS": f"{tmp_path}/no-builtin"}  # no built-in model: the analytical fallback
     r = subprocess.run([sys.executable, "-m", "scheduler", "app=blur", "size=small", "algorithm=greedy"], env=env,
                        capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
     assert r.returncode == 0, r.stderr[-2000:]
