@@ -164,12 +164,21 @@ def model_split(cfg: EvalConfig) -> tuple[EvalConfig, str]:
     if cfg.split != "val":
         return cfg, ""
     uri = f"models:/{model_name(cfg.target)}@champion" if cfg.model == "champion" else cfg.model
-    if uri.partition(":")[0] == "builtin":  # the built-in model's lineage records its split
+    data_note = ""
+    if uri.partition(":")[0] == "builtin":  # the built-in model's lineage records its split and its data
         from ir.target import get_target
-        from train.builtin import builtin_dir, find_builtin
+        from train.builtin import builtin_dir, dataset_of, find_builtin, read_builtin
 
-        found = find_builtin(get_target(cfg.target).name) if uri == "builtin" else None
-        uri = str(found.path if found else builtin_dir() / uri.partition(":")[2])
+        path = builtin_dir() / uri.partition(":")[2] if ":" in uri else None
+        found = find_builtin(get_target(cfg.target).name) if path is None else (
+            read_builtin(path) if path.is_dir() else None)
+        if found is None:
+            return cfg, ""  # load_network names what is built in
+        uri = str(found.path)
+        shipped = dataset_of(found)
+        if cfg.data == EvalConfig.data and not Path(cfg.data).is_dir() and shipped is not None:
+            cfg = replace(cfg, data=str(shipped))
+            data_note = f"; data={shipped} (the dataset the built-in model was trained on, shipped with it)"
     try:
         recorded = recorded_split(uri, cfg.tracking_uri)
     except SchedlabError:
@@ -181,6 +190,7 @@ def model_split(cfg: EvalConfig) -> tuple[EvalConfig, str]:
             f"max_spread={r.max_spread}")
     if (r.val_fraction, r.min_schedules, r.max_spread) != (cfg.val_fraction, cfg.min_schedules, cfg.max_spread):
         note += f" (the config said {cfg.val_fraction:g}, {cfg.min_schedules}, {cfg.max_spread})"
+    note += data_note
     return replace(cfg, val_fraction=r.val_fraction, min_schedules=r.min_schedules, max_spread=r.max_spread), note
 
 

@@ -42,9 +42,11 @@ def store(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
         mp.setenv("MPLCONFIGDIR", str(root / "mpl"))
-        log_and_register(build_model(ModelConfig(kind="hybrid"), seed=11), "host", TAGS,
-                         {"val_top1_score": 0.91, "val_pairwise_accuracy": 0.83}, features(0), promote=False,
-                         tracking=uri, backend="halide")
+        v = log_and_register(build_model(ModelConfig(kind="hybrid"), seed=11), "host", TAGS,
+                             {"val_top1_score": 0.91, "val_pairwise_accuracy": 0.83}, features(0), promote=False,
+                             tracking=uri, backend="halide")
+        (root / "data").mkdir()
+        registry._client(uri).log_param(v.run_id, "data", str(root / "data"))  # as python -m train logs it
     return uri
 
 
@@ -112,14 +114,19 @@ def test_autoschedule_says_it_used_the_builtin_model(shipped, store):
     assert s.backend == "halide"  # the backend the built-in model learned
 
 
-def test_evaluate_reads_the_split_from_the_lineage(shipped):
+def test_evaluate_reads_the_split_and_the_data_from_the_lineage(shipped, tmp_path, monkeypatch):
     from evaluate.config import EvalConfig
     from evaluate.models import model_split
 
     cfg, note = model_split(EvalConfig(model="builtin", split="val", data="unused"))
     assert (cfg.val_fraction, cfg.min_schedules, cfg.max_spread) == (0.2, 8, 0.25)
-    assert "held out as in the model's training" in note
+    assert "held out as in the model's training" in note and cfg.data == "unused"  # data= given: kept
     assert registry.recorded_target(str(shipped)) == ("host", "halide")
+    trained_on = builtin.read_builtin(shipped).dataset_path
+    assert trained_on.endswith("/data") and builtin.dataset_of(builtin.read_builtin(shipped)) == Path(trained_on)
+    monkeypatch.chdir(tmp_path)  # no ./data here: python -m evaluate model=builtin scores the shipped dataset
+    cfg, note = model_split(EvalConfig(model="builtin", split="val"))
+    assert cfg.data == trained_on and "the dataset the built-in model was trained on" in note
 
 
 def test_bad_exports_and_loads_are_one_line_errors(shipped, store, capsys, tmp_path):

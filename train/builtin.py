@@ -25,6 +25,7 @@ from pathlib import Path
 from ir.errors import SchedlabError
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin_models"
+REPO = Path(__file__).resolve().parent.parent
 BUILTIN_ENV = "SCHEDLAB_BUILTIN_MODELS"  # another directory of built-in models (a site's own; tests)
 LINEAGE = "lineage.json"
 PROG = "python -m train.builtin"
@@ -43,6 +44,7 @@ class BuiltinModel:
     backend: str
     source: str  # the registered version it was exported from, e.g. models:/schedlab-host/3
     tags: dict[str, str]  # that version's tags, verbatim
+    dataset_path: str = ""  # the `data=` its training read, relative to the repository when inside it
 
     @property
     def name(self) -> str:
@@ -57,7 +59,18 @@ def read_builtin(path: Path) -> BuiltinModel:
                            f"write one with {PROG} model=<registered version>)")
     data = json.loads(lineage.read_text())
     tags = {str(k): str(v) for k, v in data.get("tags", {}).items()}
-    return BuiltinModel(path, tags.get("target", ""), tags.get("backend", ""), str(data.get("source", "")), tags)
+    return BuiltinModel(path, tags.get("target", ""), tags.get("backend", ""), str(data.get("source", "")), tags,
+                        str(data.get("dataset_path", "")))
+
+
+def dataset_of(model: BuiltinModel) -> Path | None:
+    """The dataset a built-in model was trained on, when it is here (a path in the lineage is relative to the
+    repository when the data lives in it, as the committed datasets/ do)."""
+    if not model.dataset_path:
+        return None
+    path = Path(model.dataset_path)
+    path = path if path.is_absolute() else REPO / path
+    return path if path.is_dir() else None
 
 
 def builtin_dir() -> Path:
@@ -111,7 +124,7 @@ def export_builtin(model: str, tracking: str | None = None, out: Path | None = N
         staged.mkdir()
         for name in ("config.json", "state_dict.pt"):
             shutil.copyfile(checkpoint / name, staged / name)
-        lineage = {"source": version, "given_as": model, "store": store,
+        lineage = {"source": version, "given_as": model, "store": store, "dataset_path": _training_data(version, store),
                    "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                    "schedlab_commit": _commit(), "tags": dict(sorted(tags.items()))}
         (staged / LINEAGE).write_text(json.dumps(lineage, indent=1) + "\n")
@@ -120,6 +133,23 @@ def export_builtin(model: str, tracking: str | None = None, out: Path | None = N
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copytree(staged, dest)
     return read_builtin(dest)
+
+
+def _training_data(version: str, store: str) -> str:
+    """The `data=` param of the run that trained `version`, relative to the repository when inside it."""
+    from .registry import _client
+
+    name, _, number = version[len("models:/"):].partition("/")
+    client = _client(store)
+    run_id = client.get_model_version(name, number).run_id
+    data = client.get_run(run_id).data.params.get("data", "") if run_id else ""
+    if not data:
+        return ""
+    path = Path(data).expanduser().resolve()
+    try:
+        return str(path.relative_to(REPO))
+    except ValueError:
+        return str(path)
 
 
 def _source_of(path: Path) -> str:
