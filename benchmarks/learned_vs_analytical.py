@@ -1,0 +1,103 @@
+"""Does the learned cost model schedule real pipelines better than the analytical one? Side by side in one run.
+
+For each app at its size: schedlab's beam search under each `--models` entry (default: the built-in learned
+model and the analytical model, each at the same beam size and passes), the naive schedule and the app's expert
+schedule, every LoopNest compiled by one backend (default Halide) and measured in one batch per app with the
+full protocol, each output checked against the interpreter. Prints runtimes, speedups over naive, the
+geometric means and, per app, each model's runtime over the last model's (the reference, analytical by
+default). A failure is a row with its status, never a missing app.
+
+    python benchmarks/learned_vs_analytical.py --apps blur,unsharp,harris,max_filter,camera_pipe
+    python benchmarks/learned_vs_analytical.py --models models:/schedlab-host/4,analytical --tracking-uri ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def main(argv=None) -> int:
+    from ir.logs import quiet_third_party
+
+    quiet_third_party()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--apps", default="blur,unsharp,harris,max_filter,camera_pipe,local_laplacian")
+    ap.add_argument("--size", default="full", choices=("small", "full"))
+    ap.add_argument("--models", default="builtin,analytical",
+                    help="cost models, comma-separated; ratios are over the last one")
+    ap.add_argument("--backend", default="halide", help="what every LoopNest is compiled with")
+    ap.add_argument("--beam-size", type=int, default=8)
+    ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--tracking-uri", default=None)
+    a = ap.parse_args(argv)
+
+    from generator.apps import get_app
+    from ir.builder import naive_schedule
+    from ir.target import get_target
+    from scheduler import autoschedule
+    from scheduler.cost import load_model
+    from scheduler.modes import measure_loopnests, reference
+
+    target = get_target("host")
+    models = [m for m in a.models.split(",") if m]
+    loaded = {m: load_model(m, target, a.tracking_uri, backend=a.backend, allow_mismatch=True) for m in models}
+    print(f"{len(models)} models: " + "; ".join(f"{m} = {c.name} (learned {c.backend or 'nothing'})"
+                                                for m, c in loaded.items()))
+    print(f"beam {a.beam_size} x {a.passes}, every LoopNest compiled by {a.backend}, apps at size {a.size}")
+    cols = ["naive", "expert", *models]
+    print(f"{'app':16s} " + " ".join(f"{c[:18]:>18s}" for c in cols) + "   " +
+          " ".join(f"{m[:14] + '/' + models[-1][:8]:>24s}" for m in models[:-1]))
+    speedups: dict[str, list[float]] = {c: [] for c in cols}
+    ratios: dict[str, list[float]] = {m: [] for m in models[:-1]}
+    t0 = time.time()
+    for name in a.apps.split(","):
+        app = get_app(name)
+        p = app.build(a.size)
+        lns = [naive_schedule(p), app.schedule(p, target)]
+        for m in models:
+            s = autoschedule(p, target, model=loaded[m], algorithm="beam", beam_size=a.beam_size, passes=a.passes,
+                             backend=a.backend, allow_mismatch=True)
+            lns.append(s.loopnest)
+        inputs, expected = reference(p)
+        runtimes = measure_loopnests(p, lns, target, inputs, expected, backend=a.backend)
+        naive = runtimes[0]
+        for c, t in zip(cols, runtimes):
+            if math.isfinite(t) and math.isfinite(naive):
+                speedups[c].append(naive / t)
+        for m in models[:-1]:
+            t, ref = runtimes[cols.index(m)], runtimes[-1]
+            if math.isfinite(t) and math.isfinite(ref):
+                ratios[m].append(ref / t)
+        print(f"{name:16s} " + " ".join(f"{_cell(t, naive):>18s}" for t in runtimes) + "   " +
+              " ".join(f"{_ratio(runtimes[-1], runtimes[cols.index(m)]):>24s}" for m in models[:-1]), flush=True)
+    print(f"{'geomean':16s} " + " ".join(f"{_geo(speedups[c]):>17.2f}x" for c in cols) + "   " +
+          " ".join(f"{_geo(ratios[m]):>23.3f}x" for m in models[:-1]))
+    print(f"(speedup over naive; a ratio > 1 means that model's schedule ran faster than {models[-1]}'s); "
+          f"{time.time() - t0:.0f} s")
+    return 0
+
+
+def _cell(t: float, naive: float) -> str:
+    from ir.units import format_seconds
+
+    if not math.isfinite(t):
+        return "failed"
+    return f"{format_seconds(t)} {naive / t:.2f}x" if math.isfinite(naive) else format_seconds(t)
+
+
+def _ratio(reference: float, t: float) -> str:
+    return f"{reference / t:.3f}x" if math.isfinite(t) and math.isfinite(reference) else "-"
+
+
+def _geo(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
+
+
+if __name__ == "__main__":
+    sys.exit(main())
