@@ -57,7 +57,8 @@ class JobSummary:
     pipelines_failed: int = 0
     samples_written: int = 0
     samples_existing: int = 0
-    status: collections.Counter = field(default_factory=collections.Counter)
+    status: collections.Counter = field(default_factory=collections.Counter)  # of the samples written
+    measured: collections.Counter = field(default_factory=collections.Counter)  # of every sample measured
     models: list[RoundModel] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -69,6 +70,11 @@ class JobSummary:
     remeasured: int = 0  # samples whose benchmarker died, measured again on a live node
     nodes: list = field(default_factory=list)  # .nodes.NodeReport of every node the job checked and used
     run: str = ""  # the job's MLflow run: its name and id
+
+    @property
+    def unwritten(self) -> int:
+        """Samples measured whose batch was not written (the job was interrupted before it finished)."""
+        return max(0, sum(self.measured.values()) - sum(self.status.values()))
 
     @property
     def samples_per_core_hour(self) -> float:
@@ -86,7 +92,9 @@ class JobSummary:
              f"(of {self.batches_planned} planned)"),
             (f"samples: {self.samples_written} written ({self.samples_existing} already there); yield "
              f"{100.0 * ok / max(1, self.samples_written):.1f}% ok; by status: {statuses or 'none'}"
-             + (f"; {self.remeasured} measured again after their benchmarker died" if self.remeasured else "")),
+             + (f"; {self.remeasured} measured again after their benchmarker died" if self.remeasured else "")
+             + (f"; {self.unwritten} measured in batches left unfinished, not written (a rerun measures them "
+                "again)" if self.unwritten else "")),
             (f"throughput: {per_hour:.0f} samples per hour per core ({self.samples_per_core_hour:.0f} valid; "
              f"{self.cpus:g} CPUs); task time: planning {format_seconds(self.plan_s)}, compiling {format_seconds(self.compile_s)}, "
              f"measuring {format_seconds(self.measure_s)} (+ {format_seconds(self.wait_s)} waiting for a quiet node)"),
@@ -343,7 +351,7 @@ class Job:
 
     def record(self, b: _Batch, i: int, m: Measurement) -> bool:
         b.rows[i] = m
-        self.summary.status[m.status] += 1
+        self.summary.measured[m.status] += 1
         self.advance(1, f"seed {b.key.seed} {b.plan.samples[i].sampler}: {m.status}")
         return self.finish(b) if b.done else False
 
@@ -354,6 +362,7 @@ class Job:
         if write_rows(self.out, self.tgt.name, b.key, rows) is not None:
             self.summary.batches_written += 1
             self.summary.samples_written += len(rows)
+            self.summary.status.update(m.status for m in b.rows)
         ok = sum(m.ok for m in b.rows)
         self.note(f"batch {b.key.batch_id}: {len(rows)} samples, {ok} ok, planned in {format_seconds(p.seconds)}")
         return True
@@ -384,7 +393,7 @@ class Job:
     # -- progress ------------------------------------------------------------------------------------------
 
     def advance(self, n: int, what: str) -> None:
-        s = self.summary.status
+        s = self.summary.measured
         self.progress.update(n, f"{what} (ok {s['ok']}, failed {sum(s.values()) - s['ok']})")
 
     def shrink(self, n: int) -> None:
