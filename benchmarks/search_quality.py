@@ -1,71 +1,70 @@
-"""Are searched schedules fast? Measured runtimes of schedules from each cost model, side by side.
+"""Are searched schedules fast? Every search strategy side by side on the app suite, measured.
 
-For each app (full size): the naive schedule, greedy with random weights (adams2019's first data round),
-beam search with the analytical model, and beam search with each learned model given (`--model URI`,
-repeatable: a registered model, a run's model, a checkpoint), the app's expert schedule where it has one,
-and each one's speedup over naive; then geometric means. Every kernel is checked against the
-interpreter before it is timed. The measuring is evaluate.apps' (`python -m evaluate.apps` runs one model
-against more baselines and logs the table to MLflow); this script only chooses the methods and prints.
+Runs `python -m evaluate.apps` on conf/evaluate_strategies.yaml (every app at full size, every row compiled and
+measured by one backend, one cost model for every search: greedy, beam 32 x 5, hierarchical, MCTS at beam's
+own cost-model evaluations and at its wall-clock per app, mcts-real / top-k / autotune at one measurement
+budget, polymage-dp, the expert schedule, Halide's Adams2019 and Mullapudi2016), logs the table and charts to
+MLflow, and prints, besides evaluate.apps' table, each strategy against beam per app: runtime(beam) /
+runtime(strategy), > 1 where the strategy found the faster schedule.
 
-    python benchmarks/search_quality.py --apps unsharp,harris,blur,iir_blur --beam-size 8 --passes 2
-    python benchmarks/search_quality.py --strategies polymage-dp,mcts   # more registered strategies, side by side
-    python benchmarks/search_quality.py --model models:/schedlab-host@champion --tracking-uri sqlite:///…/mlflow.db
+    python benchmarks/search_quality.py                                   # the whole comparison (hours)
+    python benchmarks/search_quality.py apps=blur,unsharp size=small      # any AppsConfig key=value overrides
+    python benchmarks/search_quality.py model=models:/schedlab-host@champion
 """
 
 from __future__ import annotations
 
-import argparse
+import math
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-from evaluate.apps import HEADER, Method, app_names, format_row, geomeans, measure_app
-from evaluate.config import AppsConfig, EvaluateError
-from generator.apps import get_app
-from ir.units import format_ratio
-from ir.target import get_target
-from scheduler.cost import load_model
+CONFIG = ROOT / "conf" / "evaluate_strategies.yaml"
+
+
+def against_beam(rows) -> list[str]:
+    """Per app and strategy: runtime(beam) / runtime(strategy) (> 1: the strategy's schedule is faster), then
+    the geometric mean and the apps where the strategy won, tied (within 3 %) and lost."""
+    from evaluate.apps import NAIVE, geomean
+    from ir.units import format_ratio
+
+    ok = {(r.app, r.method): r.runtime_s for r in rows if r.status == "ok"}
+    apps = list(dict.fromkeys(r.app for r in rows))
+    others = [m for m in dict.fromkeys(r.method for r in rows) if m not in ("beam", NAIVE)]
+    out = [f"{'runtime(beam) / runtime(strategy)':34s} " + " ".join(f"{a[:11]:>11s}" for a in apps)
+           + f" {'geomean':>8s}  won/tied/lost"]
+    for m in others:
+        ratios = [ok[(a, "beam")] / ok[(a, m)] if (a, "beam") in ok and (a, m) in ok else math.nan for a in apps]
+        cells = " ".join(f"{format_ratio(x) if math.isfinite(x) else '-':>11s}" for x in ratios)
+        done = [x for x in ratios if math.isfinite(x)]
+        won = sum(x > 1.03 for x in done)
+        lost = sum(x < 1 / 1.03 for x in done)
+        g = geomean(done)
+        out.append(f"{m:34s} {cells} {format_ratio(g) if math.isfinite(g) else '-':>8s}  "
+                   f"{won}/{len(done) - won - lost}/{lost}")
+    return out
 
 
 def main(argv=None) -> int:
-    from ir.logs import quiet_third_party
+    from evaluate.apps import evaluate_apps
+    from evaluate.config import AppsConfig
+    from ir.config import run_cli
+    from ir.progress import echo
 
-    quiet_third_party()  # MLflow's and Lightning's chatter off, as in every command
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--apps", default="unsharp,harris,blur,iir_blur,max_filter,hist_eq")
-    ap.add_argument("--size", default="full", choices=("small", "full"))
-    ap.add_argument("--model", action="append", default=[], help="a learned model to compare (repeatable)")
-    ap.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default: the embedded SQLite store)")
-    ap.add_argument("--beam-size", type=int, default=8)
-    ap.add_argument("--passes", type=int, default=2)
-    ap.add_argument("--strategies", default="polymage-dp",
-                    help="more registered strategies, comma-separated, each under the analytical model (a strategy "
-                         "that needs no model, as polymage-dp, ignores it)")
-    args = ap.parse_args(argv)
-    cfg = AppsConfig(apps=tuple(a for a in args.apps.split(",") if a), size=args.size, beam_size=args.beam_size,
-                     passes=args.passes, tracking_uri=args.tracking_uri, progress=False)
-    try:
-        names = app_names(cfg)
-    except EvaluateError as e:
-        ap.error(str(e))
-    tgt = get_target("host")
-    methods = [Method("naive", "naive"),
-               Method("greedy random", "search", load_model("random:0", tgt), "greedy"),
-               Method("beam analytical", "search", load_model("analytical", tgt), "beam"),
-               *(Method(f"beam {uri}", "search", load_model(uri, tgt, args.tracking_uri), "beam") for uri in args.model),
-               *(Method(f"{a} analytical", "search", load_model("analytical", tgt), a)
-                 for a in args.strategies.split(",") if a),
-               Method("expert", "expert")]
-    print(HEADER)
-    rows = []
-    for name in names:
-        rows += measure_app(get_app(name), cfg, methods)
-        print("\n".join(format_row(r) for r in rows if r.app == name), flush=True)
-    print("\ngeometric mean speedup over naive:")
-    for g in geomeans(rows):
-        print(f"  {g.method:30s} {format_ratio(g.speedup):>6s}x  over {g.apps} apps")
-    return 0
+    def run(cfg) -> int:
+        result = evaluate_apps(cfg, echo)
+        print(result.summary())
+        print()
+        print("\n".join(against_beam(result.rows)))
+        return 0
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not any(a == "--config" or a.startswith("--config=") for a in argv):
+        argv = ["--config", str(CONFIG), *argv]
+    return run_cli(AppsConfig, run, argv, "benchmarks/search_quality.py", __doc__.splitlines()[0],
+                   default_config=str(CONFIG))
 
 
 if __name__ == "__main__":

@@ -11,12 +11,18 @@ Methods, one row per (app, method):
   expert                 the app's hand-written schedule, for apps that have one
   random                 the median runtime of `random_schedules` random schedules (ir.sampling)
   greedy-random-weights  greedy search with the hybrid network's random weights (adams2019's first round)
-  greedy, beam, hierarchical   the scheduler's searches under the chosen model
-Under Halide (`halide` key: when the halide package is installed), compiled by Halide on this machine:
-  <m>@halide             the same LoopNest as <m> (naive, expert and the searches; not searched again)
+  greedy, beam, ...      each registered search strategy of `algorithms` under the chosen model, within a
+                         SearchBudget: mcts_budget cost-model evaluations for mcts/mcts-real, `measurements`
+                         schedules measured for top-k, mcts-real and autotune
+  mcts=beam-evaluations, mcts=beam-seconds   (mcts_matched) MCTS given beam's own states scored or seconds
+                         on the same app: the comparison at equal cost (protuner2020 §5)
+The rows are compiled and measured by `backend` (numba or halide). Under Halide (`halide` key: when the halide
+package is installed), compiled by Halide on this machine:
+  <m>@halide             the same LoopNest as <m> (naive, expert and the searches; not searched again), when
+                         backend=numba
   Adams2019@halide, Mullapudi2016@halide   Halide's own autoschedulers (backends.halide.autoschedule)
-Every row's speedup is over the numba naive row; speedup_same_backend is over the naive row of its own
-backend (naive@halide for Halide rows), and numba_over_halide is runtime(<m>) / runtime(<m>@halide).
+Every row's speedup is over the naive row; speedup_same_backend is over the naive row of its own backend
+(naive@halide for Halide twins), and numba_over_halide is runtime(<m>) / runtime(<m>@halide).
 A row's status is backends' (ok, compile_error, runtime_error, crash, timeout, wrong_output,
 invalid_schedule) or search_error (building the schedule raised): a failure is a row, never a dead run.
 """
@@ -54,13 +60,44 @@ TABLE_JSON = "apps_table.json"
 
 
 @dataclass(frozen=True)
+class SearchBudget:
+    """What one search may spend, so that strategies are compared at equal cost (protuner2020 §5 compares MCTS
+    with beam at equal cost-model evaluations): cost-model evaluations and seconds for MCTS, schedules measured
+    for top-k, mcts-real and autotune. `match` = evaluations | seconds: MCTS takes beam's own figure of the app."""
+
+    evaluations: int = 2000  # mcts, mcts-real: states scored by the cost model
+    seconds: float = 0.0  # mcts: wall-clock limit, 0 for none
+    measurements: int = 8  # top-k, mcts-real, autotune
+    match: Literal["", "evaluations", "seconds"] = ""
+
+    def kwargs(self, algorithm: str) -> dict:
+        """autoschedule's keywords for `algorithm` (autotune: its base result then 2 rounds of samples)."""
+        if algorithm == "top-k":
+            return {"k": self.measurements}
+        if algorithm == "autotune":
+            return {"rounds": 2, "samples": (self.measurements - 1) // 2}
+        if algorithm in ("mcts", "mcts-real"):
+            return {"budget": self.evaluations, "budget_seconds": self.seconds, "measurements": self.measurements}
+        return {}
+
+    def matched(self, beam: tuple[int, float]) -> SearchBudget:
+        """This budget with beam's (states scored, search seconds) of the same app put in."""
+        if self.match == "evaluations":
+            return replace(self, evaluations=beam[0], seconds=0.0)
+        if self.match == "seconds":
+            return replace(self, evaluations=10**9, seconds=beam[1])
+        return self
+
+
+@dataclass(frozen=True)
 class Method:
     """A way to get an app's schedule: a fixed baseline, random schedules, or a search under a cost model."""
 
     name: str  # the table's label, unique per app
     kind: Literal["naive", "expert", "random", "search", "halide"]
     model: object = None  # search: a scheduler.cost.CostModel
-    algorithm: str = ""  # search: greedy | beam | hierarchical; halide: the autoscheduler's name
+    algorithm: str = ""  # search: a registered strategy (greedy, beam, mcts, ...); halide: the autoscheduler's name
+    budget: SearchBudget | None = None  # search: what the strategy may spend (None: autoschedule's defaults)
 
     @property
     def has_halide_twin(self) -> bool:
@@ -82,6 +119,8 @@ class AppRow:
     numba_over_halide: float  # Halide rows of a schedlab LoopNest: runtime(numba, same LoopNest) / runtime
     search_s: float  # seconds spent getting the schedule(s): the search (for <m>@halide: <m>'s, not repeated)
     note: str = ""  # the failure's first line, or how many random schedules ran
+    evaluations: int = 0  # searches: states the cost model scored
+    measured: int = 0  # searches that measure (top-k, mcts-real, autotune): schedules measured while searching
 
 
 @dataclass(frozen=True)
@@ -108,7 +147,7 @@ class HalideComparison:
                 f"  (geomean over {self.beam_apps} apps)")
         numba = (f"{format_runtime_ratio('numba', 'Halide', self.numba_over_halide)}, same LoopNest"
                  f"  (geomean over {self.pairs} pairs of {pairs})")
-        return [beam, numba]
+        return [beam, numba] if self.pairs else [beam]  # no pairs under backend=halide: no numba rows
 
 
 @dataclass
@@ -139,16 +178,20 @@ class AppsResult:
 
 
 HEADER = (f"{'app':16s} {'method':22s} {'status':14s} {'runtime':>10s} {'speedup':>8s} {'same-bk':>8s} "
-          f"{'t_nb/t_hl':>9s} {'search':>9s}  note")
+          f"{'t_nb/t_hl':>9s} {'search':>9s} {'evals':>7s} {'meas':>4s}  note")
 
 
 def format_row(r: AppRow) -> str:
-    """speedup: over numba naive; same-bk: over the naive schedule of the row's backend; t_nb/t_hl: runtime of
-    the same LoopNest under numba / under Halide (> 1: Halide faster)."""
+    """speedup: over the naive row; same-bk: over the naive schedule of the row's backend; t_nb/t_hl: runtime of
+    the same LoopNest under numba / under Halide (> 1: Halide faster); evals: states the cost model scored;
+    meas: schedules the search measured."""
     runtime = format_seconds(r.runtime_s if math.isfinite(r.runtime_s) else math.nan)
     t_nb_hl = format_ratio(r.numba_over_halide) if math.isfinite(r.numba_over_halide) else "-"
+    evals = str(r.evaluations) if r.evaluations else "-"
+    measured = str(r.measured) if r.measured else "-"
     return (f"{r.app:16s} {r.method:22s} {r.status:14s} {runtime:>10s} {_times(r.speedup, 8)} "
-            f"{_times(r.speedup_same_backend, 8)} {t_nb_hl:>9s} {format_seconds(r.search_s):>9s}  {r.note}")
+            f"{_times(r.speedup_same_backend, 8)} {t_nb_hl:>9s} {format_seconds(r.search_s):>9s} {evals:>7s} "
+            f"{measured:>4s}  {r.note}")
 
 
 def format_geomean(g: Geomean) -> str:
@@ -178,24 +221,43 @@ def methods(cfg: AppsConfig, model) -> list[Method]:
     if "random_weights" in cfg.baselines:
         out.append(Method(RANDOM_WEIGHTS, "search", load_model(f"random:{cfg.seed}", get_target(cfg.target)),
                           "greedy"))
-    out += [Method(a, "search", model, a) for a in cfg.algorithms]
+    budget = SearchBudget(evaluations=cfg.mcts_budget, measurements=cfg.measurements)
+    out += [Method(a, "search", model, a, budget) for a in cfg.algorithms]
+    out += [Method(f"mcts=beam-{m}", "search", model, "mcts", replace(budget, match=m)) for m in cfg.mcts_matched]
     return out
 
 
-def _schedules(method: Method, app, pipeline, target, cfg: AppsConfig) -> list:
-    """The LoopNest(s) `method` gives for `pipeline`; [] when it does not apply (no expert schedule)."""
+def _search_kwargs(method: Method, beam: tuple[int, float] | None) -> dict:
+    """autoschedule's budget keywords for `method`; `beam`: (states scored, seconds) of this app's beam row."""
+    if method.budget is None:
+        return {}
+    budget = method.budget
+    if budget.match:
+        if beam is None:
+            raise EvaluateError(f"{method.name}: beam's search did not run on this app, so there is no budget to match")
+        budget = budget.matched(beam)
+    return budget.kwargs(method.algorithm)
+
+
+def _schedules(method: Method, app, pipeline, target, cfg: AppsConfig,
+               beam: tuple[int, float] | None = None) -> tuple[list, object]:
+    """The LoopNest(s) `method` gives for `pipeline` ([] when it does not apply: no expert schedule) and, for a
+    search, its SearchStats (else None). `beam`: the app's beam (states scored, seconds), for matched budgets."""
     from ir.builder import naive_schedule
     from ir.sampling import random_schedule
     from scheduler import autoschedule
 
     if method.kind == "naive":
-        return [naive_schedule(pipeline)]
+        return [naive_schedule(pipeline)], None
     if method.kind == "expert":
-        return [app.schedule(pipeline, target)] if app.schedule is not None else []
+        return ([app.schedule(pipeline, target)] if app.schedule is not None else []), None
     if method.kind == "random":
-        return [random_schedule(pipeline, cfg.seed + i, target)[0] for i in range(cfg.random_schedules)]
-    return [autoschedule(pipeline, target, model=method.model, algorithm=method.algorithm, beam_size=cfg.beam_size,
-                         passes=cfg.passes, seed=cfg.seed).loopnest]
+        return [random_schedule(pipeline, cfg.seed + i, target)[0] for i in range(cfg.random_schedules)], None
+    # measuring strategies measure with the rows' backend, whatever backend the model learned
+    s = autoschedule(pipeline, target, model=method.model, algorithm=method.algorithm, beam_size=cfg.beam_size,
+                     passes=cfg.passes, seed=cfg.seed, backend=cfg.backend, allow_mismatch=True,
+                     **_search_kwargs(method, beam))
+    return [s.loopnest], s.stats
 
 
 def halide_installed() -> bool:
@@ -213,7 +275,8 @@ def use_halide(cfg: AppsConfig) -> bool:
 
 def halide_methods(cfg: AppsConfig, methods: list[Method]) -> list[Method]:
     """The rows measured under Halide: each schedlab LoopNest's twin, then Halide's autoschedulers."""
-    return [*(replace(m, name=m.name + HALIDE) for m in methods if m.has_halide_twin),
+    twins = methods if cfg.backend != "halide" else []  # under backend=halide the rows themselves are Halide's
+    return [*(replace(m, name=m.name + HALIDE) for m in twins if m.has_halide_twin),
             *(Method(s + HALIDE, "halide", algorithm=s) for s in cfg.halide_autoschedulers)]
 
 
@@ -235,20 +298,26 @@ def measure_app(app, cfg: AppsConfig, methods: list[Method], tick: Callable[[str
     inputs, expected = reference(pipeline)
     rows = []
     twins: dict[str, tuple] = {}  # method name -> (its LoopNest, its search seconds) for the Halide rows
+    beam: tuple[int, float] | None = None  # the beam row's (states scored, search seconds): matched budgets
     tick = tick or (lambda name: None)
     for m in methods:
         t0 = time.perf_counter()
         try:
-            loopnests = _schedules(m, app, pipeline, target, cfg)
+            loopnests, stats = _schedules(m, app, pipeline, target, cfg, beam)
         except Exception as e:  # noqa: BLE001 - a search or schedule that fails is this row's status
-            rows.append(_row(app.name, m, "search_error", [], time.perf_counter() - t0, first_line(e)))
-            loopnests = None
+            rows.append(_row(app.name, m, "search_error", [], time.perf_counter() - t0, first_line(e), cfg.backend))
+            loopnests, stats = None, None
         search_s = time.perf_counter() - t0
+        if stats is not None and m.algorithm == "beam" and m.budget is not None and not m.budget.match:
+            beam = (stats.states_evaluated, stats.seconds)
         if loopnests:
             ms = measure_many([MeasureInput(pipeline, ln, inputs, expected) for ln in loopnests], target,
-                              protocol=cfg.protocol)
-            rows.append(_measured_row(app.name, m, ms, search_s))
-            if m.has_halide_twin:
+                              backend=cfg.backend, protocol=cfg.protocol)
+            row = _measured_row(app.name, m, ms, search_s, cfg.backend)
+            if stats is not None:
+                row = replace(row, evaluations=stats.states_evaluated, measured=len(stats.measured))
+            rows.append(row)
+            if m.has_halide_twin and cfg.backend != "halide":
                 twins[m.name + HALIDE] = (loopnests[0], search_s)
         tick(m.name)
     if halide:
@@ -275,16 +344,17 @@ def _halide_row(app: str, method: Method, pipeline, target, twin, inputs, expect
             anchor = autoschedule(pipeline, method.algorithm, target, params={"parallelism": str(target.cores)})
             kernel, search_s = anchor.compile(), anchor.search_seconds
     except backends.ScheduleError as e:
-        return _row(app, method, "invalid_schedule", [], time.perf_counter() - t0, first_line(e))
+        return _row(app, method, "invalid_schedule", [], time.perf_counter() - t0, first_line(e), "halide")
     except backends.CompileError as e:
-        return _row(app, method, e.status, [], time.perf_counter() - t0, first_line(e))
+        return _row(app, method, e.status, [], time.perf_counter() - t0, first_line(e), "halide")
     except Exception as e:  # noqa: BLE001 - a translation or plugin failure is this row's status
         return _row(app, method, "search_error" if twin is None else "compile_error", [], time.perf_counter() - t0,
-                    first_line(e))
-    return _measured_row(app, method, [backends.measure(kernel, inputs, protocol, expected=expected)], search_s)
+                    first_line(e), "halide")
+    return _measured_row(app, method, [backends.measure(kernel, inputs, protocol, expected=expected)], search_s,
+                         "halide")
 
 
-def _measured_row(app: str, method: Method, ms: list, search_s: float) -> AppRow:
+def _measured_row(app: str, method: Method, ms: list, search_s: float, backend: str) -> AppRow:
     """Ok if any schedule ran correctly (runtime: the median of those that did), else the commonest failure."""
     ok = [m.min_s for m in ms if m.ok]
     failed = Counter(m.status for m in ms if not m.ok)
@@ -293,30 +363,32 @@ def _measured_row(app: str, method: Method, ms: list, search_s: float) -> AppRow
     else:
         note = next((first_line(m.error) for m in ms if not m.ok), "")
     status = "ok" if ok else failed.most_common(1)[0][0]
-    return _row(app, method, status, ok, search_s, note)
+    return _row(app, method, status, ok, search_s, note, backend)
 
 
-def _row(app: str, method: Method, status: str, runtimes: list[float], search_s: float, note: str) -> AppRow:
+def _row(app: str, method: Method, status: str, runtimes: list[float], search_s: float, note: str,
+         backend: str) -> AppRow:
     model = getattr(method.model, "name", str(method.model)) if method.kind == "search" else ""
     runtime = float(np.median(runtimes)) if runtimes else math.nan
-    backend = "halide" if method.name.endswith(HALIDE) else "numba"
     return AppRow(app=app, method=method.name, backend=backend, model=model, status=status, runtime_s=runtime,
                   speedup=math.nan, speedup_same_backend=math.nan, numba_over_halide=math.nan, search_s=search_s,
                   note=note)
 
 
 def with_speedups(rows: list[AppRow]) -> list[AppRow]:
-    """Each ok row's speedup over the numba naive row of its app, over the naive row of its own backend, and for
-    a Halide row of a schedlab LoopNest the numba/Halide runtime ratio (NaN where either row failed)."""
+    """Each ok row's speedup over the naive row of its app (compiled by the rows' backend), over the naive row
+    of its own backend, and for a Halide twin of a numba row the numba/Halide runtime ratio (NaN where either row
+    failed)."""
     ok = {(r.app, r.method): r.runtime_s for r in rows if r.status == "ok"}
+    naive = {(r.app, r.backend): r.method for r in rows if r.method in (NAIVE, HALIDE_NAIVE)}
 
-    def over(app: str, method: str, runtime: float) -> float:
+    def over(app: str, method: str | None, runtime: float) -> float:
         return ok[(app, method)] / runtime if (app, method) in ok else math.nan
 
     return [replace(r, speedup=over(r.app, NAIVE, r.runtime_s),
-                    speedup_same_backend=over(r.app, HALIDE_NAIVE if r.backend == "halide" else NAIVE, r.runtime_s),
+                    speedup_same_backend=over(r.app, naive.get((r.app, r.backend)), r.runtime_s),
                     numba_over_halide=over(r.app, r.method.removesuffix(HALIDE), r.runtime_s)
-                    if r.backend == "halide" else math.nan)
+                    if r.backend == "halide" and r.method.endswith(HALIDE) else math.nan)
             if r.status == "ok" else r for r in rows]
 
 
@@ -334,8 +406,10 @@ def halide_comparison(rows: list[AppRow]) -> HalideComparison:
     schedlab LoopNest under numba against the same LoopNest under Halide, per (app, method)."""
     ok = {(r.app, r.method): r.runtime_s for r in rows if r.status == "ok"}
     apps = list(dict.fromkeys(r.app for r in rows))
-    beam = [ok[(a, "Adams2019" + HALIDE)] / ok[(a, "beam" + HALIDE)] for a in apps
-            if (a, "Adams2019" + HALIDE) in ok and (a, "beam" + HALIDE) in ok]
+    # schedlab's beam compiled by Halide: its twin, or the row itself when the rows' backend is Halide
+    name = "beam" if any(r.method == "beam" and r.backend == "halide" for r in rows) else "beam" + HALIDE
+    beam = [ok[(a, "Adams2019" + HALIDE)] / ok[(a, name)] for a in apps
+            if (a, "Adams2019" + HALIDE) in ok and (a, name) in ok]
     pairs = [r for r in rows if _positive(r.numba_over_halide)]
     return HalideComparison(geomean(beam), len(beam), geomean([r.numba_over_halide for r in pairs]), len(pairs),
                             tuple(dict.fromkeys(r.method.removesuffix(HALIDE) for r in pairs)))
@@ -382,7 +456,7 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
     names = app_names(cfg)
     target = get_target(cfg.target)
     try:  # the registered backend and search space of the target's kind say whether it can be run here
-        backends.get_backend("numba").check_target(target)
+        backends.get_backend(cfg.backend).check_target(target)
         if cfg.algorithms:
             space_class(target)
     except SchedlabError as e:
@@ -422,17 +496,22 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
 def _log_results(run, result: AppsResult, names: list[str], cfg: AppsConfig) -> None:
     from train.plots import log_figures
 
-    from .plots import speedup_bars
+    from .plots import geomean_bars, speedup_bars
 
     run.log_metrics(headline_metrics(result))
     run.client.log_table(run.run_id, table_view(result.rows), TABLE_JSON)
     model = result.model or "no model"
-    numba = [g for g in result.geomeans if not g.method.endswith(HALIDE) and g.method != EXPERT]
+    # the rows' own backend; under backend=halide Halide's autoschedulers are rows of the same backend too
+    numba = [g for g in result.geomeans
+             if (cfg.backend == "halide" or not g.method.endswith(HALIDE)) and g.method != EXPERT]
+    about = f"{cfg.size} apps on {cfg.target}, compiled by {cfg.backend}, searched with {model}"
     figures = {"speedups": speedup_bars(
         names, [g.method for g in numba], _matrix(result.rows, names, [g.method for g in numba], "speedup"),
-        [g.speedup for g in numba], f"{cfg.size} apps on {cfg.target}, searched with {model}",
-        reference=_reference(result, names, EXPERT, "speedup"))}
-    if result.halide is not None:
+        [g.speedup for g in numba], about, reference=_reference(result, names, EXPERT, "speedup")),
+        "geomeans": geomean_bars([g for g in result.geomeans if g.method != EXPERT and
+                                  (cfg.backend == "halide" or not g.method.endswith(HALIDE))],
+                                 _reference(result, names, EXPERT, "speedup"), about)}
+    if result.halide is not None and cfg.backend != "halide":
         shown = [g for name in VS_HALIDE for g in result.geomeans if g.method == name]
         figures["vs_halide"] = speedup_bars(
             names, [g.method for g in shown], _matrix(result.rows, names, [g.method for g in shown],
@@ -500,14 +579,19 @@ def table_view(rows: list[AppRow]) -> dict[str, list]:
         "speedup_same_backend": [cell(r.speedup_same_backend) for r in rows],
         "numba_over_halide": [cell(r.numba_over_halide) for r in rows],
         "search_s": [cell(r.search_s, 3) for r in rows],
+        "evaluations": [r.evaluations for r in rows],
+        "measured": [r.measured for r in rows],
         "model": [r.model for r in rows],
         "note": [r.note for r in rows],
     }
 
 
 def metric_key(*parts: str) -> str:
-    """An MLflow metric name ('@' is not allowed in one): geomean_speedup/beam@halide -> geomean_speedup/beam_halide."""
-    return "_".join(parts).replace("@", "_")
+    """An MLflow metric name (only alphanumerics and _-. :/ are allowed): geomean_speedup/beam@halide ->
+    geomean_speedup/beam_halide, mcts=beam-seconds -> mcts_beam-seconds."""
+    import re
+
+    return re.sub(r"[^\w\-. :/]", "_", "_".join(parts))
 
 
 def table_csv(rows: list[AppRow]) -> str:

@@ -16,6 +16,7 @@ Algorithm = str  # a registered search strategy (scheduler.strategy): greedy, be
 Baseline = Literal["expert", "random", "random_weights"]
 HALIDE_AUTOSCHEDULERS = ("Adams2019", "Mullapudi2016")  # Halide's own searches evaluate.apps compares against
 HalideAutoscheduler = Literal["Adams2019", "Mullapudi2016", "Li2018"]
+MatchedBudget = Literal["evaluations", "seconds"]  # what MCTS is given of beam's own search, per app
 
 
 class EvaluateError(SchedlabError):
@@ -61,6 +62,14 @@ class AppsConfig:
     seed: int = 0  # seeds the searches, the random schedules and the random weights
     baselines: tuple[Baseline, ...] = BASELINES  # measured besides naive (always measured, the denominator)
     random_schedules: int = 8  # the random baseline: the median runtime of this many random schedules
+    backend: Literal["numba", "halide"] = "numba"  # compiles and measures every row (halide: no <m>@halide twins)
+    mcts_budget: int = 2000  # mcts and mcts-real: cost-model evaluations (states scored)
+    # MCTS again at beam's own budget of each app: evaluations = as many states scored as beam, seconds = the
+    # same wall-clock as beam's search (rows mcts=beam-evaluations, mcts=beam-seconds; needs beam in algorithms)
+    mcts_matched: tuple[MatchedBudget, ...] = ()
+    # schedules top-k, mcts-real and autotune measure while searching (autotune: its base result, then 2 rounds
+    # of (measurements - 1) // 2 dropout samples), with the rows' backend
+    measurements: int = 8
     protocol: Literal["quick", "full", "check", "default"] = "full"  # backends.PROTOCOLS; "default" = full
     # also compile naive, expert and the searched LoopNests with Halide, and run Halide's autoschedulers:
     # auto = when the halide package is installed; true = required (an error without it); false = never
@@ -72,16 +81,21 @@ class AppsConfig:
     progress: ProgressSetting = "auto"  # auto: a bar on a terminal, a line per schedule elsewhere; bar | lines | false
 
     def __post_init__(self):
-        for name in ("beam_size", "passes", "random_schedules"):
+        for name in ("beam_size", "passes", "random_schedules", "mcts_budget"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         from scheduler.strategy import get_strategy
 
         for a in self.algorithms:
             get_strategy(a)  # a one-line error listing the registered strategies
+        if self.measurements < 3:
+            raise ValueError(f"measurements must be >= 3 (autotune's base result and a sample per round), "
+                             f"got {self.measurements}")
+        if self.mcts_matched and "beam" not in self.algorithms:
+            raise ValueError("mcts_matched gives MCTS beam's budget: add beam to algorithms")
         if self.halide not in (True, False, "auto"):
             raise ValueError(f"halide must be auto, true or false, got {self.halide!r}")
-        for name in ("apps", "algorithms", "baselines", "halide_autoschedulers"):
+        for name in ("apps", "algorithms", "baselines", "halide_autoschedulers", "mcts_matched"):
             values = getattr(self, name)
             if len(set(values)) != len(values):
                 raise ValueError(f"{name} lists a value twice: {', '.join(values)}")

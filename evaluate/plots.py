@@ -99,10 +99,12 @@ def speedup_bars(apps: list[str], methods: list[str], speedups: np.ndarray, geom
     fig = Figure(figsize=(min(30.0, 5.0 + 0.22 * len(groups) * max(2, len(methods))), 4.8), layout="constrained")
     ax = fig.add_subplot()
     x = np.arange(len(groups))
+    colors = method_colors(len(methods))
     for j, method in enumerate(methods):
         ok = np.isfinite(values[:, j]) & (values[:, j] > 0)
         # from the 1x line up or down: a slowdown is a bar below the line, not a short bar from the axis
-        ax.bar(x[ok] + (j - (len(methods) - 1) / 2) * width, values[ok, j] - 1.0, width, bottom=1.0, label=method)
+        ax.bar(x[ok] + (j - (len(methods) - 1) / 2) * width, values[ok, j] - 1.0, width, bottom=1.0, label=method,
+               color=colors[j])
     ax.axhline(1.0, color="black", linewidth=1, label="naive (1×)")
     shown = [values[np.isfinite(values) & (values > 0)]]
     if reference is not None:
@@ -121,6 +123,49 @@ def speedup_bars(apps: list[str], methods: list[str], speedups: np.ndarray, geom
     chars = int(fig.get_figwidth() * 10)  # about 10 characters per inch at the title's size
     ax.set_title(wrap(f"{title}\nno bar: failed or not applicable (see apps.csv)", chars), fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(axis="y", alpha=0.3, which="major")
+    return fig
+
+
+def method_colors(n: int) -> list:
+    """n distinct colours: matplotlib's default cycle up to 10 methods, tab20 beyond (the default cycle repeats
+    after 10, and a comparison of every strategy has more)."""
+    from matplotlib import colormaps
+
+    if n <= 10:
+        return [f"C{j}" for j in range(n)]
+    cmap = colormaps["tab20"]
+    return [cmap(j % 20) for j in range(n)]
+
+
+def geomean_bars(geomeans: list, reference: np.ndarray | None, title: str) -> Figure:
+    """One bar per method: its geometric-mean speedup over naive, fastest first, labelled with the value and
+    the number of apps it is the mean over (methods that failed on some apps are averaged over fewer);
+    `reference` (per app then its geomean, e.g. the expert schedule's) is a dashed line at its geomean."""
+    shown = sorted((g for g in geomeans if math.isfinite(g.speedup) and g.speedup > 0), key=lambda g: -g.speedup)
+    fig = Figure(figsize=(max(6.0, 1.0 + 0.55 * len(shown)), 4.8), layout="constrained")
+    ax = fig.add_subplot()
+    x = np.arange(len(shown))
+    values = np.array([g.speedup for g in shown], np.float64)
+    ax.bar(x, values - 1.0, 0.7, bottom=1.0, color=method_colors(len(shown)))
+    for xi, g in zip(x, shown):
+        ax.annotate(f"{speedup_label(g.speedup)}\n{g.apps} apps", (xi, g.speedup), ha="center",
+                    va="bottom" if g.speedup >= 1 else "top", fontsize=7, xytext=(0, 2 if g.speedup >= 1 else -2),
+                    textcoords="offset points")
+    ax.axhline(1.0, color="black", linewidth=1, label="naive (1×)")
+    levels = [values]
+    if reference is not None and np.isfinite(reference[-1]) and reference[-1] > 0:
+        ax.axhline(reference[-1], color="black", linestyle="--", linewidth=1.5,
+                   label=f"expert ({speedup_label(float(reference[-1]))})")
+        levels.append(np.array([reference[-1]]))
+    speedup_axis(ax, np.concatenate([*levels, values * 1.3]))  # room for the labels above the bars
+    ax.set_xticks(x, [g.method for g in shown], rotation=30, ha="right")
+    ax.set_ylabel("geometric-mean speedup (× over naive)")
+    from train.plots import wrap
+
+    ax.set_title(wrap(f"{title}\ngeometric mean over the apps where each method ran", int(fig.get_figwidth() * 10)),
+                 fontsize=10)
+    ax.legend(fontsize=8, loc="upper right")
     ax.grid(axis="y", alpha=0.3, which="major")
     return fig
 

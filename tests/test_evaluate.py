@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluate.config import AppsConfig, EvalConfig
+from evaluate.config import AppsConfig, EvalConfig, EvaluateError
 from generator.datagen import BatchSpec, generate_batch
 from ir.config import load_config
 
@@ -481,3 +481,93 @@ def test_halide_on_without_the_package_is_one_line(tracking, capsys, monkeypatch
     assert "pip install schedlab[halide]" in err
     assert not apps.use_halide(AppsConfig(halide="auto")) and not apps.use_halide(AppsConfig(halide=False))
 
+
+
+# -- python -m evaluate.apps: strategies side by side at equal budgets (issue 20) -------------------------------
+
+STRATEGIES = ("beam", "mcts", "top-k", "mcts-real", "autotune")
+
+
+@pytest.fixture(scope="module")
+def strategies_run(tracking):
+    """blur at size small under the analytical model, every row compiled and measured by Halide: beam, MCTS at
+    a fixed budget and at beam's own, and the measuring strategies at one measurement budget."""
+    pytest.importorskip("halide")
+    from evaluate.apps import evaluate_apps
+
+    lines = []
+    cfg = apps_config(tracking, apps=("blur",), model="analytical", algorithms=STRATEGIES,
+                      mcts_matched=("evaluations", "seconds"), mcts_budget=40, measurements=3, baselines=(),
+                      backend="halide", halide=True, run_name="strategies")
+    return evaluate_apps(cfg, echo=lines.append), lines
+
+
+def test_strategies_at_equal_budgets_are_rows_of_one_backend(strategies_run):
+    result, lines = strategies_run
+    print("\n".join(lines) + "\n" + result.summary())
+    by = {r.method: r for r in result.rows}
+    assert list(by) == ["naive", *STRATEGIES, "mcts=beam-evaluations", "mcts=beam-seconds",
+                        "Adams2019@halide", "Mullapudi2016@halide"]  # no <m>@halide twins: the rows are Halide's
+    assert {r.backend for r in result.rows} == {"halide"}
+    assert all(r.status == "ok" for r in result.rows), [r for r in result.rows if r.status != "ok"]
+    for name in (*STRATEGIES, "mcts=beam-evaluations", "mcts=beam-seconds"):
+        assert by[name].evaluations > 0 and by[name].model == "analytical", by[name]
+    # the fixed MCTS budget, with at most one iteration's overshoot (a greedy rollout scores a few states)
+    assert by["mcts"].evaluations <= 40 + 40
+    # the measuring strategies measured within the one budget (autotune: base + 2 rounds of 1 sample)
+    for name in ("top-k", "mcts-real", "autotune"):
+        assert 1 <= by[name].measured <= 3, by[name]
+    for name in ("naive", "beam", "mcts", "Adams2019@halide"):
+        assert by[name].measured == 0
+    # one naive row, of the rows' backend: both speedup columns are over it
+    adams = by["Adams2019@halide"]
+    assert adams.speedup == pytest.approx(by["naive"].runtime_s / adams.runtime_s, rel=1e-12)
+    assert adams.speedup_same_backend == pytest.approx(adams.speedup, rel=1e-12)
+    assert all(math.isnan(r.numba_over_halide) for r in result.rows)
+    assert result.halide.beam_apps == 1
+    assert result.halide.beam_over_adams2019 == pytest.approx(adams.runtime_s / by["beam"].runtime_s, rel=1e-12)
+
+
+def test_strategies_chart_and_table_are_in_mlflow(strategies_run, tracking, tmp_path):
+    result, _ = strategies_run
+    client = _client(tracking)
+    assert {"plots/speedups.png", "plots/geomeans.png"} <= _artifacts(client, result.run_id, "plots")
+    assert "plots/vs_halide.png" not in _artifacts(client, result.run_id, "plots")  # no twins to compare
+    m = client.get_run(result.run_id).data.metrics
+    assert m["geomean_speedup/mcts_beam-evaluations"] == pytest.approx(
+        next(g.speedup for g in result.geomeans if g.method == "mcts=beam-evaluations"))
+    logged = json.loads(Path(client.download_artifacts(result.run_id, "apps_table.json", str(tmp_path))).read_text())
+    shown = {d[1]: dict(zip(logged["columns"], d)) for d in logged["data"]}
+    assert shown["top-k"]["measured"] == next(r.measured for r in result.rows if r.method == "top-k")
+    assert shown["beam"]["evaluations"] == next(r.evaluations for r in result.rows if r.method == "beam")
+
+
+def test_a_matched_budget_is_beams_own_figure_of_the_app():
+    from evaluate.apps import Method, SearchBudget, _search_kwargs
+
+    budget = SearchBudget(evaluations=2000, measurements=9)
+    assert budget.kwargs("top-k") == {"k": 9}
+    assert budget.kwargs("autotune") == {"rounds": 2, "samples": 4}  # 1 + 2 x 4 = 9 measured at most
+    assert budget.kwargs("mcts-real") == {"budget": 2000, "budget_seconds": 0.0, "measurements": 9}
+    assert budget.kwargs("beam") == {}
+    evals = Method("mcts=beam-evaluations", "search", None, "mcts", budget.__class__(match="evaluations"))
+    secs = Method("mcts=beam-seconds", "search", None, "mcts", budget.__class__(match="seconds"))
+    assert _search_kwargs(evals, (1234, 5.5))["budget"] == 1234
+    kw = _search_kwargs(secs, (1234, 5.5))
+    assert kw["budget_seconds"] == 5.5 and kw["budget"] >= 10**9  # the clock, not the count, ends it
+    with pytest.raises(EvaluateError, match="beam's search did not run"):
+        _search_kwargs(evals, None)
+
+
+def test_strategy_budget_config_errors_are_one_line(tracking, capsys):
+    from evaluate.apps import main
+
+    def error(*args):
+        return _main_error(capsys, main, "python -m evaluate.apps", *args, f"tracking_uri={tracking}",
+                           "progress=false")
+
+    assert "add beam to algorithms" in error("algorithms=greedy,mcts", "mcts_matched=evaluations")
+    assert "measurements must be >= 3" in error("measurements=2")
+    assert "evaluations, seconds" in error("mcts_matched=states")
+    assert "mcts_budget must be >= 1" in error("mcts_budget=0")
+    assert "numba, halide" in error("backend=llvm")
