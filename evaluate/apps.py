@@ -38,6 +38,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -462,6 +463,7 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
     except SchedlabError as e:
         raise EvaluateError(f"target={cfg.target}: {e}") from None
     halide = use_halide(cfg)
+    kept = resumed_rows(cfg, names) if cfg.resume else []
     model = load_model(cfg.model, target, cfg.tracking_uri) if cfg.algorithms else None
     ms = methods(cfg, model)
     per_app = len(ms) + (len(halide_methods(cfg, ms)) if halide else 0)
@@ -470,7 +472,7 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
     resolved = getattr(model, "name", "")
     version = lineage.resolve_version(resolved, tracking_uri(cfg.tracking_uri)) if model else None
     extra = {"model_resolved": resolved, "model_uri": cfg.model, "model_version": version.uri if version else resolved,
-             "apps_measured": names, "halide_compared": halide}
+             "apps_measured": names, "halide_compared": halide, "resumed_apps": list(dict.fromkeys(r.app for r in kept))}
     searched = f"searched with {version.link() if version else resolved} (as {cfg.model})" if model else "no search"
     about = (f"The app suite ({', '.join(names)}, {cfg.size} sizes) on {target.name}: {', '.join(cfg.algorithms)} "
              f"{searched}, and the baselines, each schedule compiled, checked and measured.")
@@ -479,18 +481,79 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
                      version=version) as run, \
             Progress(len(names) * per_app, "schedule", cfg.progress, desc="apps") as bar:
         echo(HEADER)
+        rows += kept
+        done = {r.app for r in kept}
+        if kept:
+            bar.update(len(done) * per_app, f"{len(done)} apps from run {cfg.resume}")
+            for r in kept:
+                echo(format_row(r))
+            run.client.log_text(run.run_id, table_csv(rows), TABLE_CSV)
         for name in names:
+            if name in done:
+                continue
             app_rows = measure_app(get_app(name), cfg, ms, tick=lambda m, app=name: bar.update(1, f"{app} {m}"),
                                    halide=halide)
             rows += app_rows
             for r in app_rows:
                 echo(format_row(r))
             run.client.log_text(run.run_id, table_csv(rows), TABLE_CSV)  # so far: an interrupted run keeps it
+        rows = sorted(rows, key=lambda r: names.index(r.app))  # suite order, resumed apps in their place
         result = AppsResult(run.run_id, run.experiment_id, run.tracking_uri, extra["model_resolved"], rows,
                             geomeans(rows), 0.0, halide_comparison(rows) if halide else None)
         _log_results(run, result, names, cfg)
     result.seconds = time.time() - t0
     return result
+
+
+# keys that only name, show or place a run: a resumed run may change them, not how anything is measured
+RESUME_FREE = frozenset({"apps", "run_name", "progress", "resume", "tracking_uri", "experiment"})
+
+
+def resumed_rows(cfg: AppsConfig, names: list[str]) -> list[AppRow]:
+    """The rows of the apps in `names` that run `cfg.resume` finished (its apps.csv, rewritten after each app),
+    after checking that it measured with the same settings as `cfg` (every key but RESUME_FREE)."""
+    import tempfile
+
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    from ir.config import flat_items
+    from train.registry import store_exists, tracking_uri
+
+    from .plots import _param
+
+    uri = tracking_uri(cfg.tracking_uri)
+    if not store_exists(uri):
+        raise EvaluateError(f"resume={cfg.resume}: there is no MLflow store at {uri}; give its tracking_uri=")
+    client = MlflowClient(tracking_uri=uri)
+    try:
+        old = client.get_run(cfg.resume)
+    except MlflowException:
+        raise EvaluateError(f"resume={cfg.resume}: no such run in {uri} (the id is on the run's page, or in "
+                            "the summary's 'MLflow run' line)") from None
+    params = old.data.params
+    defaults = flat_items(AppsConfig())
+    differ = [k for k, v in flat_items(cfg).items() if k not in RESUME_FREE
+              and params.get(k, _param(defaults[k])) != _param(v)]
+    if differ:
+        k = differ[0]
+        raise EvaluateError(f"resume={cfg.resume}: that run measured with {k}={params.get(k)}, this one with "
+                            f"{k}={_param(getattr(cfg, k))}; resume with the same settings"
+                            + (f" ({len(differ)} keys differ: {', '.join(differ)})" if len(differ) > 1 else ""))
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            text = Path(client.download_artifacts(cfg.resume, TABLE_CSV, tmp)).read_text()
+        except (MlflowException, OSError):
+            raise EvaluateError(f"resume={cfg.resume}: that run logged no {TABLE_CSV} (it finished no app); "
+                                "run without resume=") from None
+    return [r for r in rows_from_csv(text) if r.app in names]
+
+
+def rows_from_csv(text: str) -> list[AppRow]:
+    """AppRows back from apps.csv (table_csv's output), each field in its own type."""
+    kinds = {f.name: {"str": str, "float": float, "int": int}[f.type] for f in fields(AppRow)}
+    return [AppRow(**{k: kinds[k](v) for k, v in d.items() if k in kinds})
+            for d in csv.DictReader(io.StringIO(text))]
 
 
 def _log_results(run, result: AppsResult, names: list[str], cfg: AppsConfig) -> None:

@@ -79,6 +79,9 @@ class AppsConfig:
     experiment: str = "schedlab-evaluate-apps"  # MLflow experiment of the run
     run_name: str | None = None  # MLflow run name (none: MLflow picks one)
     progress: ProgressSetting = "auto"  # auto: a bar on a terminal, a line per schedule elsewhere; bar | lines | false
+    # an earlier (interrupted) run's id: the apps it finished are taken from its apps.csv and only the rest are
+    # measured, into a new run (params resume, resumed_apps); refused unless its settings equal these
+    resume: str | None = None
 
     def __post_init__(self):
         for name in ("beam_size", "passes", "random_schedules", "mcts_budget"):

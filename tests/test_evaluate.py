@@ -234,7 +234,8 @@ def test_cli_bad_inputs_are_one_line(trained, dataset, tracking, tmp_path, capsy
     assert "val, all" in error(f"data={dataset}", "split=train")
     assert "val_fraction must be in (0, 1)" in error(f"data={dataset}", "val_fraction=0")
     nothing = _main_error(capsys, main, "python -m evaluate", f"data={dataset}", "model=champion",
-                          f"tracking_uri={tmp_path / 'empty.db'}", "progress=false", f"min_schedules={MIN_SCHEDULES}")
+                          f"tracking_uri={tmp_path / 'empty.db'}", "progress=false", f"min_schedules={MIN_SCHEDULES}",
+                          f"val_fraction={VAL_FRACTION}")  # as above: the champion lookup is what must fail
     assert "no models:/schedlab-host@champion" in nothing and str(tmp_path / "empty.db") in nothing
     assert not (tmp_path / "empty.db").exists()  # a failed lookup leaves no empty store behind
 
@@ -571,3 +572,42 @@ def test_strategy_budget_config_errors_are_one_line(tracking, capsys):
     assert "evaluations, seconds" in error("mcts_matched=states")
     assert "mcts_budget must be >= 1" in error("mcts_budget=0")
     assert "numba, halide" in error("backend=llvm")
+
+
+def test_a_run_resumes_from_the_apps_an_earlier_run_finished(tracking):
+    """An interrupted comparison is finished by a later process: the earlier run's rows are kept as measured,
+    only the other apps are measured, and a run with other settings is refused in one line."""
+    from evaluate.apps import evaluate_apps
+
+    cfg = apps_config(tracking, apps=("blur",), model="analytical", algorithms=("greedy",), baselines=(),
+                      run_name="first")
+    first = evaluate_apps(cfg)
+    lines = []
+    second = evaluate_apps(apps_config(tracking, apps=("blur", "unsharp"), model="analytical",
+                                       algorithms=("greedy",), baselines=(), run_name="second",
+                                       resume=first.run_id), echo=lines.append)
+    assert [(r.app, r.method) for r in second.rows] == [(a, m) for a in ("blur", "unsharp")
+                                                        for m in ("naive", "greedy")]
+    # kept as measured, not measured again (repr: float fields round-trip exactly, and NaN equals NaN there)
+    assert [repr(r) for r in second.rows if r.app == "blur"] == list(map(repr, first.rows))
+    assert all(r.status == "ok" for r in second.rows)
+    assert len(lines) == 1 + len(second.rows)
+    params = _client(tracking).get_run(second.run_id).data.params
+    assert params["resume"] == first.run_id and params["resumed_apps"] == "blur"
+    assert second.run_id != first.run_id
+
+
+def test_resuming_with_other_settings_or_an_unknown_run_is_one_line(tracking, capsys):
+    from evaluate.apps import evaluate_apps, main
+
+    first = evaluate_apps(apps_config(tracking, apps=("blur",), model="analytical", algorithms=("greedy",),
+                                      baselines=(), protocol="quick"))
+
+    def error(*args):
+        return _main_error(capsys, main, "python -m evaluate.apps", "apps=blur,unsharp", "model=analytical",
+                           "algorithms=greedy", "baselines=", "size=small", "halide=false", "beam_size=2",
+                           "passes=1", "random_schedules=2", *args, f"tracking_uri={tracking}", "progress=false")
+
+    assert "that run measured with protocol=quick, this one with protocol=full" in error(
+        f"resume={first.run_id}", "protocol=full")
+    assert "no such run" in error("resume=0123456789abcdef0123456789abcdef")
