@@ -62,6 +62,19 @@ def test_the_budget_bounds_the_states_evaluated(budget):
     assert budget == 60 or small.evaluated < strategy.evaluated  # a larger budget searches more
 
 
+def test_budget_a_pass_leaves_over_is_spent_by_more_passes():
+    """unsharp's late levels are scored out quickly: the first pass from the root leaves budget over, and
+    further passes (the trees' statistics kept) spend it, ending at the cheapest leaf scored by any pass."""
+    p = get_app("unsharp").build("small")
+    strategy, res = _run(p, "analytical", budget=600, trees=2)
+    assert strategy.passes > 1
+    assert 600 <= strategy.evaluated <= 600 + strategy.max_iteration
+    assert strategy.final.cost == res.best.cost
+    roots = [c for c in strategy.commits if c.root is strategy.commits[0].root]
+    assert len(roots) == strategy.passes  # each pass searched from the first real decision again
+    assert roots[-1].root_visits > roots[0].root_visits  # with the statistics of the passes before
+
+
 def test_tree_statistics_on_a_space_whose_best_leaf_is_known(monkeypatch):
     """blur's space has 130 complete schedules; a toy model makes one of them (not the greedy first
     child's) cost 1, every other complete schedule 2 and every partial one 1.5, so only search finds it."""
@@ -93,7 +106,7 @@ def test_tree_statistics_on_a_space_whose_best_leaf_is_known(monkeypatch):
     on_path = next(k for k in visits if any(a is k for a in strategy.final.state.ancestors()))
     assert first.chosen is on_path and len(visits) == len(strategy.kids[s]) > 1
     assert visits[on_path] == max(visits.values()) > min(visits.values())
-    assert sum(visits.values()) == strategy.visits(s)  # every iteration from s went through one child
+    assert sum(visits.values()) == first.root_visits  # every iteration from s went through one child
     # its mean value is the best: best_cost * mean(1/cost) with the needle's 1 among the 2s
     values = {k: sum(t.stats[k].inv_sum for t in strategy.trees if k in t.stats) / v
               for k, v in visits.items() if v}

@@ -23,6 +23,7 @@ from ..strategy import Measured, SearchStrategy, register_strategy
 
 ROLLOUTS = ("greedy", "random")
 IDLE_ITERATIONS = 16  # per root child: iterations in a row that score nothing new end a tree's turn
+MAX_PASSES = 64  # passes from the root (each spends what the last one left over; most searches need 1-4)
 
 
 @dataclass
@@ -59,11 +60,13 @@ def check_config(c) -> None:
 
 @dataclass(frozen=True)
 class Commit:
-    """One committed decision: the root searched from, the ensemble's visits of its children then, the child."""
+    """One committed decision: the root searched from, the ensemble's visits of it and of its children then,
+    the child."""
 
     root: State
     visits: dict[State, int]
     chosen: State
+    root_visits: int = 0
 
 
 @register_strategy("mcts")
@@ -83,7 +86,7 @@ class MCTS(SearchStrategy):
         self.trees = [Tree(random.Random(config.seed * 1000003 + t)) for t in range(config.trees)]
         self.max_iteration = 0  # the most evaluations one iteration used (the budget's overshoot bound)
         self.result: SearchResult | None = None
-        self.commits: list[Commit] = []  # the decisions searched for, in order (not the single-child ones)
+        self.commits: list[Commit] = []  # the decisions searched for, pass after pass (not the single-child ones)
 
     # -- the space and the model -------------------------------------------------------------------
 
@@ -175,11 +178,29 @@ class MCTS(SearchStrategy):
         return self.evaluated >= target or time.perf_counter() >= deadline
 
     def search(self) -> State:
-        """Search from the root, commit the winning child, repeat until the root is complete."""
-        c, space = self.config, self.space
+        """Passes from the root: each commits the winning child level by level until the state is complete.
+        A level gets (budget left) / (decisions left); a level whose subtree is scored out ends early, and
+        late levels' subtrees are small, so a pass leaves budget over. The next pass spends it from the root
+        with the trees' statistics kept (an anytime search, as UCT is), until the budget or the clock is
+        spent or a pass scores nothing new."""
+        c = self.config
         t_end = time.perf_counter() + c.budget_seconds if c.budget_seconds > 0 else math.inf
-        root = self.initial = space.initial()
-        self.cost[root] = 0.0
+        self.initial = self.space.initial()
+        self.cost[self.initial] = 0.0
+        self.passes, before = 0, -1
+        while True:
+            root = self._search_pass(self.initial, t_end)
+            self.passes += 1
+            if (self.evaluated >= c.budget or time.perf_counter() >= t_end or self.evaluated == before
+                    or self.passes >= MAX_PASSES):
+                break
+            before = self.evaluated
+        self._leaf(root)
+        return root
+
+    def _search_pass(self, root: State, t_end: float) -> State:
+        """One pass: search from `root`, commit the winning child, repeat until the root is complete."""
+        c, space = self.config, self.space
         while not space.is_complete(root):
             kids = self._children(root)
             if not kids:
@@ -206,8 +227,7 @@ class MCTS(SearchStrategy):
             else:
                 root = kids[0]
             if c.progress is not None:
-                c.progress(0, root.num_decisions, space.total_decisions, self.evaluated)
-        self._leaf(root)
+                c.progress(self.passes, root.num_decisions, space.total_decisions, self.evaluated)
         return root
 
     def _commit(self, root: State, kids: list[State]) -> State:
@@ -218,7 +238,7 @@ class MCTS(SearchStrategy):
             visits = sum(t.stats[k].visits for t in self.trees if k in t.stats)
             return (best, -visits, k.order)
         chosen = min(kids, key=key)
-        self.commits.append(Commit(root, {k: self.visits(k) for k in kids}, chosen))
+        self.commits.append(Commit(root, {k: self.visits(k) for k in kids}, chosen, self.visits(root)))
         return chosen
 
     def visits(self, s: State) -> int:
