@@ -300,6 +300,7 @@ def measure_app(app, cfg: AppsConfig, methods: list[Method], tick: Callable[[str
     rows = []
     twins: dict[str, tuple] = {}  # method name -> (its LoopNest, its search seconds) for the Halide rows
     beam: tuple[int, float] | None = None  # the beam row's (states scored, search seconds): matched budgets
+    measured: dict[str, tuple] = {}  # LoopNest fingerprint -> (its Measurement, the method that measured it)
     tick = tick or (lambda name: None)
     for m in methods:
         t0 = time.perf_counter()
@@ -312,9 +313,18 @@ def measure_app(app, cfg: AppsConfig, methods: list[Method], tick: Callable[[str
         if stats is not None and m.algorithm == "beam" and m.budget is not None and not m.budget.match:
             beam = (stats.states_evaluated, stats.seconds)
         if loopnests:
-            ms = measure_many([MeasureInput(pipeline, ln, inputs, expected) for ln in loopnests], target,
-                              backend=cfg.backend, protocol=cfg.protocol)
+            # a LoopNest another method already produced is not measured again: the same code, its one
+            # measurement (re-measuring would only show the run-to-run noise as a difference between methods)
+            fresh = list({ln.fingerprint: ln for ln in loopnests if ln.fingerprint not in measured}.values())
+            if fresh:
+                ms = measure_many([MeasureInput(pipeline, ln, inputs, expected) for ln in fresh], target,
+                                  backend=cfg.backend, protocol=cfg.protocol)
+                measured.update({ln.fingerprint: (mt, m.name) for ln, mt in zip(fresh, ms)})
+            ms = [measured[ln.fingerprint][0] for ln in loopnests]
             row = _measured_row(app.name, m, ms, search_s, cfg.backend)
+            firsts = {measured[ln.fingerprint][1] for ln in loopnests} - {m.name}
+            if m.kind != "random" and len(firsts) == 1 and not row.note:
+                row = replace(row, note=f"same schedule as {firsts.pop()}")
             if stats is not None:
                 row = replace(row, evaluations=stats.states_evaluated, measured=len(stats.measured))
             rows.append(row)

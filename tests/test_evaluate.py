@@ -358,6 +358,23 @@ def test_a_failing_search_is_a_row_not_a_crash(tracking):
     assert "no-such-model.pt" in rows[1].note and rows[1].model == "no-such-model.pt" and math.isnan(rows[1].speedup)
 
 
+def test_a_schedule_two_methods_found_is_measured_once(tracking):
+    """Two searches that return the same LoopNest get its one measurement (re-measuring the same code would
+    report run-to-run noise as a difference between them); the second row says whose schedule it is."""
+    from evaluate.apps import Method, measure_app
+    from generator.apps import get_app
+
+    rows = measure_app(get_app("blur"), apps_config(tracking),
+                       [Method("naive", "naive"), Method("greedy", "search", "analytical", "greedy"),
+                        Method("beam", "search", "analytical", "beam"),
+                        Method("greedy again", "search", "analytical", "greedy")])
+    by = {r.method: r for r in rows}
+    assert all(r.status == "ok" for r in rows), rows
+    assert by["greedy again"].runtime_s == by["greedy"].runtime_s
+    assert by["greedy again"].note == "same schedule as greedy" and by["greedy"].note == ""
+    assert by["naive"].runtime_s != by["greedy"].runtime_s  # different schedules are measured apart
+
+
 def test_apps_cli_prints_the_table_and_geomeans(tracking, capsys):
     from evaluate.apps import main
 
