@@ -440,12 +440,15 @@ def _positive(x: float) -> bool:
 
 
 def app_names(cfg: AppsConfig) -> list[str]:
+    """The apps to run: `cfg.apps` in order; none, or `all`, is every app."""
     from generator.apps import APPS
 
+    if not cfg.apps or tuple(cfg.apps) == ("all",):
+        return list(APPS)
     unknown = [a for a in cfg.apps if a not in APPS]
     if unknown:
-        raise EvaluateError(f"unknown app {unknown[0]!r}; apps: {', '.join(APPS)}")
-    return list(cfg.apps or APPS)
+        raise EvaluateError(f"unknown app {unknown[0]!r}; apps: all, {', '.join(APPS)}")
+    return list(cfg.apps)
 
 
 def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) -> AppsResult:

@@ -386,6 +386,14 @@ def test_apps_cli_prints_the_table_and_geomeans(tracking, capsys):
     assert f"open: mlflow ui --backend-store-uri {tracking}" in out
 
 
+def test_apps_all_is_every_app():
+    from evaluate.apps import app_names
+    from generator.apps import APPS
+
+    assert app_names(AppsConfig(apps=("all",))) == app_names(AppsConfig(apps=())) == list(APPS)
+    assert len(APPS) == 17 and app_names(AppsConfig(apps=("unsharp", "blur"))) == ["unsharp", "blur"]
+
+
 def test_apps_cli_bad_inputs_are_one_line(tracking, capsys):
     from evaluate.apps import main
 
@@ -393,7 +401,7 @@ def test_apps_cli_bad_inputs_are_one_line(tracking, capsys):
         return _main_error(capsys, main, "python -m evaluate.apps", *args, f"tracking_uri={tracking}",
                            "progress=false")
 
-    assert "unknown app 'blurr'" in error("apps=blurr")
+    assert "unknown app 'blurr'; apps: all, " in error("apps=blurr")
     assert "unknown config key 'beam'" in error("beam=2")
     assert "small, full" in error("size=huge")
     assert "unknown algorithm 'annealing'; choose one of" in error("algorithms=annealing")
