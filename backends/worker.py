@@ -66,9 +66,26 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
     return b"".join(chunks)
 
 
+# a worker whose resident memory passed this after a call is replaced before the next one: kernels loaded into
+# it (Halide objects mapped by MCJIT, numba's dispatchers) are never unloaded, and one worker measuring the 17
+# apps' ~200 full-size schedules reached 13.9 GB here; a fresh one reloads what it needs from the disk cache
+MAX_RSS_GB = float(os.environ.get("SCHEDLAB_WORKER_MAX_RSS_GB") or 4.0)
+
+
+def resident_bytes(pid: int) -> int:
+    """A process's resident memory (Linux /proc; 0 where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 class Worker:
-    def __init__(self, env: dict[str, str] | None = None):
+    def __init__(self, env: dict[str, str] | None = None, max_rss_gb: float | None = None):
         self.env = dict(env or {})
+        self.max_rss_bytes = (MAX_RSS_GB if max_rss_gb is None else max_rss_gb) * 2**30
+        self.replaced = 0  # workers closed for their memory
         self._proc: subprocess.Popen | None = None
         self._lock = threading.Lock()
 
@@ -105,6 +122,9 @@ class Worker:
                 code = proc.wait()
                 self._proc = None
                 raise WorkerCrashed(f"the worker died (exit code {code})") from None
+            if resident_bytes(proc.pid) > self.max_rss_bytes:
+                self.close()
+                self.replaced += 1
             if status == "err":
                 raise RemoteError(*payload)
             return payload

@@ -4,6 +4,7 @@ measurement statuses for every way a sample can fail, and the disk cache."""
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import numpy as np
 import pytest
@@ -169,6 +170,17 @@ def test_worker_reports_crash_hang_and_exception():
         w.call(divmod, 1, 0, timeout=60)
     assert w.call(wt.add, 1, 1, timeout=60) == 2
     w.close()
+
+
+def test_a_worker_past_its_memory_limit_is_replaced_between_calls():
+    """Kernels loaded into a worker are never unloaded: past max_rss_gb after a call, the next call gets a
+    fresh process (the answer of the call itself is kept)."""
+    w = Worker(max_rss_gb=1e-6)  # every Python process is past 1 KiB
+    pids = [w.call(os.getpid, timeout=60) for _ in range(3)]
+    assert len(set(pids)) == 3 and w.replaced == 3
+    keep = Worker()  # the default limit (GBs): one process
+    assert keep.call(os.getpid, timeout=60) == keep.call(os.getpid, timeout=60) and keep.replaced == 0
+    keep.close()
 
 
 def test_measurement_reports_protocol_statistics():
