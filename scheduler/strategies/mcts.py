@@ -87,6 +87,7 @@ class MCTS(SearchStrategy):
         self.max_iteration = 0  # the most evaluations one iteration used (the budget's overshoot bound)
         self.result: SearchResult | None = None
         self.commits: list[Commit] = []  # the decisions searched for, pass after pass (not the single-child ones)
+        self.passes = 0  # passes from the root so far
 
     # -- the space and the model -------------------------------------------------------------------
 
@@ -187,14 +188,13 @@ class MCTS(SearchStrategy):
         t_end = time.perf_counter() + c.budget_seconds if c.budget_seconds > 0 else math.inf
         self.initial = self.space.initial()
         self.cost[self.initial] = 0.0
-        self.passes, before = 0, -1
         while True:
+            before = self.evaluated
             root = self._search_pass(self.initial, t_end)
             self.passes += 1
-            if (self.evaluated >= c.budget or time.perf_counter() >= t_end or self.evaluated == before
+            if (self.evaluated >= c.budget or self.evaluated == before or time.perf_counter() >= t_end
                     or self.passes >= MAX_PASSES):
                 break
-            before = self.evaluated
         self._leaf(root)
         return root
 
