@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[dev,halide]"
+	$(BIN)/python -m pip install -q -e ".[dev,halide,gpu]"
 	touch $(STAMP)
 
 # two pytest workers, one per core; a test file stays on one worker (its module fixtures run once)

@@ -15,12 +15,12 @@ from ir.errors import ScheduleError
 
 from . import numba as _numba  # noqa: F401 - registers the numba backend (halide registers when first asked for)
 from .base import Backend, backend_names, get_backend, register_backend
-from .kernel import CompileError, Kernel, Measurement, Protocol
+from .kernel import CompileError, DeviceMissing, Kernel, Measurement, Protocol
 from .measuring import BuildResult, MeasureInput, build, measure_many, run
 from .protocols import PROTOCOLS, get_protocol
 from ir.status import STATUSES, Status
 
-__all__ = ["compile", "measure", "Kernel", "Measurement", "Protocol", "CompileError", "ScheduleError",
+__all__ = ["compile", "measure", "Kernel", "Measurement", "Protocol", "CompileError", "DeviceMissing", "ScheduleError",
            "STATUSES", "Status", "PROTOCOLS", "get_protocol", "Backend", "register_backend", "get_backend",
            "backend_names", "BuildResult", "MeasureInput", "build", "run", "measure_many", "compile_and_measure"]
 

@@ -42,7 +42,8 @@ class Backend(ABC):
 
 _BACKENDS: dict[str, Backend] = {}
 # backends registered when first asked for: name -> (module that registers it, the package it needs, the extra)
-_LAZY: dict[str, tuple[str, str, str]] = {"halide": ("backends.halide", "halide", "halide")}
+_LAZY: dict[str, tuple[str, str, str]] = {"halide": ("backends.halide", "halide", "halide"),
+                                          "cuda": ("backends.cuda", "numpy", "gpu")}  # NVRTC checked when building
 
 
 def register_backend(name: str) -> Callable[[type[Backend]], type[Backend]]:

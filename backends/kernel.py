@@ -21,6 +21,11 @@ class CompileError(SchedlabError):
         self.status = status
 
 
+class DeviceMissing(SchedlabError):
+    """The device a kernel runs on (a GPU) is not present in this process: a one-line error from `measure`,
+    status no_gpu in the measurement path that never raises (backends.measuring.run)."""
+
+
 @dataclass
 class Measurement:
     status: str  # one of ir.status.STATUSES

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 from ir.errors import ScheduleError
 
 from .base import get_backend
-from .kernel import CompileError, Kernel, Measurement, Protocol
+from .kernel import CompileError, DeviceMissing, Kernel, Measurement, Protocol
 from .protocols import get_protocol
 from ir.status import Status
 
@@ -68,7 +68,10 @@ def run(built: BuildResult, inputs, protocol: Protocol | str | None = "full", *,
     protocol = get_protocol(protocol) if protocol is not None else None
     if built.kernel is None:
         return Measurement(built.status, error=built.error)
-    return get_backend(built.kernel.backend).run(built.kernel, inputs, protocol, expected=expected, worker=worker)
+    try:
+        return get_backend(built.kernel.backend).run(built.kernel, inputs, protocol, expected=expected, worker=worker)
+    except DeviceMissing as e:
+        return Measurement(Status.NO_GPU, compile_s=built.compile_s, error=str(e))
 
 
 def measure_many(items: Sequence[MeasureInput], target="host", *, backend: str = "numba",

@@ -17,6 +17,7 @@ class Status:
     WRONG_OUTPUT = "wrong_output"
     INVALID_SCHEDULE = "invalid_schedule"
     WORKER_DIED = "worker_died"
+    NO_GPU = "no_gpu"
 
 
 # what each status means, one line each
@@ -29,11 +30,12 @@ MEANING: dict[str, str] = {
     Status.WRONG_OUTPUT: "the kernel's outputs differ from ir.interpret's; nothing was timed",
     Status.INVALID_SCHEDULE: "the LoopNest is not a valid schedule of its pipeline for the target (Plan refused it)",
     Status.WORKER_DIED: "the Ray worker compiling or measuring the sample died, and its retries too (generator.job)",
+    Status.NO_GPU: "a GPU kernel compiled (and was checked on the CPU) but no GPU was visible to the process timing it",
 }
 
 STATUSES: tuple[str, ...] = tuple(MEANING)
 
-OK, COMPILE_ERROR, RUNTIME_ERROR, CRASH, TIMEOUT, WRONG_OUTPUT, INVALID_SCHEDULE, WORKER_DIED = STATUSES
+OK, COMPILE_ERROR, RUNTIME_ERROR, CRASH, TIMEOUT, WRONG_OUTPUT, INVALID_SCHEDULE, WORKER_DIED, NO_GPU = STATUSES
 
 __all__ = ["Status", "STATUSES", "MEANING", "OK", "COMPILE_ERROR", "RUNTIME_ERROR", "CRASH", "TIMEOUT",
-           "WRONG_OUTPUT", "INVALID_SCHEDULE", "WORKER_DIED"]
+           "WRONG_OUTPUT", "INVALID_SCHEDULE", "WORKER_DIED", "NO_GPU"]

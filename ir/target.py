@@ -91,29 +91,15 @@ def target_kind(target: "Target | str") -> TargetKind:
     return tk
 
 
-def _cuda_limits(plan) -> str | None:
-    """anderson2021 §5: the threads of a block are the product of its THREAD loops; a Func stored at a BLOCK
-    level lives in shared memory, which one block may use up to the target's shared_memory_per_block."""
-    t = plan.target
-    shared = 0
-    for fp in plan.funcs.values():
-        for ch in fp.chains:
-            threads = math.prod(math.prod(l.count for l in lvl.loops if l.pure)
-                                for lvl in ch.levels if lvl.node.kind.value == "thread")
-            if threads > t.max_threads_per_block:
-                return (f"{fp.name}.s{ch.stage.index}: {threads} threads per block exceed {t.name}'s "
-                        f"max_threads_per_block {t.max_threads_per_block}")
-        if fp.store is not None and not fp.store.is_root and fp.store.kind.value == "block":
-            shared += fp.allocation_points * fp.node.type.bytes
-    if shared > t.shared_memory_per_block:
-        return (f"the Funcs stored at block levels need {shared} bytes of shared memory per block, more than "
-                f"{t.name}'s shared_memory_per_block {t.shared_memory_per_block}")
-    return None
+def _cuda_rules(plan) -> str | None:
+    from .gpu import cuda_rules  # GPU LoopNest structure lives with the loop kinds' other queries
+
+    return cuda_rules(plan)
 
 
 CPU = register_target_kind(TargetKind("cpu", CpuTarget, frozenset({"serial", "parallel", "vectorized", "unrolled"})))
 CUDA = register_target_kind(TargetKind("cuda", CudaTarget, frozenset({"serial", "block", "thread", "simd", "unrolled"}),
-                                       _cuda_limits))
+                                       _cuda_rules))
 
 
 def get_target(target: "str | Target | None" = None) -> Target:

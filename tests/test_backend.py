@@ -404,7 +404,7 @@ def test_one_status_vocabulary():
     from ir.status import MEANING, STATUSES, Status
 
     assert STATUSES == ("ok", "compile_error", "runtime_error", "crash", "timeout", "wrong_output",
-                        "invalid_schedule", "worker_died")
+                        "invalid_schedule", "worker_died", "no_gpu")
     assert all(MEANING[s] for s in STATUSES) and Status.WORKER_DIED == "worker_died"
     from generator.job.driver import WORKER_DIED
 

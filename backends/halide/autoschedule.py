@@ -25,6 +25,10 @@ PARAMS = {
                   "disable_subtiling", "disable_memoized_features", "disable_memoized_blocks", "memory_limit"),
     "Mullapudi2016": ("parallelism", "last_level_cache_size", "balance", "experimental_gpu_schedule"),
     "Li2018": ("parallelism",),
+    "Anderson2021": ("parallelism", "beam_size", "random_dropout", "random_dropout_seed", "weights_path",
+                     "disable_subtiling", "randomize_tilings", "search_space_options", "freeze_inline_compute_root",
+                     "partial_schedule_path", "num_passes", "stack_factor", "shared_memory_limit_kb",
+                     "shared_memory_sm_limit_kb", "active_block_limit", "active_warp_limit"),
 }
 
 _loaded: set[str] = set()
@@ -55,13 +59,20 @@ class AnchorSchedule:
 
 def autoschedule(pipeline, scheduler: str, target="host", params: dict[str, str] | None = None, *,
                  timeout: float | None = 600.0, worker=None, isolate: bool = True) -> AnchorSchedule:
-    """Run Halide's `scheduler` on `pipeline` (estimates from its sizes) for the host CPU."""
+    """Run Halide's `scheduler` on `pipeline` (estimates from its sizes) for the host CPU, or for a CUDA target
+    (Anderson2021, Mullapudi2016, Li2018: search and PTX only, see backends.halide.gpu)."""
     from ir.target import get_target
 
     from ..base import compile_in_worker, get_backend
 
     tgt = get_target(target)
+    if tgt.kind == "cuda":
+        from .gpu import autoschedule_gpu
+
+        return autoschedule_gpu(pipeline, scheduler, tgt, params, timeout=timeout, worker=worker, isolate=isolate)
     get_backend("halide").check_target(tgt)
+    if scheduler == "Anderson2021":
+        raise CompileError("Anderson2021 schedules for GPUs; give a cuda target (h100, a100, ...)")
     if scheduler not in PARAMS:
         raise CompileError(f"unknown Halide autoscheduler {scheduler!r}; choose one of {', '.join(PARAMS)}")
     given = {"parallelism": str(tgt.cores)} | dict(params or {})

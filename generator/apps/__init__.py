@@ -3,7 +3,8 @@
 Each app is a module here with `DESCRIPTION`, `SIZES` ({"full": the size the papers use, "small": a
 test size}), `build(size) -> Pipeline` and, for most, `schedule(pipeline, target) -> LoopNest`: an
 expert hand-written schedule (tiled, fused, parallel, vectorized), the baseline schedlab's scheduler
-is judged against.
+is judged against; six (blur, unsharp, harris, conv_layer, matmul, stencil_chain) also have
+`gpu_schedule(pipeline, target)`, an expert GPU schedule for a CUDA target (ir.gpu_schedule).
 
     from generator.apps import get_app
     app = get_app("blur")
@@ -32,11 +33,12 @@ class App:
     build: Callable[[str], Pipeline]  # "full" | "small"
     schedule: Callable[..., LoopNest] | None  # (pipeline, target) -> expert hand-written LoopNest
     sizes: dict
+    gpu_schedule: Callable[..., LoopNest] | None = None  # (pipeline, CUDA target) -> expert GPU LoopNest
 
 
 def _load(name: str) -> App:
     m = importlib.import_module(f"{__name__}.{name}")
-    return App(name, m.DESCRIPTION, m.build, getattr(m, "schedule", None), m.SIZES)
+    return App(name, m.DESCRIPTION, m.build, getattr(m, "schedule", None), m.SIZES, getattr(m, "gpu_schedule", None))
 
 
 APPS: dict[str, App] = {name: _load(name) for name in _MODULES}

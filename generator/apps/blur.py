@@ -27,3 +27,15 @@ def schedule(p: Pipeline, target=None):
     s.root("blur_y", tiles=[{"x": tx, "y": ty}], vectorize="x", parallel=True)
     s.compute_at("blur_x", "blur_y", level=0, vectorize="x")
     return s.build()
+
+
+def gpu_schedule(p: Pipeline, target="h100"):
+    """Halide's GPU classic: 32x16-point blocks of blur_y, each of 32x8 threads computing two rows; blur_x's
+    tile (32x18) computed per block into shared memory, a point per thread."""
+    from ir.gpu_schedule import GpuScheduleBuilder
+
+    w, h = p.output_sizes["blur_y"]
+    s = GpuScheduleBuilder(p, target)
+    s.gpu_tile("blur_y", {"x": min(32, w), "y": min(16, h)}, per_thread={"y": min(2, h)})
+    s.compute_at_block("blur_x", "blur_y")
+    return s.build()

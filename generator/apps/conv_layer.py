@@ -48,3 +48,15 @@ def schedule(p: Pipeline, target=None):
                  stages={1: StageSpec(tiles=[{"x": vw, "y": uy, "c": uc}], vectorize="x", vector_width=vw,
                                       unroll={"y": uy, "c": uc})})
     return s.build()
+
+
+def gpu_schedule(p: Pipeline, target="h100"):
+    """Blocks of 32 columns x 4 rows x 8 output channels of relu; each thread accumulates 4 output channels
+    of one pixel in registers (conv computed per thread, the reduction serial inside it)."""
+    from ir.gpu_schedule import GpuScheduleBuilder
+
+    w, h, co, _ = p.output_sizes["relu"]
+    s = GpuScheduleBuilder(p, target)
+    s.gpu_tile("relu", {"x": min(32, w), "y": min(4, h), "c": min(8, co), "n": 1}, per_thread={"c": min(4, co)})
+    s.compute_at_thread("conv", "relu")
+    return s.build()

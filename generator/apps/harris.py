@@ -70,3 +70,18 @@ def schedule(p: Pipeline, target=None):
         s.compute_at(f, "output", level=1, store_level=0, vectorize="x", vector_width=min(vec, w))
     s.inline("gray")
     return s.build()
+
+
+def gpu_schedule(p: Pipeline, target="h100"):
+    """32x8-point blocks of the output, a point per thread; the gradients Ix and Iy per block in shared
+    memory (the structure tensor and response inlined into the output, gray into the gradients)."""
+    from ir.gpu_schedule import GpuScheduleBuilder
+
+    w, h = p.output_sizes["output"]
+    s = GpuScheduleBuilder(p, target)
+    s.gpu_tile("output", {"x": min(32, w), "y": min(8, h)})
+    for f in ("harris", "det", "trace", "Sxx", "Syy", "Sxy", "Ixx", "Iyy", "Ixy", "gray"):
+        s.inline(f)
+    for f in ("Ix", "Iy"):
+        s.compute_at_block(f, "output")
+    return s.build()

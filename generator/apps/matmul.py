@@ -34,3 +34,15 @@ def schedule(p: Pipeline, target=None):
     s.compute_at("prod", "C", level=0, vectorize="i", vector_width=min(16, bi),
                  stages={1: StageSpec(tiles=[{"i": vw, "j": 4}], vectorize="i", vector_width=vw, unroll={"j": 4})})
     return s.build()
+
+
+def gpu_schedule(p: Pipeline, target="h100"):
+    """32x16 blocks of C, threads along i (coalesced: i is A's and C's innermost dimension), each thread
+    accumulating 4 columns j in registers over the whole reduction."""
+    from ir.gpu_schedule import GpuScheduleBuilder
+
+    n = p.output_sizes["C"][0]
+    s = GpuScheduleBuilder(p, target)
+    s.gpu_tile("C", {"i": min(32, n), "j": min(16, n)}, per_thread={"j": min(4, n)})
+    s.compute_at_thread("prod", "C")
+    return s.build()

@@ -55,3 +55,25 @@ def schedule(p: Pipeline, target=None):
             s.compute_at(f"stage{k}", anchor, level=0, vectorize="x")
     s.inline("stage0")
     return s.build()
+
+
+def gpu_schedule(p: Pipeline, target="h100"):
+    """32x8-point blocks; stages in groups of four as on the CPU: each group's last stage at root, the
+    others computed per block of it into shared memory (bounded redundant recompute at the tile edges)."""
+    from ir.gpu_schedule import GpuScheduleBuilder
+
+    out = p.output_names[0]
+    stages = int(out.removeprefix("stage"))
+    w, h = p.output_sizes[out]
+    s = GpuScheduleBuilder(p, target)
+    block = {"x": min(32, w), "y": min(8, h)}
+    anchor = out
+    s.gpu_tile(out, block)
+    for k in range(stages - 1, 0, -1):
+        if (stages - k) % 4 == 0:
+            anchor = f"stage{k}"
+            s.gpu_tile(anchor, block)
+        else:
+            s.compute_at_block(f"stage{k}", anchor)
+    s.inline("stage0")
+    return s.build()

@@ -39,3 +39,19 @@ def schedule(p: Pipeline, target=None):
     s.inline("sharpen")
     s.inline("blur_x")
     return s.build()
+
+
+def gpu_schedule(p: Pipeline, target="h100"):
+    """32x8-point blocks of the output, each thread computing its three channels; gray and the vertical
+    blur per block in shared memory (the horizontal blur and sharpening inlined), ratio per thread."""
+    from ir.gpu_schedule import GpuScheduleBuilder
+
+    w, h, c = p.output_sizes["output"]
+    s = GpuScheduleBuilder(p, target)
+    s.gpu_tile("output", {"x": min(32, w), "y": min(8, h), "c": c}, per_thread={"c": c})
+    s.compute_at_thread("ratio", "output")
+    s.compute_at_block("blur_y", "output")
+    s.compute_at_block("gray", "output")
+    s.inline("sharpen")
+    s.inline("blur_x")
+    return s.build()

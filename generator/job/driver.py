@@ -31,7 +31,13 @@ from ir.units import format_seconds
 from .config import JobConfig
 from .tracking import JobRun
 
-GPU_BACKENDS = ("cuda",)  # backends whose benchmarks need a whole GPU each (none is built yet)
+GPU_BACKENDS = ("cuda",)  # backends whose benchmarks need a whole GPU each
+
+
+def benchmarker_resources(backend: str, benchmark_cpus: float) -> dict:
+    """Ray resources of a node's Benchmarker actor: for a GPU backend one whole GPU (Ray then places one timing
+    actor per GPU, so measurements on a GPU never overlap); compiles and CPU checks stay CPU tasks."""
+    return {"num_cpus": benchmark_cpus, "num_gpus": 1 if backend in GPU_BACKENDS else 0}
 
 
 class JobError(SchedlabError):
@@ -375,7 +381,7 @@ class Job:
         actor = self.benchmarkers.get(node)
         if actor is None:
             actor = Benchmarker.options(
-                num_cpus=self.cfg.benchmark_cpus, num_gpus=1 if self.cfg.backend in GPU_BACKENDS else 0,
+                **benchmarker_resources(self.cfg.backend, self.cfg.benchmark_cpus),
                 max_restarts=self.cfg.max_retries, max_task_retries=self.cfg.max_retries,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote()
             self.benchmarkers[node] = actor

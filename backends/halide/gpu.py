@@ -1,0 +1,130 @@
+"""Halide's GPU autoschedulers on a schedlab pipeline, for a CUDA target: the GPU reference schedlab's own GPU
+schedules are compared with (anderson2021 §8). Search and code generation only: Halide emits PTX (not CUDA C)
+and needs a driver to run it, so on a machine without a GPU this is where it stops.
+
+    s = autoschedule_gpu(p, "Anderson2021", "h100")   # or backends.halide.autoschedule(p, "Anderson2021", "h100")
+    s.schedule_source                                  # gpu_blocks / gpu_threads directives
+    s.ptx                                              # what Halide would load on the GPU
+
+Halide 21's newest CUDA capability is 8.6, so sm_90 targets get sm_86 PTX (forward-compatible by driver JIT;
+ptxas assembles it for sm_90, which `ptxas_check` does where ptxas is installed).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+
+from ..kernel import CompileError
+
+GPU_SCHEDULERS = {  # plugin -> parameters that make it schedule for the GPU (besides parallelism = SMs)
+    "Anderson2021": {},
+    "Mullapudi2016": {"experimental_gpu_schedule": "1"},
+    "Li2018": {},
+}
+HALIDE_CAPABILITIES = (30, 32, 35, 50, 61, 70, 75, 80, 86)  # Halide 21's CUDACapability features
+
+
+@dataclass(frozen=True)
+class GpuAnchorSchedule:
+    scheduler: str
+    target: str  # schedlab target name
+    halide_target: str
+    params: tuple[tuple[str, str], ...]
+    schedule_source: str
+    search_seconds: float
+    ptx: str
+    pipeline: object
+
+    @property
+    def ptx_arch(self) -> str:
+        m = re.search(r"^\.target\s+(sm_\d+)", self.ptx, re.M)
+        return m.group(1) if m else ""
+
+    @property
+    def kernels(self) -> int:
+        """GPU kernels in the PTX (0: the scheduler left everything on the host)."""
+        return len(re.findall(r"^\.(?:visible\s+)?\.entry\s", self.ptx, re.M))
+
+    def compile(self, **_):
+        raise CompileError(f"{self.scheduler}'s schedule for {self.target} runs on a GPU through Halide's CUDA runtime; "
+                           "schedlab measures it only on a machine with one")
+
+
+def halide_cuda_target(target) -> str:
+    """The Halide target string for a schedlab CUDA target (capability capped at Halide's newest, 8.6)."""
+    cc = int(float(target.compute_capability) * 10)
+    cap = max((c for c in HALIDE_CAPABILITIES if c <= cc), default=HALIDE_CAPABILITIES[0])
+    return f"host-cuda-cuda_capability_{cap}"
+
+
+def autoschedule_gpu(pipeline, scheduler: str, target="h100", params: dict[str, str] | None = None, *,
+                     timeout: float | None = 600.0, worker=None, isolate: bool = True) -> GpuAnchorSchedule:
+    """Run Halide's GPU `scheduler` on `pipeline` for a CUDA target (in the worker process), and emit its PTX."""
+    import json
+
+    from ir.target import get_target
+
+    from ..base import compile_in_worker
+    from .autoschedule import PARAMS
+
+    tgt = get_target(target)
+    if tgt.kind != "cuda":
+        raise CompileError(f"{target}: GPU autoscheduling needs a cuda target (h100, a100, ...)")
+    if scheduler not in GPU_SCHEDULERS:
+        raise CompileError(f"{scheduler} does not schedule for GPUs; choose one of {', '.join(GPU_SCHEDULERS)}")
+    given = {"parallelism": str(tgt.sm_count)} | GPU_SCHEDULERS[scheduler] | dict(params or {})
+    bad = [k for k in given if k not in PARAMS[scheduler]]
+    if bad:
+        raise CompileError(f"{scheduler} has no parameter {bad[0]!r}; its parameters are {', '.join(PARAMS[scheduler])}")
+    ptarget = halide_cuda_target(tgt)
+    args = (json.dumps(pipeline.to_json(), sort_keys=True), scheduler, tuple(sorted(given.items())), ptarget)
+    source, search_s, ptx = compile_in_worker(f"{scheduler} for {tgt.name}", _search_gpu_here, *args,
+                                              timeout=timeout, worker=worker, isolate=isolate)
+    return GpuAnchorSchedule(scheduler, tgt.name, ptarget, args[2], source, search_s, ptx, pipeline)
+
+
+def _search_gpu_here(pipeline_json: str, scheduler: str, params: tuple, halide_target: str) -> tuple[str, float, str]:
+    import json
+
+    import halide as hl
+
+    from ir.pipeline import Pipeline
+
+    from .autoschedule import run_autoscheduler
+    from .translate import translate
+
+    p = Pipeline.from_json(json.loads(pipeline_json))
+    hp = translate(p)
+    hpipe = hp.pipeline()
+    t = hl.Target(halide_target)
+    source, search_s = run_autoscheduler(hpipe, scheduler, dict(params), t)
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "k.ptx")
+        args = [hp.params[n] for n in hp.params]
+        hpipe.compile_to({hl.OutputFileType.device_code: out}, args, "k", t)
+        ptx = open(out).read() if os.path.exists(out) else ""
+    return source, search_s, ptx
+
+
+def ptxas_check(ptx: str, arch: str = "sm_90", timeout: float = 120.0) -> str | None:
+    """ptxas's resource report for Halide's PTX on `arch`, or None where ptxas is not installed; a CompileError
+    when it does not assemble."""
+    ptxas = shutil.which("ptxas") or (os.path.join(os.path.dirname(shutil.which("nvcc")), "ptxas")
+                                      if shutil.which("nvcc") else None)
+    if ptxas is None or not os.path.exists(ptxas):
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "k.ptx")
+        open(src, "w").write(ptx)
+        t0 = time.perf_counter()
+        r = subprocess.run([ptxas, f"-arch={arch}", "-v", src, "-o", os.path.join(d, "k.cubin")], capture_output=True,
+                           text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise CompileError(f"ptxas ({arch}) rejected Halide's PTX: {r.stderr.strip().splitlines()[0] if r.stderr else ''}")
+    return r.stderr + f"\n(ptxas {time.perf_counter() - t0:.2f} s)"
