@@ -12,7 +12,7 @@ export MPLCONFIGDIR ?= $(CURDIR)/.cache/matplotlib
 export RAY_AUTH_MODE ?= disabled
 export RAY_USAGE_STATS_ENABLED ?= 0
 
-.PHONY: venv test demo fuzz bench clean
+.PHONY: venv test demo fuzz fuzz-cuda bench clean
 
 venv: $(STAMP)
 
@@ -49,6 +49,10 @@ demo: $(STAMP)
 
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz --n $(N) --seed $(SEED)
+
+# random pipelines x random GPU schedules: NVRTC (sm_80, sm_90) and the CPU run of the same CUDA text vs the interpreter
+fuzz-cuda: $(STAMP)
+	$(BIN)/python -m tests.fuzz_cuda --n $(N) --seed $(SEED)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/schedules_matter.py

@@ -469,6 +469,10 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
     t0 = time.time()
     names = app_names(cfg)
     target = get_target(cfg.target)
+    if target.kind == "cuda":  # GPU schedules: expert and Halide's, measured on a GPU (evaluate.gpu_apps)
+        from .gpu_apps import evaluate_gpu_apps
+
+        return evaluate_gpu_apps(cfg, names, target, echo)
     try:  # the registered backend and search space of the target's kind say whether it can be run here
         backends.get_backend(cfg.backend).check_target(target)
         if cfg.algorithms:

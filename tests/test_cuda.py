@@ -4,6 +4,7 @@ same text run on the CPU (plain and racecheck g++ builds) against the interprete
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import re
 
 import numpy as np
@@ -238,3 +239,65 @@ def test_expert_gpu_schedules_of_the_apps_equal_the_interpreter(app):
     r = check(p, a.gpu_schedule(p, H100), H100)
     assert r.status == "ok", r.error
     assert r.kernels >= 1 and all(k.spill_stores == 0 for k in r.resources)
+
+
+@pytest.mark.parametrize("scheduler", ["Anderson2021", "Mullapudi2016", "Li2018"])
+def test_halides_gpu_autoschedulers_give_gpu_schedules_and_ptx_for_a_cuda_target(scheduler):
+    from backends.halide import autoschedule
+    from backends.halide.gpu import measure_anchor, ptxas_check
+    from generator.apps import get_app
+
+    p = get_app("unsharp").build("small")
+    s = autoschedule(p, scheduler, "h100")
+    assert s.halide_target == "host-cuda-cuda_capability_86" and s.ptx_arch == "sm_86" and s.kernels >= 1
+    assert "gpu_blocks" in s.schedule_source or "gpu_tile" in s.schedule_source or scheduler == "Mullapudi2016"
+    report = ptxas_check(s.ptx, "sm_90")
+    assert report is None or "Used" in report  # None: no ptxas on this machine
+    if backends.cuda.runner.gpu_missing() is not None:
+        m = measure_anchor(s, p.random_inputs(0), backends.get_protocol("check"))
+        assert m.status == "no_gpu"
+    with pytest.raises(backends.CompileError, match="Anderson2021 schedules for GPUs; give a cuda target"):
+        autoschedule(p, "Anderson2021", "host")
+
+
+def test_halide_lowers_schedlabs_gpu_loopnests_to_ptx():
+    from backends.halide.gpu import loopnest_ptx, ptxas_check
+    from generator.apps import get_app
+
+    from .fuzz_pipelines import random_test_pipeline
+
+    a = get_app("blur")
+    p = a.build("small")
+    ptx = loopnest_ptx(p, a.gpu_schedule(p, H100), H100)
+    assert ptx.count(".entry") == 1 and "bar.sync" in ptx and ".shared" in ptx  # blur_x's tile in shared memory
+    report = ptxas_check(ptx, "sm_90")
+    assert report is None or "used 1 barriers" in report
+    for seed in range(8):  # one-block grids, thread loops, updates: Halide takes every shape the sampler draws
+        q = random_test_pipeline(seed)
+        assert ".entry" in loopnest_ptx(q, random_gpu_loopnest(q, seed, H100), H100)
+
+
+@pytest.mark.skipif(backends.cuda.runner.gpu_missing() is None, reason="a GPU is present")
+def test_evaluating_the_apps_on_a_cuda_target_without_a_gpu_says_so_and_lists_the_rows():
+    from evaluate.apps import evaluate_apps
+    from evaluate.config import AppsConfig, EvaluateError
+
+    with pytest.raises(EvaluateError, match="target=h100: no GPU present here .*this measures 7 rows: blur: expert-gpu, "
+                                            "Anderson2021@halide-cuda, Mullapudi2016@halide-cuda, Li2018@halide-cuda; "
+                                            "bgu: Anderson2021@halide-cuda"):
+        evaluate_apps(AppsConfig(target="h100", apps=("blur", "bgu")))
+
+
+@needs_nvrtc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH (the optional second check)")
+def test_nvcc_where_present_agrees_with_nvrtc_on_resources():
+    from generator.apps import get_app
+
+    a = get_app("conv_layer")
+    p = a.build("small")
+    src = generate(Plan(p.dag, a.gpu_schedule(p, H100), H100))
+    _, r = nvrtc.compile_cuda(src.source, "conv", "sm_90")
+    (by_nvcc,) = nvrtc.nvcc_check(src.source, "conv", "sm_90")
+    (by_nvrtc,) = r.resources
+    assert by_nvcc.kernel == by_nvrtc.kernel and abs(by_nvcc.registers - by_nvrtc.registers) <= 8
+    assert by_nvcc.shared_bytes == by_nvrtc.shared_bytes and by_nvcc.spill_stores == by_nvrtc.spill_stores == 0

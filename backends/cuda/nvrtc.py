@@ -109,3 +109,26 @@ def parse_ptxas(log: str, arch: str) -> tuple[KernelResources, ...]:
             out.append(KernelResources(current, arch, regs, smem, barriers, *stack))
             current = None
     return tuple(out)
+
+
+def nvcc_check(source: str, name: str, arch: str = "sm_90", timeout: float = 300.0) -> tuple[KernelResources, ...] | None:
+    """The optional second compile check: nvcc (where it is on the PATH) on the same text, ptxas's resources per
+    kernel; None without nvcc; a CompileError when it does not compile."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        cu = os.path.join(d, f"{name}.cu")
+        with open(cu, "w") as f:
+            f.write(source)
+        r = subprocess.run([nvcc, f"-arch={arch}", "-std=c++17", "-cubin", "-Xptxas", "-v", cu, "-o",
+                            os.path.join(d, f"{name}.cubin")], capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        first = next((l for l in r.stderr.splitlines() if "error" in l), r.stderr.strip()[:300])
+        raise CompileError(f"nvcc ({arch}) rejected the generated CUDA: {first.strip()}")
+    return parse_ptxas(r.stdout + r.stderr, arch)

@@ -112,6 +112,128 @@ def _search_gpu_here(pipeline_json: str, scheduler: str, params: tuple, halide_t
     return source, search_s, ptx
 
 
+def loopnest_ptx(pipeline, loopnest, target="h100", *, timeout: float | None = 600.0, worker=None,
+                 isolate: bool = True) -> str:
+    """The PTX Halide generates for a schedlab GPU LoopNest (gpu_blocks / gpu_threads, shared-memory tiles), for
+    comparing Halide's lowering of the same schedule with backends.cuda's; generated in the worker process."""
+    import json
+
+    from ir.plan import Plan
+    from ir.target import get_target
+
+    from ..base import compile_in_worker
+
+    tgt = get_target(target)
+    Plan(pipeline.dag, loopnest, tgt)  # ScheduleError before any compile
+    return compile_in_worker("Halide CUDA code generation", _ptx_here, json.dumps(pipeline.to_json(), sort_keys=True),
+                             loopnest.dumps(), tgt, timeout=timeout, worker=worker, isolate=isolate)
+
+
+def _ptx_here(pipeline_json: str, loopnest_json: str, target) -> str:
+    import json
+
+    import halide as hl
+
+    from ir.loopnest import LoopNest
+    from ir.pipeline import Pipeline
+    from ir.plan import Plan
+
+    from .schedule import apply
+    from .translate import translate
+
+    p = Pipeline.from_json(json.loads(pipeline_json))
+    hp = translate(p)
+    apply(hp, Plan(p.dag, LoopNest.loads(loopnest_json), target))
+    hpipe = hp.pipeline()
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "k.ptx")
+        hpipe.compile_to({hl.OutputFileType.device_code: out}, [hp.params[n] for n in hp.params], "k",
+                         hl.Target(halide_cuda_target(target)))
+        return open(out).read() if os.path.exists(out) else ""
+
+
+def measure_anchor(anchor: GpuAnchorSchedule, inputs: dict, protocol, expected=None, *, worker=None):
+    """Time Halide's GPU schedule on this machine's GPU (NOT RUN HERE: no GPU): JIT-compiled for the CUDA target,
+    inputs copied to the device once, outputs checked against `expected` once, then realize + device_sync timed
+    under `protocol` in the worker process. A Measurement, never raised; no_gpu where there is none."""
+    import json
+
+    from ir.status import Status
+
+    from ..cuda.runner import gpu_missing
+    from ..kernel import Measurement
+    from ..worker import RemoteError, WorkerCrashed, WorkerTimeout, default_worker
+
+    why = gpu_missing()
+    if why is not None:
+        return Measurement(Status.NO_GPU, error=why)
+    p = anchor.pipeline
+    flat = {k: v.ravel(order="F") for k, v in inputs.items()}
+    args = (json.dumps(p.to_json(), sort_keys=True), anchor.scheduler, anchor.params, anchor.halide_target, flat,
+            protocol, expected)
+    try:
+        return (worker or default_worker()).call(_measure_anchor_here, *args, timeout=protocol.timeout)
+    except WorkerTimeout as e:
+        return Measurement(Status.TIMEOUT, error=str(e))
+    except WorkerCrashed as e:
+        return Measurement(Status.CRASH, error=str(e))
+    except RemoteError as e:
+        return Measurement(Status.RUNTIME_ERROR, error=str(e))
+
+
+def _measure_anchor_here(pipeline_json, scheduler, params, halide_target, inputs, protocol, expected):
+    import json
+
+    import halide as hl
+    import numpy as np
+
+    from ir.pipeline import Pipeline
+    from ir.status import Status
+
+    from ..kernel import Measurement
+    from ..timing import compare_outputs, time_callable
+    from .autoschedule import run_autoscheduler
+    from .translate import translate
+
+    p = Pipeline.from_json(json.loads(pipeline_json))
+    hp = translate(p)
+    hpipe = hp.pipeline()
+    t = hl.Target(halide_target)
+    run_autoscheduler(hpipe, scheduler, dict(params), t)
+    try:
+        hpipe.compile_jit(t)
+    except Exception as e:  # noqa: BLE001
+        return Measurement(Status.COMPILE_ERROR, error=f"{type(e).__name__}: {e}")
+    for name, param in hp.params.items():
+        region = p.input_regions[name]
+        buf = hl.Buffer(inputs[name].reshape(tuple(reversed([e for _, e in region]))))
+        buf.set_min([lo for lo, _ in region])
+        param.set(buf)
+    shapes = {o: p.output_sizes[o] for o in hp.outputs}
+    arrays = {o: np.empty(tuple(reversed(s)), dtype=p.dag.node(o).type.dtype) for o, s in shapes.items()}
+    bufs = [hl.Buffer(a) for a in arrays.values()]
+    target_bufs = bufs if len(bufs) > 1 else bufs[0]
+
+    def once():
+        hpipe.realize(target_bufs, t)
+        for b in bufs:
+            b.device_sync()
+
+    try:
+        once()
+        for b in bufs:
+            b.copy_to_host()
+    except Exception as e:  # noqa: BLE001
+        return Measurement(Status.RUNTIME_ERROR, error=f"{type(e).__name__}: {e}")
+    if expected is not None:
+        got = {o: a.reshape(-1).reshape(shapes[o], order="F") for o, a in arrays.items()}
+        why = compare_outputs({o.name: o.type for o in p.outputs}, got, expected)
+        if why is not None:
+            return Measurement(Status.WRONG_OUTPUT, error=why)
+    best, med, spread, samples, iters = time_callable(once, protocol)
+    return Measurement(Status.OK, best, med, spread, samples, iters)
+
+
 def ptxas_check(ptx: str, arch: str = "sm_90", timeout: float = 120.0) -> str | None:
     """ptxas's resource report for Halide's PTX on `arch`, or None where ptxas is not installed; a CompileError
     when it does not assemble."""

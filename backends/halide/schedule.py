@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import halide as hl
 
+from ir.gpu import SHARED, memory_space
+from ir.loopnest import LoopKind
 from ir.plan import Chain, Plan
 
 from .translate import HalidePipeline
@@ -47,6 +49,8 @@ def apply(hp: HalidePipeline, plan: Plan) -> None:
             f.compute_root()
         else:
             f.compute_at(site)
+        if plan.target.kind == "cuda" and memory_space(plan, fp) == SHARED:
+            f.store_in(hl.MemoryType.GPUShared)
         if fp.store is not fp.site:
             store = _loop_level(hp, plan, fp.store, loops)
             if store is None:
@@ -90,6 +94,7 @@ def _schedule_chain(hp: HalidePipeline, fp, ch: Chain) -> _StageLoops:
                 cur = inner
                 split.add(j)
         by_level[n - 1][j] = cur
+    grid = _one_block_grid(st, ch, by_level, tag)
     order = [(d, by_level[d][j]) for d in range(n) for j in ch.levels[d].order if j in by_level[d]]
     if len(order) > 1 or (ch.stage.index > 0 and order):
         # an update's loop order is stated even when it has one loop (a scan over an RDom such as
@@ -99,6 +104,7 @@ def _schedule_chain(hp: HalidePipeline, fp, ch: Chain) -> _StageLoops:
     elif ch.stage.index > 0:
         st.unscheduled()  # an update of one point (no loops): there is nothing to schedule
     _innermost(st, ch, by_level[n - 1], split)
+    _gpu_loops(st, ch, by_level, tag, grid)
     out = _StageLoops([None] * n)
     for d, v in order:
         out.innermost_of_level[d] = v
@@ -119,6 +125,46 @@ def _innermost(st, ch: Chain, inner: dict[int, object], split: set[int]) -> None
             st.vectorize(v) if j in split else st.vectorize(v, size, _tail(ch, j, depth))
         elif node.unrolled:
             st.unroll(v) if j in split else st.unroll(v, size, _tail(ch, j, depth))
+
+
+def _one_block_grid(st, ch: Chain, by_level: list[dict[int, object]], tag: str) -> set[int]:
+    """A BLOCK level whose loops all run once has no Halide loop, and Halide wants thread loops (the stage's
+    own, or its producers') inside a block loop: split the outermost pure loop by its whole extent, and the
+    outer loop of one iteration is the grid. Returns the loops so made."""
+    if not ch.levels or ch.levels[0].node.kind is not LoopKind.BLOCK or by_level[0]:
+        return set()
+    pure = [j for j in ch.levels[0].order if ch.stage.loop[j].pure]
+    if not pure:
+        return set()
+    j = pure[0]
+    d = min(d for d in range(len(by_level)) if j in by_level[d])
+    outer, inner = hl.Var(f"{ch.stage.loop[j].name}{tag}_grid"), hl.Var(f"{ch.stage.loop[j].name}{tag}_all")
+    st.split(by_level[d][j], outer, inner, ch.levels[0].loops[j].tile, hl.TailStrategy.GuardWithIf)
+    by_level[d][j] = inner
+    by_level[0][j] = outer
+    return {j}
+
+
+def _gpu_loops(st, ch: Chain, by_level: list[dict[int, object]], tag: str, grid: set[int]) -> None:
+    """BLOCK levels' pure loops as gpu_blocks, THREAD levels' as gpu_threads (Halide takes at most three of
+    each: the outer ones are fused first); a stage with no loop at all runs as one GPU thread."""
+    kinds = {LoopKind.BLOCK: "gpu_blocks", LoopKind.THREAD: "gpu_threads"}
+    used = set()
+    for d, lvl in enumerate(ch.levels):
+        kind = lvl.node.kind
+        if kind not in kinds:
+            continue
+        vs = [by_level[d][j] for j in reversed(lvl.order) if j in by_level[d] and lvl.loops[j].pure
+              and (lvl.loops[j].count > 1 or (d == 0 and j in grid))]  # innermost first, as Halide lists them
+        while len(vs) > 3:
+            fused = hl.Var(f"{vs[-1].name()}_f{tag}")
+            st.fuse(vs[-2], vs[-1], fused)
+            vs = vs[:-2] + [fused]
+        if vs:
+            getattr(st, kinds[kind])(*[hl.VarOrRVar(v) for v in vs])
+            used.add(kind)
+    if ch.levels and ch.levels[0].node.kind is LoopKind.BLOCK and not used:
+        st.gpu_single_thread()  # one block of one thread (Halide runs thread loops outside blocks in one block)
 
 
 def _parallel(st, level0: list, tag: str) -> hl.Var | None:
