@@ -94,7 +94,9 @@ def run_measurement(spec, output_meta: dict, inputs: dict[str, np.ndarray], prot
 
 
 def measure_kernel(kernel: Kernel, inputs, protocol: Protocol | None = None, expected=None,
-                   worker=None, isolate: bool = True) -> Measurement:
+                   worker=None, isolate: bool = True, measure=None) -> Measurement:
+    """`measure(kernel.spec, output_meta, inputs, protocol, expected, types)` (default run_measurement: host
+    kernels timed by the wall clock) in the worker process; every failure of the process is a status."""
     from .worker import RemoteError, WorkerCrashed, WorkerTimeout, default_worker
 
     protocol = protocol or Protocol()
@@ -103,12 +105,13 @@ def measure_kernel(kernel: Kernel, inputs, protocol: Protocol | None = None, exp
     meta = {o.name: (math.prod(p.output_sizes[o.name]), o.type.dtype, p.output_sizes[o.name]) for o in p.outputs}
     types = {o.name: o.type for o in p.outputs}
     spec = kernel.spec  # type: ignore[attr-defined]
+    measure = measure or run_measurement
     if not isolate:
-        m = run_measurement(spec, meta, bound, protocol, expected, types)
+        m = measure(spec, meta, bound, protocol, expected, types)
     else:
         w = worker or default_worker()
         try:
-            m = w.call(run_measurement, spec, meta, bound, protocol, expected, types, timeout=protocol.timeout)
+            m = w.call(measure, spec, meta, bound, protocol, expected, types, timeout=protocol.timeout)
         except WorkerTimeout as e:
             m = Measurement(Status.TIMEOUT, error=str(e))
         except WorkerCrashed as e:

@@ -79,7 +79,7 @@ class CupySpec:
         return run
 
 
-def run_measurement_gpu(source: CudaSource, output_meta: dict, inputs: dict[str, np.ndarray], protocol: Protocol,
+def run_measurement_gpu(spec: CupySpec, output_meta: dict, inputs: dict[str, np.ndarray], protocol: Protocol,
                         expected: dict | None, types: dict) -> Measurement:
     """Runs in the worker: check the outputs once, then time the launches (inputs resident on the device) with
     CUDA events until the best and third best agree within protocol.accuracy or max_seconds pass."""
@@ -88,7 +88,7 @@ def run_measurement_gpu(source: CudaSource, output_meta: dict, inputs: dict[str,
     from ..timing import compare_outputs
 
     try:
-        prog = GpuProgram(source)
+        prog = GpuProgram(spec.source)
     except Exception as e:  # noqa: BLE001 - a failing compile is a status
         return Measurement(Status.COMPILE_ERROR, error=f"{type(e).__name__}: {first_line(e)}")
     outputs = {n: np.empty(size, dtype) for n, (size, dtype, _) in output_meta.items()}
@@ -129,24 +129,6 @@ def run_measurement_gpu(source: CudaSource, output_meta: dict, inputs: dict[str,
 
 
 def measure_on_gpu(kernel, inputs, protocol: Protocol | None, expected, worker, isolate: bool) -> Measurement:
-    from ..worker import RemoteError, WorkerCrashed, WorkerTimeout, default_worker
+    from ..timing import measure_kernel
 
-    protocol = protocol or Protocol()
-    p = kernel.pipeline
-    bound = kernel.bind_inputs((inputs,), {}) if isinstance(inputs, dict) else kernel.bind_inputs(tuple(inputs), {})
-    meta = {o.name: (math.prod(p.output_sizes[o.name]), o.type.dtype, p.output_sizes[o.name]) for o in p.outputs}
-    types = {o.name: o.type for o in p.outputs}
-    args = (kernel.source, meta, bound, protocol, expected, types)
-    if not isolate:
-        m = run_measurement_gpu(*args)
-    else:
-        try:
-            m = (worker or default_worker()).call(run_measurement_gpu, *args, timeout=protocol.timeout)
-        except WorkerTimeout as e:
-            m = Measurement(Status.TIMEOUT, error=str(e))
-        except WorkerCrashed as e:
-            m = Measurement(Status.CRASH, error=str(e))
-        except RemoteError as e:
-            m = Measurement(Status.RUNTIME_ERROR, error=str(e))
-    m.compile_s = kernel.compile_s
-    return m
+    return measure_kernel(kernel, inputs, protocol, expected, worker, isolate, measure=run_measurement_gpu)
