@@ -5,6 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 N       ?= 500
 SEED    ?= 1000
+BACKEND ?= numba
 DEMO    ?= $(CURDIR)/.cache/demo
 DEMO_TRACKING := sqlite:///$(DEMO)/mlflow.db
 export SCHEDLAB_CACHE_DIR ?= $(CURDIR)/.cache/schedlab
@@ -48,7 +49,7 @@ demo: $(STAMP)
 	@echo "  then http://127.0.0.1:5000/#/experiments?workflowType=machine_learning (MLflow's Model training layout)"
 
 fuzz: $(STAMP)
-	$(BIN)/python -m tests.fuzz --n $(N) --seed $(SEED)
+	$(BIN)/python -m tests.fuzz --n $(N) --seed $(SEED) --backend $(BACKEND)
 
 # random pipelines x random GPU schedules: NVRTC (sm_80, sm_90) and the CPU run of the same CUDA text vs the interpreter
 fuzz-cuda: $(STAMP)

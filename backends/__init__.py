@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from ir.errors import ScheduleError
 
-from . import numba as _numba  # noqa: F401 - registers the numba backend (halide registers when first asked for)
+from . import llvm as _llvm  # noqa: F401 - registers the llvm backend (llvmlite is imported when it builds)
+from . import numba as _numba  # noqa: F401 - registers the numba backend (halide, cuda register when first asked for)
 from .base import Backend, backend_names, get_backend, register_backend
 from .kernel import CompileError, DeviceMissing, Kernel, Measurement, Protocol
 from .measuring import BuildResult, MeasureInput, build, measure_many, run

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-BACKENDS = ("numba", "halide")
+BACKENDS = ("llvm", "numba", "halide")
 RANDOM_SIZE = (512, 512, 3)
 RANDOM_STAGES = 20
 

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-BACKENDS = ("numba", "halide")
+BACKENDS = ("llvm", "numba", "halide")
 
 
 def main(argv=None) -> int:

@@ -30,7 +30,7 @@ from generator.apps import APPS, get_app
 from ir.builder import naive_schedule
 from scheduler.modes import reference
 
-BACKENDS = ("numba", "halide")
+BACKENDS = ("llvm", "numba", "halide")
 
 
 def csv(text: str) -> list[str]:

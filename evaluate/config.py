@@ -62,7 +62,7 @@ class AppsConfig:
     seed: int = 0  # seeds the searches, the random schedules and the random weights
     baselines: tuple[Baseline, ...] = BASELINES  # measured besides naive (always measured, the denominator)
     random_schedules: int = 8  # the random baseline: the median runtime of this many random schedules
-    backend: Literal["numba", "halide"] = "numba"  # compiles and measures every row (halide: no <m>@halide twins)
+    backend: Literal["numba", "llvm", "halide"] = "numba"  # compiles and measures every row (halide: no <m>@halide twins)
     mcts_budget: int = 2000  # mcts and mcts-real: cost-model evaluations (states scored)
     # MCTS again at beam's own budget of each app: evaluations = as many states scored as beam, seconds = the
     # same wall-clock as beam's search (rows mcts=beam-evaluations, mcts=beam-seconds; needs beam in algorithms)

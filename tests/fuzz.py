@@ -1,6 +1,7 @@
-"""Differential fuzzing of the numba backend against the reference interpreter.
+"""Differential fuzzing of the CPU backends (numba, llvm) against the reference interpreter.
 
     python -m tests.fuzz --n 500 --seed 1000        (also: make fuzz N=500)
+    python -m tests.fuzz --backend llvm --n 1000 --seed 0
 
 Each pair is a random pipeline (tests/fuzz_pipelines) and a random schedule of it (ir.sampling),
 compiled and run in the worker process and compared with `ir.interpret` (bit-exact for integers).
@@ -33,17 +34,17 @@ class Outcome:
     error: str = ""
 
 
-def run_pair(pipeline, loopnest, seed: int) -> Outcome:
+def run_pair(pipeline, loopnest, seed: int, backend: str = "numba") -> Outcome:
     inputs = pipeline.random_inputs(seed)
     expected = interpret(pipeline, inputs)
-    (m,) = measure_many([MeasureInput(pipeline, loopnest, inputs, expected)], protocol=CHECK_ONLY)
+    (m,) = measure_many([MeasureInput(pipeline, loopnest, inputs, expected)], backend=backend, protocol=CHECK_ONLY)
     return Outcome(m.status, m.error)
 
 
-def check(pipeline_seed: int, schedule_seed: int) -> tuple[Outcome, object, object, dict]:
+def check(pipeline_seed: int, schedule_seed: int, backend: str = "numba") -> tuple[Outcome, object, object, dict]:
     p = random_test_pipeline(pipeline_seed)
     ln, decisions = random_schedule(p, schedule_seed)
-    return run_pair(p, ln, pipeline_seed), p, ln, decisions
+    return run_pair(p, ln, pipeline_seed, backend), p, ln, decisions
 
 
 def build(pipeline, decisions: dict[str, FuncDecision]):
@@ -71,7 +72,7 @@ def _simpler(d: FuncDecision):
         yield replace(d, specs={**d.specs, 0: replace(spec, parallel=False)})
 
 
-def minimize(pipeline_seed: int, decisions: dict[str, FuncDecision], status: str):
+def minimize(pipeline_seed: int, decisions: dict[str, FuncDecision], status: str, backend: str = "numba"):
     """Shrink a failing pair while it keeps failing with the same status."""
     p = random_test_pipeline(pipeline_seed)
     best = dict(decisions)
@@ -85,7 +86,7 @@ def minimize(pipeline_seed: int, decisions: dict[str, FuncDecision], status: str
                     ln = build(p, trial)
                 except ScheduleError:
                     continue
-                if run_pair(p, ln, pipeline_seed).status == status:
+                if run_pair(p, ln, pipeline_seed, backend).status == status:
                     best = trial
                     changed = True
                     break
@@ -101,18 +102,19 @@ def minimize(pipeline_seed: int, decisions: dict[str, FuncDecision], status: str
                 ln = build(q, best)
             except Exception:  # noqa: BLE001 - a size the schedule does not fit
                 continue
-            if run_pair(q, ln, pipeline_seed).status == status:
+            if run_pair(q, ln, pipeline_seed, backend).status == status:
                 p, size, shrunk = q, cand, True
                 break
     return p, build(p, best), best
 
 
-def report(pipeline_seed: int, schedule_seed: int, outcome: Outcome, decisions) -> str:
-    p, ln, best = minimize(pipeline_seed, decisions, outcome.status)
-    again = run_pair(p, ln, pipeline_seed)
+def report(pipeline_seed: int, schedule_seed: int, outcome: Outcome, decisions, backend: str = "numba") -> str:
+    p, ln, best = minimize(pipeline_seed, decisions, outcome.status, backend)
+    again = run_pair(p, ln, pipeline_seed, backend)
     lines = [
         f"FAIL pipeline seed {pipeline_seed}, schedule seed {schedule_seed}: {outcome.status}: {outcome.error}",
-        f"reproduce: python -m tests.fuzz --pipeline-seed {pipeline_seed} --schedule-seed {schedule_seed}",
+        f"reproduce: python -m tests.fuzz --backend {backend} --pipeline-seed {pipeline_seed} "
+        f"--schedule-seed {schedule_seed}",
         "-- minimized pipeline --", str(p),
         "-- minimized schedule --", ln.to_str(p),
         f"-- minimized failure -- {again.status}: {again.error}",
@@ -126,6 +128,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1000, help="first pipeline seed")
     ap.add_argument("--pipeline-seed", type=int, help="check one pair (with --schedule-seed)")
     ap.add_argument("--schedule-seed", type=int, default=0)
+    ap.add_argument("--backend", default="numba", help="the CPU backend checked: numba (default) or llvm")
     a = ap.parse_args(argv)
     pairs = ([(a.pipeline_seed, a.schedule_seed)] if a.pipeline_seed is not None
              else [(a.seed + i, (a.seed + i) * 31 + 7) for i in range(a.n)])
@@ -133,10 +136,10 @@ def main(argv=None) -> int:
     failures = []
     t0 = time.time()
     for k, (ps, ss) in enumerate(pairs, 1):
-        outcome, p, ln, decisions = check(ps, ss)
+        outcome, p, ln, decisions = check(ps, ss, a.backend)
         counts[outcome.status] = counts.get(outcome.status, 0) + 1
         if outcome.status != "ok":
-            print(report(ps, ss, outcome, decisions), flush=True)
+            print(report(ps, ss, outcome, decisions, a.backend), flush=True)
             failures.append((ps, ss))
         if k % 10 == 0 or k == len(pairs):
             print(f"[{k}/{len(pairs)}] {time.time() - t0:.0f}s  " +

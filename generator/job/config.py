@@ -54,7 +54,7 @@ class RoundTraining:
 @dataclass(frozen=True)
 class JobConfig:
     target: str = "host"  # host, or a conf/targets/<name>.yaml target; the dataset partition
-    backend: Literal["numba", "halide"] = "halide"  # what compiles the schedules (halide: 2.4x numba's valid samples
+    backend: Literal["numba", "llvm", "halide"] = "halide"  # what compiles the schedules (halide: 2.4x numba's valid samples
     #   per core-hour at the default sizes, benchmarks/datagen_throughput.py; needs the halide extra)
     rounds: int = 2  # data-generation rounds, a model trained after each
     pipelines_per_round: int = 12  # random pipelines generated per round
