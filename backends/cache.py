@@ -1,7 +1,8 @@
 """Where compiled artifacts live: $SCHEDLAB_CACHE_DIR, else ~/.cache/schedlab; and how the cache is kept bounded.
 
 Each backend keeps one entry per kernel (Halide: `k<digest>.o` + its `.json` sidecar; numba: `k_<digest>.py` + the
-`__pycache__/k_<digest>.*` files numba and Python write for it). A data-generation job compiles a new kernel for
+`__pycache__/k_<digest>.*` files numba and Python write for it; llvm: `k_<digest>.o`; cuda: `k_<digest>.cu` + its
+CPU-emulation builds `k_<digest>.<mode>.so`). A data-generation job compiles a new kernel for
 nearly every sample, so without pruning the cache grows by ~100 KB per sample forever. `prune_kernels` removes
 whole entries, least recently used first (a use touches the entry's main file), until the cache fits, and never
 an entry used within `min_age_s` (another process may be about to run it); Halide's shared runtime object stays.
@@ -14,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-KERNEL_KINDS = ("halide", "numba")  # cache_dir kinds that hold one entry per compiled kernel
+KERNEL_KINDS = ("halide", "numba", "llvm", "cuda")  # cache_dir kinds that hold one entry per compiled kernel
 
 
 def cache_root() -> Path:
@@ -65,7 +66,8 @@ def _gb(n: int) -> str:
 
 def _entries(root: Path) -> list[_Entry]:
     out = []
-    for kind, prefix, main_suffix in (("halide", "k", ".o"), ("numba", "k_", ".py")):
+    for kind, prefix, main_suffix in (("halide", "k", ".o"), ("numba", "k_", ".py"), ("llvm", "k_", ".o"),
+                                      ("cuda", "k_", ".cu")):
         d = root / kind
         if not d.is_dir():
             continue

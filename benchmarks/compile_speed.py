@@ -44,6 +44,7 @@ class Row:
     runtime_s: float
     peak_gb: float
     error: str = ""
+    phases: str = ""  # where the compile time went (schedlab's code generation, then the backend's phases)
 
 
 def pipeline_of(spec: str):
@@ -68,17 +69,49 @@ def child(spec: str, backend: str) -> None:
     p = pipeline_of(spec)
     ln = autoschedule(p, model="analytical", algorithm="greedy").loopnest
     inputs, expected = reference(p)
+    phases = _codegen_seconds(p, ln, backend)
     t0 = time.perf_counter()
     status, error, runtime = "ok", "", math.nan
     try:
         k = backends.compile(p, ln, backend=backend, isolate=False, timeout=None)
         compile_s = time.perf_counter() - t0
+        phases += _backend_phases(k, backend)
         m = backends.measure(k, inputs, "quick", expected=expected)
         status, error, runtime = m.status, m.error, m.min_s
     except Exception as e:  # noqa: BLE001 - a failure is this row's status
         compile_s, status, error = time.perf_counter() - t0, "compile_error", str(e).splitlines()[0][:200]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
-    print(json.dumps(Row(spec, len(p.dag.nodes), backend, status, compile_s, runtime, peak, error).__dict__))
+    print(json.dumps(Row(spec, len(p.dag.nodes), backend, status, compile_s, runtime, peak, error, phases).__dict__))
+
+
+def _codegen_seconds(p, ln, backend: str) -> str:
+    """schedlab's own share: the Plan and the generated source (numba, llvm), timed apart from the compile."""
+    from ir.plan import Plan
+
+    gen = {"numba": "backends.numba.codegen", "llvm": "backends.llvm.irgen"}.get(backend)
+    if gen is None:
+        return ""
+    import importlib
+
+    t0 = time.perf_counter()
+    importlib.import_module(gen).generate(Plan(p.dag, ln))
+    return f"codegen {time.perf_counter() - t0:.2f}s"
+
+
+def _backend_phases(k, backend: str) -> str:
+    """numba: typing + lowering (its compiler lock minus its LLVM lock) and LLVM; llvm: parse, O3, machine code."""
+    if backend == "llvm":
+        from backends.llvm.compiler import PHASES
+
+        return "".join(f", {name} {s:.2f}s" for name, s in PHASES.items())
+    if backend == "numba":
+        from backends.numba.compiler import load
+
+        fn = load(Path(k.meta["path"]), k.source.name)
+        t = fn.get_metadata(fn.signatures[0]).get("timers", {})
+        if "compiler_lock" in t and "llvm_lock" in t:
+            return f", typing+lowering {t['compiler_lock'] - t['llvm_lock']:.2f}s, LLVM {t['llvm_lock']:.2f}s"
+    return ""
 
 
 def run_one(spec: str, backend: str, timeout: float) -> Row:
@@ -110,7 +143,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--random", type=int, default=3, help="random pipelines, seeds 0..N-1 (default 3)")
     ap.add_argument("--apps", default="blur,unsharp", help="comma-separated apps, or all (default blur,unsharp)")
-    ap.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated (default numba,halide)")
+    ap.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated (default llvm,numba,halide)")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per compile process")
     a = ap.parse_args(argv)
     apps = list(APPS) if a.apps == "all" else [x for x in a.apps.split(",") if x]
@@ -127,7 +160,7 @@ def main(argv=None) -> int:
             r = run_one(spec, b, a.timeout)
             rows.append(r)
             print(f"{spec:26s} {r.funcs:5d} {b:8s} {r.status:14s} {r.compile_s:8.2f}s {r.runtime_s * 1e3:9.3f}ms "
-                  f"{r.peak_gb:7.2f}GB {r.error[:80]}", flush=True)
+                  f"{r.peak_gb:7.2f}GB {r.error[:80]}{'  ' + r.phases if r.phases else ''}", flush=True)
     if "halide" in backends:
         ref = {r.pipeline: r for r in rows if r.backend == "halide" and r.status == "ok"}
         for b in backends:

@@ -177,6 +177,17 @@ def test_the_halide_backend_generates_rows_too(tmp_path):
     assert "; kernel cache " in node and " kernels, " in node, node  # each node pruned its cache (backends.cache)
 
 
+def test_the_llvm_backend_generates_rows_too(tmp_path):
+    r = _job(["--config", "conf/datagen.yaml", f"out={tmp_path / 'data'}", f"tracking_uri={tmp_path / 'mlflow'}",
+              "rounds=1", "pipelines_per_round=1", "seed=41", "schedules_per_pipeline=3", "train.enabled=false",
+              *TINY, "backend=llvm"])
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = _rows(tmp_path / "data")
+    assert rows["backend"].to_list() == ["llvm"] * 3
+    assert rows["status"].to_list() == ["ok"] * 3, rows.select("status", "error")
+    assert (rows["runtime_s"] > 0).all() and (rows["compile_s"] > 0).all()
+
+
 # -- interrupted and rerun: every batch exactly once -----------------------------------------------------------
 
 

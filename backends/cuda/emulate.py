@@ -41,11 +41,12 @@ def build(src: CudaSource, mode: str = "plain", timeout: float = 300.0) -> Path:
     flags = ("-x", "c++", "-std=c++17", *MODES[mode], "-shared", "-fPIC", "-w")
     h = hashlib.sha256((" ".join(flags) + "\n" + src.source).encode()).hexdigest()[:24]
     d = cache_dir("cuda")
-    so = d / f"k_{h}_{mode}.so"
+    so = d / f"k_{h}.{mode}.so"
+    cu = d / f"k_{h}.cu"
     if so.exists():
+        touch(cu)
         touch(so)
         return so
-    cu = d / f"k_{h}.cu"
     if not cu.exists():
         tmp = cu.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(src.source)

@@ -1,5 +1,5 @@
 """Compiling generated LLVM IR to machine code with llvmlite (LLVM's O3 pipeline for the host CPU, loop and SLP
-vectorizers on), cached on disk by content as object files any process of the node loads in milliseconds, and
+vectorizers on, its loop unroller off), cached on disk by content as object files any process of the node loads in milliseconds, and
 running the program: its root stages in order, a parallel stage's tasks split over a thread pool (each call into
 machine code releases the GIL)."""
 
@@ -41,6 +41,9 @@ def object_path(src: LlvmSource) -> Path:
     return cache_dir("llvm") / f"k_{hashlib.sha256(key.encode()).hexdigest()[:24]}.o"
 
 
+PHASES: dict[str, float] = {}  # seconds of each phase of this process's last compile (benchmarks/compile_speed.py)
+
+
 def compile_here(ir_text: str, path: str) -> float:
     """Optimize and emit the object file of `ir_text` to `path` (unless it is there); seconds taken."""
     p = Path(path)
@@ -55,13 +58,17 @@ def compile_here(ir_text: str, path: str) -> float:
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
     mod.verify()
+    t1 = time.perf_counter()
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
-    pto.loop_unrolling = True
+    pto.loop_unrolling = False  # UNROLLED levels are unrolled by irgen; LLVM's unroller tripled compile times
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
+    t2 = time.perf_counter()
     obj = tm.emit_object(mod)
+    PHASES.clear()
+    PHASES.update({"parse": t1 - t0, "optimize": t2 - t1, "machine code": time.perf_counter() - t2})
     tmp = p.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_bytes(obj)
     os.replace(tmp, p)

@@ -14,6 +14,7 @@ LLVM intrinsics and libm calls numba emits.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -339,7 +340,37 @@ class _Gen:
         nest(0)
 
     def _innermost(self, lvl: Level) -> None:
-        self._loops([lvl.loops[j] for j in lvl.order if lvl.loops[j].count > 1], lambda: self._point(lvl))
+        """The point loops as the numba backend writes them: plain loops, then the UNROLLED level's pure loops
+        written out (LLVM's own unroller stays off: it is most of the compile time), then the SIMD loop."""
+        n = lvl.node
+        vec = n.vectorized_loop
+        unrolled = [j for j in lvl.order if n.unrolled and j != vec and lvl.loops[j].pure and lvl.loops[j].count > 1]
+        outer = [lvl.loops[j] for j in lvl.order if j != vec and j not in unrolled and lvl.loops[j].count > 1]
+
+        def simd():
+            if vec >= 0 and lvl.loops[vec].count > 1:
+                self._loop(lvl.loops[vec], lambda: self._point(lvl))
+            else:
+                self._point(lvl)
+
+        def copies():
+            for combo in itertools.product(*[range(lvl.loops[j].count) for j in unrolled]):
+                guards = []
+                for j, k in zip(unrolled, combo):
+                    lp = lvl.loops[j]
+                    self.env[self._index(lp)] = I64(k)
+                    if not lp.count_form.is_const:
+                        guards.append(self.b.icmp_signed("<", I64(k), self.lin(lp.count_form)))
+                if guards:
+                    cond = guards[0]
+                    for g in guards[1:]:
+                        cond = self.b.and_(cond, g)
+                    with self.b.if_then(cond):
+                        simd()
+                else:
+                    simd()
+
+        self._loops(outer, copies)
 
     # -- storage ---------------------------------------------------------------------------------------------
 
