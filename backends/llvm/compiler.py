@@ -117,6 +117,8 @@ class LlvmSpec:
         scratch = {b.name: np.empty(b.size, b.dtype) for b in src.buffers if b.role == "global"}
         pool = _pool()
         workers = pool._max_workers
+        # calls per thread of a parallel stage: more balance the load, fewer cost less Python (~tens of us a call)
+        per_thread = max(1, int(os.environ.get("SCHEDLAB_LLVM_CALLS_PER_THREAD", "1")))
         copies = [(o, origin, strides, shape, scratch[f"g_{o}"]) for o, origin, strides, shape in src.copies]
 
         def run(inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> None:
@@ -131,7 +133,7 @@ class LlvmSpec:
                 if tasks <= 1 or workers == 1:
                     fn(args, 0, tasks)
                     continue
-                chunks = min(tasks, 4 * workers)
+                chunks = min(tasks, per_thread * workers)
                 bounds = [tasks * k // chunks for k in range(chunks + 1)]
                 list(pool.map(lambda k: fn(args, bounds[k], bounds[k + 1]), range(chunks)))
             for o, origin, strides, shape, buf in copies:

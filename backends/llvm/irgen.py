@@ -97,6 +97,7 @@ class _Gen:
         self.module = ir.Module(name=name)
         self.module.triple = ""
         self.statements = 0
+        self.keys: dict[int, tuple] = {}  # id(expression) -> its structural key (the pipeline's Exprs outlive this)
         self._helpers()
 
     # -- module-level helpers ----------------------------------------------------------------------
@@ -500,7 +501,10 @@ class _Points:
             return f.env[e.name]
         if isinstance(e, Const):
             return _const(e)
-        k = (f.sig, e.key())
+        ek = self.g.keys.get(id(e))
+        if ek is None:  # structural keys are costly on large inlined expressions: one per node, per kernel
+            ek = self.g.keys[id(e)] = e.key()
+        k = (f.sig, ek)
         v = self.memo.get(k)
         if v is None:
             v = self.memo[k] = self._emit(e, f)
