@@ -406,7 +406,7 @@ def test_apps_cli_bad_inputs_are_one_line(tracking, capsys):
     assert "small, full" in error("size=huge")
     assert "unknown algorithm 'annealing'; choose one of" in error("algorithms=annealing")
     assert "polymage-dp" in error("algorithms=annealing")  # the registry, not a fixed list
-    assert "cuda target" in error("target=h200", "apps=blur")
+    assert "target=h200: no GPU present here" in error("target=h200", "apps=blur")  # GPU rows need a GPU
     assert "no model at" in error("apps=blur", "model=no-such-model.pt")
     assert "'halide' must be true, false or auto; got 'maybe'" in error("halide=maybe")
 
@@ -596,7 +596,7 @@ def test_strategy_budget_config_errors_are_one_line(tracking, capsys):
     assert "measurements must be >= 3" in error("measurements=2")
     assert "evaluations, seconds" in error("mcts_matched=states")
     assert "mcts_budget must be >= 1" in error("mcts_budget=0")
-    assert "numba, halide" in error("backend=llvm")
+    assert "numba, llvm, halide" in error("backend=tvm")
 
 
 def test_a_run_resumes_from_the_apps_an_earlier_run_finished(tracking):

@@ -15,7 +15,7 @@ def vectorized_funcs(p, ln):
 
 def test_minimizer_keeps_only_what_fails(monkeypatch):
     # stand-in for a backend bug that bites any schedule vectorizing some Func
-    def buggy_run_pair(p, ln, seed):
+    def buggy_run_pair(p, ln, seed, backend="numba"):
         return fuzz.Outcome("wrong_output" if vectorized_funcs(p, ln) else "ok", "injected")
 
     monkeypatch.setattr(fuzz, "run_pair", buggy_run_pair)
