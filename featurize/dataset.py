@@ -110,7 +110,6 @@ def write_batch(root: Path | str, target: str, batch_id: str, samples: Iterable[
                 row_group_size: int = 64, schema: FeatureSchema = CPU_ADAMS2019) -> Path:
     """Write one batch atomically under its deterministic name; a batch already written is left as is.
     `schema` is the FeatureSchema the samples' features follow (the target's extractor's)."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     path = batch_path(root, target, batch_id)

@@ -212,6 +212,14 @@ class FunctionDAG:
     def input_regions(self) -> dict[str, Box]:
         return {k: v.region for k, v in self.inputs.items()}
 
+    @property
+    def internal_outputs(self) -> tuple[str, ...]:
+        """Outputs whose computed region is larger than the buffer the caller asked for (another Func reads
+        them beyond it): every backend computes them into a scratch buffer and copies the requested part out."""
+        sizes = self.pipeline.output_sizes
+        return tuple(o for o in self.pipeline.output_names
+                     if self.node(o).region != tuple((0, e - 1) for e in sizes[o]))
+
     def accesses_to(self, producer: str):
         """(consumer stage, access) for every access to `producer` from another Func."""
         for n in self.nodes:

@@ -12,7 +12,6 @@ is registered per kind in its own package, so no code asks `kind != "cpu"`.
 from __future__ import annotations
 
 import functools
-import math
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import backends
-from backends.cuda import CudaBackend, check, check_resources, emulate, nvrtc
+from backends.cuda import check, check_resources, emulate, nvrtc
 from backends.cuda.codegen import generate
 from backends.cuda.nvrtc import KernelResources, parse_ptxas
-from ir import Func, Input, Pipeline, RDom, SchedlabError, ScheduleError, Var, cast, f32, i32, interpret, u8
+from ir import Func, Input, Pipeline, RDom, ScheduleError, Var, cast, f32, i32, interpret, u8
 from ir.builder import ScheduleBuilder
 from ir.gpu import REGISTER, SHARED, memory_space
 from ir.gpu_schedule import GpuScheduleBuilder, gpu_kinds, random_gpu_loopnest

@@ -5,61 +5,31 @@ per GPU), and measuring a CUDA sample on this GPU-less machine ends in status no
 from __future__ import annotations
 
 import os
-import shutil
-import signal
-import socket
 import subprocess
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
 from backends.cuda import nvrtc
 
+from .local_servers import RAY, free_port, ray_env, ray_head
+
 ROOT = Path(__file__).resolve().parent.parent
-RAY = Path(os.sys.executable).parent / "ray"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
-    env.pop("RAY_ADDRESS", None)
-    return env
 
 
 @pytest.fixture
 def gpu_cluster():
-    """A one-node cluster on loopback with 2 CPUs and 1 logical GPU, stopped by signalling its head (not `ray stop`)."""
-    temp = Path(tempfile.mkdtemp(prefix="rg", dir="/tmp"))
-    port = _free_port()
-    cmd = [str(RAY), "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port),
-           "--num-cpus", "2", "--num-gpus", "1", "--temp-dir", str(temp), "--disable-usage-stats",
-           "--include-dashboard", "false", "--dashboard-agent-listen-port", str(_free_port())]
-    head = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    """A one-node cluster on loopback with 2 CPUs and 1 logical GPU; yields its address."""
+    port = free_port()
     address = f"127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        st = subprocess.run([str(RAY), "status", "--address", address], env=_env(), capture_output=True, text=True)
-        if st.returncode == 0 and "GPU" in st.stdout:
-            break
-        assert head.poll() is None, head.stdout.read()
-        time.sleep(2)
-    else:
-        pytest.fail("the Ray head did not come up in 120 s")
-    yield address
-    head.send_signal(signal.SIGTERM)
-    try:
-        head.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(head.pid, signal.SIGKILL)
-    shutil.rmtree(temp, ignore_errors=True)
+
+    def ready() -> bool:
+        st = subprocess.run([RAY, "status", "--address", address], env=ray_env(), capture_output=True, text=True)
+        return st.returncode == 0 and "GPU" in st.stdout
+
+    with ray_head(["--port", str(port), "--num-cpus", "2", "--num-gpus", "1", "--include-dashboard", "false"],
+                  ready, what="the Ray head"):
+        yield address
 
 
 @pytest.mark.skipif(nvrtc.available() is not None, reason=str(nvrtc.available()))

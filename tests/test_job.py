@@ -8,14 +8,10 @@ jobs are tiny: what is checked is the bookkeeping (rows, statuses, names, resump
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -28,22 +24,13 @@ from generator.job.driver import JobError, resolve_paths
 from generator.batch import BatchKey, SamplingModel, plan_batch
 
 from .chatter import CHATTER, assert_clean_log
+from .local_servers import free_port, ray_cli_ok, ray_env, ray_head
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 # conf/datagen.yaml sizes 20-stage pipelines to naive runtimes of 5 ms-1 s; the tests' pipelines are tiny
 TINY = ["backend=numba", "max_stages=4", "output_size=[64,48,3]", "naive_runtime=null", "beam_size=2", "passes=1",
         "progress=false", "compile_timeout=300"]
-
-
-def _env(**extra) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(PY).parent}{os.pathsep}{env.get('PATH', '')}"  # `python` in a Ray job is this one
-    env["RAY_AUTH_MODE"] = "disabled"
-    env["RAY_USAGE_STATS_ENABLED"] = "0"
-    env.pop("RAY_ADDRESS", None)
-    env.update(extra)
-    return env
 
 
 def _rows(out: Path) -> pl.DataFrame:
@@ -53,7 +40,7 @@ def _rows(out: Path) -> pl.DataFrame:
 
 
 def _job(args: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([PY, "-m", "generator.job", *args], cwd=ROOT, env=_env(), capture_output=True, text=True,
+    return subprocess.run([PY, "-m", "generator.job", *args], cwd=ROOT, env=ray_env(), capture_output=True, text=True,
                           timeout=timeout, check=False)
 
 
@@ -199,7 +186,7 @@ def test_an_interrupted_job_resumes_and_writes_every_batch_exactly_once(tmp_path
             "pipelines_per_round=4", "seed=20", "schedules_per_pipeline=3", "in_flight=1", "train.enabled=false",
             *TINY]
     proc = subprocess.Popen([PY, "-m", "generator.job", *args, "faults=hang:23:0", "benchmark_timeout=600"],
-                            cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, env=ray_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     part = out / "target=host"
     deadline = time.monotonic() + 600
     while len(list(part.glob("batch-*.parquet"))) < 3 and proc.poll() is None and time.monotonic() < deadline:
@@ -232,42 +219,15 @@ def test_an_interrupted_job_resumes_and_writes_every_batch_exactly_once(tmp_path
 # -- a real cluster: ray start + ray job submit, two rounds with bootstrapping -------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def cluster():
-    """A one-node cluster on loopback, started with `ray start --head --block` and stopped by signalling it (not
-    `ray stop`, which would stop every Ray process of this user)."""
-    temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: Ray's socket paths must fit 107 bytes
-    port, dash = _free_port(), _free_port()
-    cmd = [str(Path(PY).parent / "ray"), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
-           "--port", str(port), "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash), "--num-cpus", "2",
-           "--temp-dir", str(temp), "--disable-usage-stats", "--include-dashboard", "true",
-           "--dashboard-agent-listen-port", str(_free_port())]  # not the machine-wide default 52365
-    head = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    """A one-node cluster on loopback with its dashboard (for `ray job submit`); yields the dashboard's address."""
+    port, dash = free_port(), free_port()
     address = f"http://127.0.0.1:{dash}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        st = subprocess.run([str(Path(PY).parent / "ray"), "job", "list", "--address", address], env=_env(),
-                            capture_output=True, text=True, check=False)
-        if st.returncode == 0:
-            break
-        assert head.poll() is None, head.stdout.read()
-        time.sleep(2)
-    else:
-        pytest.fail("the Ray dashboard did not come up in 120 s")
-    yield address
-    head.send_signal(signal.SIGTERM)
-    try:
-        head.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(head.pid, signal.SIGKILL)
-    shutil.rmtree(temp, ignore_errors=True)
+    with ray_head(["--port", str(port), "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dash),
+                   "--num-cpus", "2", "--include-dashboard", "true"],
+                  lambda: ray_cli_ok("job", "list", "--address", address), what="the Ray dashboard"):
+        yield address
 
 
 def test_ray_job_submit_generates_two_rounds_and_bootstraps_the_model(cluster, tmp_path):
@@ -278,7 +238,7 @@ def test_ray_job_submit_generates_two_rounds_and_bootstraps_the_model(cluster, t
            "rounds=2", "pipelines_per_round=3", "seed=30", "schedules_per_pipeline=3", "train.min_schedules=2",
            "train.val_fraction=0.4", "train.epochs=2", *TINY]
     for _ in range(60):  # the head answers `ray job list` before its job agent accepts submissions (slow under load)
-        r = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=1200, check=False)
+        r = subprocess.run(cmd, cwd=ROOT, env=ray_env(), capture_output=True, text=True, timeout=1200, check=False)
         log = r.stdout + r.stderr
         if "No available agent to submit job" not in log:
             break

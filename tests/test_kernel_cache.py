@@ -8,7 +8,6 @@ import os
 import time
 from pathlib import Path
 
-import pytest
 
 from backends.cache import prune_kernels
 

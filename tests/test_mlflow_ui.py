@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from .local_servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -100,16 +101,10 @@ def test_mlflow_tracking_uri_is_where_train_and_evaluate_write(store):
 # -- the UI ------------------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(store, tmp_path_factory):
     """`mlflow server` over the store on a free loopback port, stopped by signalling the process group it leads."""
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("server") / "server.log"
     with open(log, "w") as out:
         proc = subprocess.Popen([str(Path(PY).parent / "mlflow"), "server", "--backend-store-uri", store.uri,

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
-import sys
 import shutil
 import tempfile
 import time
@@ -21,24 +19,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from .local_servers import PY, RAY, free_port, ray_env, stop
+
 ROOT = Path(__file__).resolve().parent.parent
-PY = sys.executable
-RAY = str(Path(PY).parent / "ray")
 PIPELINES, SCHEDULES = 6, 3
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(PY).parent}{os.pathsep}{env.get('PATH', '')}"
-    env.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
-    env.pop("RAY_ADDRESS", None)
-    return env
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _pids_with(text: str) -> list[int]:
@@ -75,7 +59,7 @@ def _busy_children(pid: int) -> list[str]:
 def _alive_nodes(address: str) -> int:
     code = ("import ray, json; ray.init(address=%r, logging_level='ERROR'); "
             "print(json.dumps(sum(n['Alive'] for n in ray.nodes())))" % address)
-    r = subprocess.run([PY, "-c", code], env=_env(), capture_output=True, text=True, timeout=120, check=False)
+    r = subprocess.run([PY, "-c", code], env=ray_env(), capture_output=True, text=True, timeout=120, check=False)
     try:
         return int(r.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -99,13 +83,13 @@ def two_nodes(tmp_path):
     copy of schedlab, as a node with an old checkout would import."""
     temp = Path(tempfile.mkdtemp(prefix="mn", dir="/tmp"))  # short: Ray's socket paths must fit 107 bytes
     worker_temp = Path(tempfile.mkdtemp(prefix="mw", dir="/tmp"))
-    port, dash, worker_port = _free_port(), _free_port(), _free_port()
+    port, dash, worker_port = free_port(), free_port(), free_port()
     address = f"127.0.0.1:{port}"
     common = ["--block", "--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--disable-usage-stats"]
     # every node's dashboard agent on its own port: the default (52365) is one per machine, and a second cluster
     # of another test (ray job submit needs its agent) must not find it taken
-    agent = lambda: ["--dashboard-agent-listen-port", str(_free_port())]  # noqa: E731
-    env = {**_env(), "SCHEDLAB_CACHE_DIR": str(tmp_path / "kernels")}  # cold: every sample really compiles
+    agent = lambda: ["--dashboard-agent-listen-port", str(free_port())]  # noqa: E731
+    env = {**ray_env(), "SCHEDLAB_CACHE_DIR": str(tmp_path / "kernels")}  # cold: every sample really compiles
     stale = _stale_checkout(tmp_path / "stale")
     head = subprocess.Popen([RAY, "start", "--head", "--port", str(port), "--temp-dir", str(temp),
                              "--include-dashboard", "true", "--dashboard-host", "127.0.0.1", "--dashboard-port",
@@ -128,14 +112,7 @@ def two_nodes(tmp_path):
             time.sleep(1)
         yield address, f"http://127.0.0.1:{dash}", worker_port, stale
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
+        stop(procs)
         for pid in _pids_with(str(temp)) + _pids_with(str(worker_temp)):  # anything of this cluster still around
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -152,7 +129,7 @@ def _submit(dashboard: str, args: list[str], log: Path) -> subprocess.Popen:
            "conf/runtime_env.yaml", "--", "python", *args]
     for _ in range(60):
         with open(log, "w") as f:
-            job = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=f, stderr=subprocess.STDOUT, text=True)
+            job = subprocess.Popen(cmd, cwd=ROOT, env=ray_env(), stdout=f, stderr=subprocess.STDOUT, text=True)
         try:
             job.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -177,7 +154,7 @@ def test_a_node_dies_mid_round_and_nothing_is_lost_or_duplicated(two_nodes, tmp_
     # would hide the stale copy; schedlab comes from its installation)
     away = tmp_path / "elsewhere"
     away.mkdir()
-    env = {k: v for k, v in _env().items() if k != "PYTHONPATH"}
+    env = {k: v for k, v in ray_env().items() if k != "PYTHONPATH"}
     plain = subprocess.run([PY, *args, f"ray_address={address}"], cwd=away, env=env, capture_output=True,
                            text=True, timeout=300, check=False)
     err = [line for line in plain.stderr.splitlines() if line.startswith("python -m generator.job: error:")]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import pytest
 
 from generator.apps import APPS, get_app

@@ -6,7 +6,6 @@ reference/halide-autoschedulers.md "Pruning rules"); the constants are pinned to
 
 from __future__ import annotations
 
-import math
 
 import pytest
 

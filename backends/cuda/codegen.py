@@ -25,7 +25,7 @@ from ir.errors import ScheduleError
 from ir.expr import Call
 from ir.gpu import GLOBAL, REGISTER, SHARED, memory_space, threads_of
 from ir.loopnest import LoopKind, LoopNest
-from ir.plan import Chain, FuncPlan, Level, Plan
+from ir.plan import FuncPlan, Level, Plan
 from ir.symbolic import FloorDiv, Lin, MinMax, Sym
 
 from ..numba.codegen import MAX_POINT_STATEMENTS
@@ -104,8 +104,7 @@ class _Generator:
         p = self.dag.pipeline
         self.inputs = [i.name for i in p.inputs]
         self.outputs = list(p.output_names)
-        self.internal = [o for o in self.outputs
-                         if self.dag.node(o).region != tuple((0, e - 1) for e in p.output_sizes[o])]
+        self.internal = list(self.dag.internal_outputs)
         self.inlined = {f: self.dag.node(f).func for f in plan.inlined}
         self.space = {f: memory_space(plan, fp) for f, fp in plan.funcs.items() if not fp.inlined}
         self.lines: list[str] = []
@@ -153,11 +152,8 @@ class _Generator:
         args = ", ".join(b.name for b in buffers)
         kernels: list[str] = []
         launches: list[Launch] = []
-        root = self.plan.root
-        for k, c in enumerate(c for c in root.children):
+        for k, c in enumerate(self.plan.root.children):  # each a chain head: one kernel per root stage
             lvl = self.plan.level(c)
-            if lvl.depth != 0:  # pragma: no cover - children of the root are chain heads
-                continue
             kname = f"{self.name}_{k}_{c.func}_s{c.stage}"
             body, grid = self._kernel(lvl)
             kernels.append(self._kernel_text(kname, params, body))

@@ -91,8 +91,7 @@ class _Gen:
         p = self.dag.pipeline
         self.inputs = [i.name for i in p.inputs]
         self.outputs = list(p.output_names)
-        self.internal = [o for o in self.outputs
-                         if self.dag.node(o).region != tuple((0, e - 1) for e in p.output_sizes[o])]
+        self.internal = list(self.dag.internal_outputs)
         self.inlined = {f: self.dag.node(f).func for f in plan.inlined}
         self.module = ir.Module(name=name)
         self.module.triple = ""

@@ -63,12 +63,7 @@ class _Generator:
         p = self.dag.pipeline
         self.inputs = [i.name for i in p.inputs]
         self.outputs = list(p.output_names)
-        self.internal: list[str] = []
-        for o in self.outputs:
-            node = self.dag.node(o)
-            full = tuple((0, e - 1) for e in p.output_sizes[o])
-            if node.region != full:
-                self.internal.append(o)
+        self.internal = list(self.dag.internal_outputs)
         self.inlined = {f: self.dag.node(f).func for f in plan.inlined}
         self.statements = 0
         self.temps = 0
