@@ -36,7 +36,7 @@ class CompareConfig:
     target: str = "host"  # dataset partition
     backend: str | None = None  # whose runtimes to learn (none: the data's only backend)
     models: tuple[Literal["hybrid", "mlp"], ...] = ("hybrid", "mlp")  # model kinds (train.model.MODEL_KINDS)
-    losses: tuple[Literal["relative_throughput", "pairwise_rank"], ...] = ("relative_throughput", "pairwise_rank")  # train.loss.LOSSES
+    losses: tuple[Literal["relative_throughput", "pairwise_rank", "lambdarank"], ...] = ("relative_throughput", "pairwise_rank", "lambdarank")  # train.loss.LOSSES
     fractions: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0)  # shares of the training pipelines: the learning curve's points
     epochs: int = TrainConfig.epochs  # passes over the training pipelines, every row
     val_fraction: float = TrainConfig.val_fraction  # share of pipelines (by hash) held out, the same for every row

@@ -17,7 +17,7 @@ from featurize.schema import SCHEDULE_INDEX
 from generator.apps import get_app
 from ir.builder import naive_schedule
 from ir.sampling import random_loopnest
-from train.loss import LOSSES, get_loss, pairwise_ranking_loss, relative_throughput_loss
+from train.loss import LOSSES, get_loss, lambdarank_loss, pairwise_ranking_loss, relative_throughput_loss
 from train.metrics import ranking_metrics
 from train.model import (
     MODEL_KINDS,
@@ -317,6 +317,23 @@ def test_ranking_loss_decreases_as_the_order_improves():
     assert pairwise_ranking_loss(torch.tensor([1.0, 2.0, 3.0, 4.0]) * 1e-4, true) == pytest.approx(right.item())
     tied = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     loss = pairwise_ranking_loss(tied, torch.ones(3))  # no measured order: nothing to learn
+    loss.backward()
+    assert loss == 0 and (tied.grad == 0).all()
+
+
+def test_lambdarank_orders_like_ranknet_but_weighs_the_fast_end_more():
+    true = torch.tensor([1.0, 2.0, 4.0, 8.0])
+    right = lambdarank_loss(torch.tensor([1.0, 2.0, 4.0, 8.0]), true)
+    assert lambdarank_loss(torch.tensor([8.0, 4.0, 2.0, 1.0]), true) > lambdarank_loss(
+        torch.tensor([2.0, 1.0, 4.0, 8.0]), true) > right
+    assert lambdarank_loss(torch.tensor([1.0, 2.0, 4.0, 8.0]) * 1e-4, true) == pytest.approx(right.item())
+    # one swap among the two fastest vs one among the two slowest: the same pairwise margins, so RankNet
+    # cannot tell them apart; LambdaRank charges the swap at the top (what a search keeps) several times more
+    top, bottom = torch.tensor([2.0, 1.0, 4.0, 8.0]), torch.tensor([1.0, 2.0, 8.0, 4.0])
+    assert pairwise_ranking_loss(top, true) == pytest.approx(pairwise_ranking_loss(bottom, true).item())
+    assert lambdarank_loss(top, true) - right > 4 * (lambdarank_loss(bottom, true) - right) > 0
+    tied = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    loss = lambdarank_loss(tied, torch.ones(3))
     loss.backward()
     assert loss == 0 and (tied.grad == 0).all()
 

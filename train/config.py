@@ -14,7 +14,7 @@ class TrainConfig:
     target: str = "host"  # dataset partition, and the registered model's name: schedlab-<target>
     backend: str | None = None  # whose runtimes to learn (numba, halide); none: the data's only backend
     model: Literal["hybrid", "mlp"] = "hybrid"  # hybrid: adams2019's per-stage network; mlp: a plain MLP baseline
-    loss: Literal["relative_throughput", "pairwise_rank"] = "relative_throughput"  # train.loss.LOSSES
+    loss: Literal["relative_throughput", "pairwise_rank", "lambdarank"] = "relative_throughput"  # train.loss.LOSSES
     epochs: int = 30  # passes over the training pipelines
     lr: float = 1e-3  # Adam learning rate
     weight_decay: float = 0.0  # Adam weight decay

@@ -5,6 +5,9 @@ relative_throughput — seeds/adams2019 §4.2 and Halide's retraining (reference
     schedules apart rather than predicting how slow the very bad ones are.
 pairwise_rank — RankNet: a logistic loss on every pair of schedules with different measured runtimes;
     it sees only the order of the predictions, never their scale.
+lambdarank — LambdaRank: RankNet's pairs, each weighted by how much swapping the two schedules in the
+    predicted order would change NDCG, so that the order among the fast schedules (the ones a search keeps)
+    counts more than the order among the slow ones (TLP and Pruner report it beating regression losses).
 """
 
 from __future__ import annotations
@@ -58,8 +61,37 @@ def pairwise_ranking_loss(pred_runtime: Tensor, true_runtime: Tensor) -> Tensor:
     return F.softplus(-margin).mean()
 
 
+def lambdarank_loss(pred_runtime: Tensor, true_runtime: Tensor) -> Tensor:
+    """Sum over ordered pairs (i slower than j, measured) of |dNDCG_ij| * log(1 + exp(-(log p_i - log p_j))).
+
+    The relevance of a schedule is its relative throughput t_min / t in (0, 1] (the quantity
+    relative_throughput's loss compares), its position is its rank in the predicted order (fastest
+    prediction first, ties by index), and dNDCG_ij = |g_i - g_j| * |1/log2(1 + r_i) - 1/log2(1 + r_j)| / IDCG
+    is the NDCG lost if i and j traded places. The weights are constants of each step (Burges 2010: the
+    gradient of this loss is the lambda-gradient); like RankNet's, the loss sees only the order and the
+    ratios of the predictions. Pairs with equal measurements carry no order and are skipped; with none, 0
+    (attached to the graph).
+    """
+    _check(pred_runtime, true_runtime)
+    score = torch.log(pred_runtime.clamp_min(torch.finfo(pred_runtime.dtype).tiny))
+    slower = true_runtime[:, None] > true_runtime[None, :]
+    if not bool(slower.any()):
+        return pred_runtime.sum() * 0
+    with torch.no_grad():
+        gain = true_runtime.min() / true_runtime
+        rank = torch.empty_like(score)
+        rank[torch.argsort(score.detach(), stable=True)] = torch.arange(1, len(score) + 1, dtype=score.dtype)
+        discount = 1 / torch.log2(1 + rank)
+        ideal = (torch.sort(gain, descending=True).values / torch.log2(
+            torch.arange(2, len(gain) + 2, dtype=gain.dtype))).sum()
+        weight = ((gain[:, None] - gain[None, :]).abs() * (discount[:, None] - discount[None, :]).abs() / ideal)
+    margin = score[:, None] - score[None, :]
+    return (weight[slower] * F.softplus(-margin[slower])).sum()
+
+
 LossFn = Callable[[Tensor, Tensor], Tensor]
-LOSSES: dict[str, LossFn] = {"relative_throughput": relative_throughput_loss, "pairwise_rank": pairwise_ranking_loss}
+LOSSES: dict[str, LossFn] = {"relative_throughput": relative_throughput_loss, "pairwise_rank": pairwise_ranking_loss,
+                             "lambdarank": lambdarank_loss}
 
 
 def get_loss(name: str) -> LossFn:

@@ -40,7 +40,7 @@ class RoundTraining:
 
     enabled: bool = True  # train a model between rounds (false: every round samples with the same model)
     model: Literal["hybrid", "mlp"] = "hybrid"  # train's model
-    loss: Literal["relative_throughput", "pairwise_rank"] = "relative_throughput"  # train's loss
+    loss: Literal["relative_throughput", "pairwise_rank", "lambdarank"] = "relative_throughput"  # train's loss
     epochs: int = 30  # train's epochs
     lr: float = 1e-3  # train's learning rate
     weight_decay: float = 0.0  # train's weight decay
