@@ -18,6 +18,8 @@ per pipeline) and the model's loading are paid before the searches and not count
     python benchmarks/search_speed.py                                                       # the full run
     python benchmarks/search_speed.py --apps unsharp,harris --random 0 --algorithms beam --vs-halide
                                                           # beam 32 x 5 next to Halide's Adams2019 search time
+    python benchmarks/search_speed.py --apps unsharp,harris,hist_eq,max_filter,iir_blur --random 1 \
+        --algorithms beam,hierarchical --replay-ab        # with and without remembered states, side by side
 
 How long a run takes (apps at size small, analytical model, this 2-core machine, ~4-12 ms per state
 today): the smoke run above ~6 s; the beam-8 x 2-pass run ~40 s of search (~7 k states); greedy over all
@@ -110,6 +112,36 @@ def print_vs_halide(rows: list[dict], halide_s: dict[str, float], beam_desc: str
         print("(no beam rows to compare: add beam to --algorithms)")
 
 
+def without_replay(p, a, model, alg: str, with_replay) -> float:
+    """The same search with the space remembering nothing; its seconds (a different schedule is an error)."""
+    import scheduler.space as space
+
+    keep, space.REPLAY_LIMIT = space.REPLAY_LIMIT, 0
+    try:
+        s = autoschedule(p, target=a.target, model=model, algorithm=alg, beam_size=a.beam_size, passes=a.passes,
+                         seed=a.seed)
+    finally:
+        space.REPLAY_LIMIT = keep
+    if s.loopnest.fingerprint != with_replay.loopnest.fingerprint or s.stats.states_evaluated != with_replay.stats.states_evaluated:
+        raise AssertionError(f"{alg} on {p.name}: remembering states changed the search's result")
+    return s.stats.seconds
+
+
+def print_replay_ab(rows: list[dict], algorithms: list[str]) -> None:
+    """Per algorithm: search seconds without and with the remembered states, side by side (same schedules)."""
+    print("\nremembered states (scheduler.space._Replays), the same searches side by side, same schedules:")
+    for alg in algorithms:
+        sel = [r for r in rows if r["alg"] == alg and "without_replay" in r]
+        if not sel:
+            continue
+        off, on = sum(r["without_replay"] for r in sel), sum(r["seconds"] for r in sel)
+        states = sum(r["states"] for r in sel)
+        ratios = [r["without_replay"] / r["seconds"] for r in sel if r["seconds"] > 0]
+        g = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else math.nan
+        print(f"  {alg:12s} {len(sel):3d} runs: {off:8.2f} s -> {on:8.2f} s ({off / on:.2f}x; geomean per run {g:.2f}x); "
+              f"{1e6 * off / max(1, states):.0f} -> {1e6 * on / max(1, states):.0f} us/state")
+
+
 def warm_up(model, target: str) -> None:
     """One tiny search so imports and lazy initialisation are not charged to the first row."""
     p = get_app("blur").build("small")
@@ -129,6 +161,9 @@ def main(argv=None) -> int:
     ap.add_argument("--passes", type=int, default=5)
     ap.add_argument("--model", default="analytical", help="analytical | random[:seed] | a model URI or checkpoint")
     ap.add_argument("--target", default="host")
+    ap.add_argument("--replay-ab", action="store_true",
+                    help="also run every search again with the space remembering nothing (scheduler.space."
+                         "REPLAY_LIMIT = 0), check it returns the same schedule, and print both times side by side")
     ap.add_argument("--vs-halide", action="store_true",
                     help="also run Halide's Adams2019 (beam --beam-size) on every pipeline and compare search times")
     a = ap.parse_args(argv)
@@ -182,6 +217,8 @@ def main(argv=None) -> int:
             rows.append({"name": name, "group": group, "alg": alg, "states": st.states_evaluated,
                          "seconds": st.seconds, "parts": parts})
             done.append(f"{alg} {st.seconds:.1f} s")
+            if a.replay_ab:
+                rows[-1]["without_replay"] = without_replay(p, a, model, alg, s)
             print(f"{name:24s} {funcs:5d} {stages:6d} {alg:12s} {st.states_evaluated:9d} {st.seconds:9.2f} "
                   f"{st.us_per_state:9.0f} {pct(parts, st.seconds)}", flush=True)
         if a.vs_halide:
@@ -226,6 +263,8 @@ def main(argv=None) -> int:
         print(f"{alg}: {us:.0f} us/state overall, {us / REFERENCE_US:.0f}x the C++ reference's {REFERENCE_US:.0f} us; "
               f"{what}; {rest}")
     print(f"(pipeline features, once per pipeline before the searches: {pipe_feat_s:.2f} s in all, not counted)")
+    if a.replay_ab:
+        print_replay_ab(rows, a.algorithms)
     if halide_s:
         print_vs_halide(rows, halide_s, beam_desc)
     if errors:

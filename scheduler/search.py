@@ -63,6 +63,7 @@ class SearchStats:
     algorithm: str = "beam"
     model: str = ""
     measured: dict[str, float] = field(default_factory=dict)  # top-k / autotune: fingerprint -> seconds
+    replayed: int = 0  # successor lists and children taken from remembered states (SearchSpace.remember_replays)
 
     @property
     def us_per_state(self) -> float:
@@ -73,7 +74,8 @@ class SearchStats:
 
         return (f"{self.algorithm} with {self.model}: {self.states_evaluated} states in {t(self.seconds)} "
                 f"({t(self.seconds / max(1, self.states_evaluated))}/state: enumerate {t(self.enumerate_s)}, "
-                f"featurize {t(self.featurize_s)}, model {t(self.model_s)})")
+                f"featurize {t(self.featurize_s)}, model {t(self.model_s)}"
+                + (f"; {self.replayed} replayed" if self.replayed else "") + ")")
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,8 @@ class BeamSearch:
             spaces.append(space)
             first = 1
         permitted: set[int] = set()
+        if passes - first > 1:  # later passes replay much of the earlier ones: remember their states
+            space.remember_replays()
         for p in range(first, passes):
             ends = self._pass(space, p if passes > 1 else -1, permitted)
             finals.extend(ends)
@@ -140,7 +144,7 @@ class BeamSearch:
         timing = [s.timing for s in spaces]
         stats = SearchStats(self.evaluated, time.perf_counter() - t0, sum(t.enumerate_s for t in timing),
                             sum(t.featurize_s for t in timing), sum(t.model_s for t in timing), passes, frozen,
-                            model=self.model.name)
+                            model=self.model.name, replayed=sum(s.replayed for s in spaces))
         return SearchResult(finals[0], finals, stats)
 
     # -- one pass --------------------------------------------------------------------------------

@@ -12,7 +12,10 @@ is computed inside it); the set of reachable LoopNests is the same up to the til
 
 Every state holds its LoopNest, its plan and its features, derived incrementally from the parent's
 (Plan.extend, featurize's memoized stages), so a successor costs one placement and the re-featurization
-of the stages the decision can affect. Pruning (adams2019 §3.2): regions that do not shrink are not
+of the stages the decision can affect. A state reached again by the same decisions (every coarse-to-fine pass
+of beam search replays much of the previous one) is not placed, planned or featurized again: a search that
+asks for it (`remember_replays`) gets each state's candidates and realized children from `_Replays`.
+Pruning (adams2019 §3.2): regions that do not shrink are not
 descended into, points computed plus inlined calls beyond 8x the minimum are rejected except for
 wrapper stages (pure copies), as are 256 inlined calls per point; tilings follow scheduler.tilings.
 """
@@ -92,6 +95,49 @@ class Candidate:
     pending: frozenset[str]
 
 
+# entries per generation of remembered states (0: none; benchmarks/search_speed.py compares): ~30 KB each (a plan
+# and its features; camera_pipe beam 32 x 5 peaked at 1.19 GB with them, 0.49 GB without), so at most ~2 GB
+REPLAY_LIMIT = 30_000
+
+
+class _Replays:
+    """What the space derived for states it may meet again, in two generations: the current search pass's and
+    the one before's (what a pass finds of the previous pass's work moves on to the next). A generation takes at
+    most `limit` entries, the first ones of its pass (the early decisions, where passes overlap most), so memory
+    stays bounded.
+
+    A state is known by its tree's identity, its decision count and its pending set: every tree the space
+    places is made once, by one placement on one parent, so the same tree object means the same decisions.
+    Entries keep the trees they are keyed by, so their ids cannot be reused while an entry lives, and a hit is
+    checked against them."""
+
+    def __init__(self, limit: int = 0):
+        self.limit = limit  # 0: remember nothing
+        self.current: dict[tuple, tuple] = {}
+        self.previous: dict[tuple, tuple] = {}
+        self.hits = 0
+
+    def get(self, key: tuple, pins: tuple):
+        if not self.limit:
+            return None
+        hit = self.current.get(key)
+        if hit is None:
+            hit = self.previous.get(key)
+            if hit is not None and len(self.current) < self.limit:
+                self.current[key] = hit
+        if hit is not None and all(a is b for a, b in zip(hit[0], pins)):
+            self.hits += 1
+            return hit
+        return None
+
+    def put(self, key: tuple, pins: tuple, value) -> None:
+        if len(self.current) < self.limit:
+            self.current[key] = (pins, value)
+
+    def next_generation(self) -> None:
+        self.previous, self.current = self.current, {}
+
+
 @dataclass
 class Timing:
     """Where search time goes (benchmarks/search_speed.py): placing and planning, featurizing, the model."""
@@ -160,12 +206,29 @@ class SearchSpace:
                           if any(p in self.dag and p not in self._must_inline for p in n.producers)}
         self._counter = 0
         self.timing = Timing()
+        self._replays = _Replays()
+        self._root: State | None = None
 
     # -- states ----------------------------------------------------------------------------------
 
     def initial(self) -> State:
-        tree = LoopNest()
-        return State(tree, Plan(self.dag, tree, self.target, complete=False), {})
+        """The empty schedule; every call (a new search pass) starts a new generation of remembered states."""
+        if self._root is None:
+            tree = LoopNest()
+            self._root = State(tree, Plan(self.dag, tree, self.target, complete=False), {})
+        self._replays.next_generation()
+        r = self._root
+        return State(r.tree, r.plan, r.features)
+
+    def remember_replays(self) -> None:
+        """Remember states for searches that meet them again (beam's coarse-to-fine passes); a search that
+        keeps its own states (MCTS's trees) would only pay the memory."""
+        self._replays.limit = REPLAY_LIMIT
+
+    @property
+    def replayed(self) -> int:
+        """Successor lists and children served from earlier work instead of placed, planned and featurized."""
+        return self._replays.hits
 
     def is_complete(self, s: State) -> bool:
         return s.num_decisions >= self.total_decisions
@@ -185,6 +248,10 @@ class SearchSpace:
         sampling buckets by structural hash before paying for the rest."""
         if self.is_complete(s):
             return []
+        key = ("successors", id(s.tree), s.num_decisions, s.pending, shortcuts)
+        hit = self._replays.get(key, (s.tree,))
+        if hit is not None:
+            return [Candidate(s, func, d, tree, pending) for func, d, tree, pending in hit[1]]
         node = self.func_of(s)
         if s.num_decisions % 2 == 0:
             out = self._place_options(s, node, shortcuts)
@@ -192,7 +259,9 @@ class SearchSpace:
             out = [Candidate(s, node.name, None, s.tree, s.pending)]
         else:
             out = self._parallel_options(s, node)
-        return [c for c in out if c is not None]
+        out = [c for c in out if c is not None]
+        self._replays.put(key, (s.tree,), [(c.func, c.decision, c.tree, c.pending) for c in out])
+        return out
 
     def realize(self, c: Candidate) -> State | None:
         """Plan and featurize a candidate; None when it is illegal or pruned."""
@@ -201,6 +270,24 @@ class SearchSpace:
         if c.decision is None:
             return State(s.tree, s.plan, s.features, s.num_decisions + 1, s.decisions, s.inlined, s.pending,
                          parent=s, order=self._counter)
+        key = ("child", id(s.tree), s.num_decisions, s.pending, id(c.tree), c.pending)
+        hit = self._replays.get(key, (s.tree, c.tree))
+        if hit is not None:
+            done = hit[1]
+        else:
+            done = self._plan_and_featurize(c)
+            self._replays.put(key, (s.tree, c.tree), done)
+        if done is None:
+            return None
+        plan, feats = done
+        decisions = tuple((f, x) for f, x in s.decisions if f != c.func) + ((c.func, c.decision),)
+        inlined = s.inlined | {c.func} if c.decision.kind == "inline" else s.inlined
+        return State(c.tree, plan, feats, s.num_decisions + 1, decisions, inlined, c.pending, parent=s,
+                     order=self._counter)
+
+    def _plan_and_featurize(self, c: Candidate):
+        """(plan, features) of a placed candidate; None when it is illegal or pruned."""
+        s = c.parent
         t0 = time.perf_counter()
         try:
             plan = Plan.extend(s.plan, c.tree)
@@ -213,10 +300,7 @@ class SearchSpace:
         self.timing.featurize_s += time.perf_counter() - t1
         if not self._acceptable(feats, plan.changed or set()):
             return None
-        decisions = tuple((f, x) for f, x in s.decisions if f != c.func) + ((c.func, c.decision),)
-        inlined = s.inlined | {c.func} if c.decision.kind == "inline" else s.inlined
-        return State(c.tree, plan, feats, s.num_decisions + 1, decisions, inlined, c.pending, parent=s,
-                     order=self._counter)
+        return plan, feats
 
     def _try(self, s: State, func: str, d: FuncDecision, *, base: State | None = None,
              pending: frozenset[str] | None = None) -> Candidate | None:

@@ -126,6 +126,28 @@ def test_same_seed_same_schedule():
     assert len(walks) > 1  # dropout does sample
 
 
+@pytest.mark.parametrize("name", ["unsharp", "iir_blur", "random:3"])
+def test_remembered_states_change_no_search(name, monkeypatch):
+    """Beam's later passes take the states they meet again from the space's memory (scheduler.space._Replays):
+    every pass's scores, the finals and the counts equal those of a search that remembers nothing."""
+    import scheduler.space as space
+
+    p = generate(3, max_stages=10).pipeline if name.startswith("random") else get_app(name).build("small")
+    tgt = get_target("host")
+
+    def search(**kw):
+        res = BeamSearch(p, tgt, AnalyticalModel(tgt), SearchConfig(beam_size=8, passes=3, **kw)).run()
+        return res, [(x.tree.fingerprint, x.cost) for x in res.finals]
+
+    for kw in ({}, {"hierarchical": True}):
+        remembered, finals = search(**kw)
+        monkeypatch.setattr(space, "REPLAY_LIMIT", 0)
+        fresh, fresh_finals = search(**kw)
+        monkeypatch.undo()
+        assert finals == fresh_finals and remembered.stats.states_evaluated == fresh.stats.states_evaluated
+        assert remembered.stats.replayed > 0 and fresh.stats.replayed == 0
+
+
 def test_no_legal_schedule_is_a_clear_error():
     p = get_app("unsharp").build("small")
     # a partial schedule nothing can complete: gray at a level of a Func that is computed nowhere
