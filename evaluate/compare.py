@@ -13,11 +13,10 @@ import math
 import sys
 import time
 from dataclasses import dataclass
-from typing import Literal
 
 from ir.errors import SchedlabError
 from ir.progress import ProgressSetting
-from train.config import TrainConfig
+from train.config import LossName, ModelKind, TrainConfig
 
 PROG = "python -m evaluate.compare"
 METRICS = (("val_pairwise_accuracy", "pairwise"), ("val_top1_score", "top-1"), ("val_top5_score", "top-5"),
@@ -35,8 +34,8 @@ class CompareConfig:
     data: str = "data"  # dataset root (holds target=<name>/batch-*.parquet)
     target: str = "host"  # dataset partition
     backend: str | None = None  # whose runtimes to learn (none: the data's only backend)
-    models: tuple[Literal["hybrid", "mlp"], ...] = ("hybrid", "mlp")  # model kinds (train.model.MODEL_KINDS)
-    losses: tuple[Literal["relative_throughput", "pairwise_rank", "lambdarank"], ...] = ("relative_throughput", "pairwise_rank", "lambdarank")  # train.loss.LOSSES
+    models: tuple[ModelKind, ...] = ("hybrid", "mlp")  # model kinds (train.model.MODEL_KINDS)
+    losses: tuple[LossName, ...] = ("relative_throughput", "pairwise_rank", "lambdarank")  # train.loss.LOSSES
     fractions: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0)  # shares of the training pipelines: the learning curve's points
     epochs: int = TrainConfig.epochs  # passes over the training pipelines, every row
     val_fraction: float = TrainConfig.val_fraction  # share of pipelines (by hash) held out, the same for every row

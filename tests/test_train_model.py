@@ -338,6 +338,16 @@ def test_lambdarank_orders_like_ranknet_but_weighs_the_fast_end_more():
     assert loss == 0 and (tied.grad == 0).all()
 
 
+def test_config_names_are_the_registered_losses_and_model_kinds():
+    import typing
+
+    from train.config import LossName, ModelKind
+    from train.model import MODEL_KINDS
+
+    assert typing.get_args(LossName) == tuple(LOSSES)
+    assert typing.get_args(ModelKind) == MODEL_KINDS
+
+
 def test_unknown_loss_names_the_choices():
     with pytest.raises(ValueError, match="relative_throughput, pairwise_rank") as e:
         get_loss("mse")

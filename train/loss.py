@@ -52,13 +52,22 @@ def pairwise_ranking_loss(pred_runtime: Tensor, true_runtime: Tensor) -> Tensor:
     measured runtimes are equal carry no order and are skipped. With no such pair the loss is 0 (still
     attached to the graph, so backward works).
     """
+    pairs = _ordered_pairs(pred_runtime, true_runtime)
+    if pairs is None:
+        return pred_runtime.sum() * 0
+    _, slower, margin = pairs
+    return F.softplus(-margin).mean()
+
+
+def _ordered_pairs(pred_runtime: Tensor, true_runtime: Tensor) -> tuple[Tensor, Tensor, Tensor] | None:
+    """What the ranking losses share: the scores (log predicted runtimes), the [i, j] mask of i measured slower
+    than j, and the margins log p_i - log p_j of those pairs; None when no pair has a measured order."""
     _check(pred_runtime, true_runtime)
     score = torch.log(pred_runtime.clamp_min(torch.finfo(pred_runtime.dtype).tiny))
     slower = true_runtime[:, None] > true_runtime[None, :]  # [i, j]: i measured slower than j
     if not bool(slower.any()):
-        return pred_runtime.sum() * 0
-    margin = (score[:, None] - score[None, :])[slower]
-    return F.softplus(-margin).mean()
+        return None
+    return score, slower, (score[:, None] - score[None, :])[slower]
 
 
 def lambdarank_loss(pred_runtime: Tensor, true_runtime: Tensor) -> Tensor:
@@ -72,11 +81,10 @@ def lambdarank_loss(pred_runtime: Tensor, true_runtime: Tensor) -> Tensor:
     ratios of the predictions. Pairs with equal measurements carry no order and are skipped; with none, 0
     (attached to the graph).
     """
-    _check(pred_runtime, true_runtime)
-    score = torch.log(pred_runtime.clamp_min(torch.finfo(pred_runtime.dtype).tiny))
-    slower = true_runtime[:, None] > true_runtime[None, :]
-    if not bool(slower.any()):
+    pairs = _ordered_pairs(pred_runtime, true_runtime)
+    if pairs is None:
         return pred_runtime.sum() * 0
+    score, slower, margin = pairs
     with torch.no_grad():
         gain = true_runtime.min() / true_runtime
         rank = torch.empty_like(score)
@@ -85,8 +93,7 @@ def lambdarank_loss(pred_runtime: Tensor, true_runtime: Tensor) -> Tensor:
         ideal = (torch.sort(gain, descending=True).values / torch.log2(
             torch.arange(2, len(gain) + 2, dtype=gain.dtype))).sum()
         weight = ((gain[:, None] - gain[None, :]).abs() * (discount[:, None] - discount[None, :]).abs() / ideal)
-    margin = score[:, None] - score[None, :]
-    return (weight[slower] * F.softplus(-margin[slower])).sum()
+    return (weight[slower] * F.softplus(-margin)).sum()
 
 
 LossFn = Callable[[Tensor, Tensor], Tensor]

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ir.progress import ProgressSetting
+from train.config import LossName, ModelKind
 
 FAULT_KINDS = ("crash", "hang", "die")
 
@@ -39,8 +40,8 @@ class RoundTraining:
     new version of schedlab-<target>, which samples the next round."""
 
     enabled: bool = True  # train a model between rounds (false: every round samples with the same model)
-    model: Literal["hybrid", "mlp"] = "hybrid"  # train's model
-    loss: Literal["relative_throughput", "pairwise_rank", "lambdarank"] = "relative_throughput"  # train's loss
+    model: ModelKind = "hybrid"  # train's model
+    loss: LossName = "relative_throughput"  # train's loss
     epochs: int = 30  # train's epochs
     lr: float = 1e-3  # train's learning rate
     weight_decay: float = 0.0  # train's weight decay
