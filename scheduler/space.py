@@ -108,8 +108,7 @@ class _Replays:
 
     A state is known by its tree's identity, its decision count and its pending set: every tree the space
     places is made once, by one placement on one parent, so the same tree object means the same decisions.
-    Entries keep the trees they are keyed by, so their ids cannot be reused while an entry lives, and a hit is
-    checked against them."""
+    Entries keep the trees they are keyed by, so no other object can take their ids while an entry lives."""
 
     def __init__(self, limit: int = 0):
         self.limit = limit  # 0: remember nothing
@@ -117,18 +116,19 @@ class _Replays:
         self.previous: dict[tuple, tuple] = {}
         self.hits = 0
 
-    def get(self, key: tuple, pins: tuple):
+    def get(self, key: tuple) -> tuple | None:
+        """The entry (pins, value) remembered under `key`, or None."""
         if not self.limit:
             return None
         hit = self.current.get(key)
         if hit is None:
             hit = self.previous.get(key)
-            if hit is not None and len(self.current) < self.limit:
+            if hit is None:
+                return None
+            if len(self.current) < self.limit:
                 self.current[key] = hit
-        if hit is not None and all(a is b for a, b in zip(hit[0], pins)):
-            self.hits += 1
-            return hit
-        return None
+        self.hits += 1
+        return hit
 
     def put(self, key: tuple, pins: tuple, value) -> None:
         if len(self.current) < self.limit:
@@ -249,7 +249,7 @@ class SearchSpace:
         if self.is_complete(s):
             return []
         key = ("successors", id(s.tree), s.num_decisions, s.pending, shortcuts)
-        hit = self._replays.get(key, (s.tree,))
+        hit = self._replays.get(key)
         if hit is not None:
             return [Candidate(s, func, d, tree, pending) for func, d, tree, pending in hit[1]]
         node = self.func_of(s)
@@ -271,7 +271,7 @@ class SearchSpace:
             return State(s.tree, s.plan, s.features, s.num_decisions + 1, s.decisions, s.inlined, s.pending,
                          parent=s, order=self._counter)
         key = ("child", id(s.tree), s.num_decisions, s.pending, id(c.tree), c.pending)
-        hit = self._replays.get(key, (s.tree, c.tree))
+        hit = self._replays.get(key)
         if hit is not None:
             done = hit[1]
         else:
