@@ -104,7 +104,7 @@ def test_tree_statistics_on_a_space_whose_best_leaf_is_known(monkeypatch):
     first = strategy.commits[0]
     s, visits = first.root, first.visits
     on_path = next(k for k in visits if any(a is k for a in strategy.final.state.ancestors()))
-    assert first.chosen is on_path and len(visits) == len(strategy.kids[s]) > 1
+    assert first.chosen is on_path and len(visits) == len(strategy.kids[strategy.node_of[s]]) > 1
     assert visits[on_path] == max(visits.values()) > min(visits.values())
     assert sum(visits.values()) == first.root_visits  # every iteration from s went through one child
     # its mean value is the best: best_cost * mean(1/cost) with the needle's 1 among the 2s
@@ -142,3 +142,36 @@ def test_a_seconds_budget_ends_the_search():
     s = autoschedule(p, model="analytical", algorithm="mcts", budget=10**9, budget_seconds=2.0, trees=2)
     assert s.stats.seconds < 20 and s.stats.states_evaluated < 10**9
     assert_correct(p, s.loopnest)
+
+
+
+def test_dropping_states_to_bound_memory_leaves_the_search_unchanged(monkeypatch):
+    """The States a search may need again are rebuilt from their node ids when dropped: with almost nothing
+    kept (the latest rollout expansion, 2 whole leaves) the search scores the same states, commits the same
+    decisions and ends at the same schedules as with everything kept; a dropped leaf is rebuilt exactly."""
+    import scheduler.strategies.mcts as mcts
+
+    p = get_app("unsharp").build("small")
+    tgt = get_target("host")
+
+    def run(finals_kept, recent_limit):
+        monkeypatch.setattr(mcts, "FINALS_KEPT", finals_kept)
+        strategy = get_strategy("mcts")()
+        strategy.initialize(make_space(p, tgt), load_model("analytical", tgt),
+                            StrategyConfig(budget=600, trees=2, seed=3))
+        strategy.recent_limit = recent_limit  # below initialize's floor, so that expansions are dropped
+        return strategy, strategy.finish()
+
+    kept, res_kept = run(10**9, 10**9)
+    small, res_small = run(2, 1)
+    assert small.recent_states <= max(len(k) for k in kept.kids.values())  # only the latest expansion
+    assert len(small.kids) + len(small.recent) < len(kept.kids) + len(kept.recent)
+    assert (small.evaluated, small.passes) == (kept.evaluated, kept.passes) and kept.evaluated > 0
+    assert [len(c.visits) for c in small.commits] == [len(c.visits) for c in kept.commits]
+    assert [(x.cost, x.state.tree.fingerprint) for x in res_small.finals] == \
+        [(x.cost, x.state.tree.fingerprint) for x in res_kept.finals[:2]]
+    assert small.final.state.tree.fingerprint == kept.final.state.tree.fingerprint
+    dropped = [(fp, x) for fp, x in small.leaves.items() if x.state is None]
+    assert len(dropped) == len(small.leaves) - 2 > 0
+    for fp, x in dropped[:5]:
+        assert small._state(x).tree.fingerprint == fp and small.cost[x.node] == x.cost

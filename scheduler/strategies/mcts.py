@@ -6,6 +6,15 @@ Value of a rollout: best_cost_seen / cost, in (0, 1]. Each node keeps its visits
 its mean value is best_now * mean(1/cost): every backup is normalized by the current best, not a stale one.
 Like ProTuner, UCT selects by the mean value and a level's decision commits the child with the best cost
 found under it (the best of every tree's best child), ties broken by visits.
+
+Memory: a State carries its plan and features (~1.5 KB per stage) and pins its parent, so the search keeps
+States only where it will use them again: the expansions of tree nodes (states some tree has visited), the
+latest rollout expansions (up to RECENT_STAGE_STATES) and the cheapest FINALS_KEPT complete states. What it
+learns of the others is keyed by a node id, the state's place in the (deterministic) expansion order: costs,
+the cheapest leaf below, the leaves scored. A dropped state met again is expanded again and gets the same ids,
+so nothing is scored twice and the search is the one it would be with everything kept (ties are broken by node
+id, which is creation order), at the price of the repeated expansions. local_laplacian at 41,825 evaluations
+peaks at 1.8 GB (it grew past 24 GB before, at beam 32 x 5's budget).
 """
 
 from __future__ import annotations
@@ -14,6 +23,8 @@ import dataclasses
 import math
 import random
 import time
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from ..cost import timed_score
@@ -24,6 +35,10 @@ from ..strategy import Measured, SearchStrategy, register_strategy
 ROLLOUTS = ("greedy", "random")
 IDLE_ITERATIONS = 16  # per root child: iterations in a row that score nothing new end a tree's turn
 MAX_PASSES = 64  # passes from the root (each spends what the last one left over; most searches need 1-4)
+FINALS_KEPT = 64  # complete states kept whole (the cheapest); the others are rebuilt from their node ids
+# the rollouts' latest expansions are kept up to this many (children x the pipeline's stages): a State costs ~1.5 KB
+# per stage (its plan and features), so ~1.5 GB; greedy rollouts walk the same paths, random ones overlap deep down
+RECENT_STAGE_STATES = 1_000_000
 
 
 @dataclass
@@ -58,6 +73,16 @@ def check_config(c) -> None:
         raise SearchError(f"exploration must be >= 0, got {c.exploration}")
 
 
+@dataclass
+class Leaf:
+    """A complete state scored: its cost, node id (the tie-breaker: ids follow creation order) and the State
+    itself while it is among the cheapest FINALS_KEPT (None after: rebuilt from the node id when asked for)."""
+
+    cost: float
+    node: int
+    state: State | None
+
+
 @dataclass(frozen=True)
 class Commit:
     """One committed decision: the root searched from, the ensemble's visits of it and of its children then,
@@ -78,11 +103,19 @@ class MCTS(SearchStrategy):
         check_config(config)
         super().initialize(space, model, config)
         self.evaluated = 0
-        self.cost: dict[State, float] = {}  # predicted costs, shared by the trees
-        self.kids: dict[State, list[State]] = {}  # expansions, shared by the trees
-        self.leaves: dict[str, Scored] = {}  # fingerprint -> the complete states scored
+        # node ids: 0 is the initial state; a state's children have consecutive ids from first_child[its id]
+        self.up: list[int] = []  # node id -> its parent's node id (-1: the initial state)
+        self.first_child: dict[int, int] = {}
+        self.node_of: weakref.WeakKeyDictionary[State, int] = weakref.WeakKeyDictionary()  # live States' ids
+        self.cost: dict[int, float] = {}  # node id -> predicted cost, shared by the trees
+        self.kids: dict[int, list[State]] = {}  # node id -> expansion, kept for tree nodes, shared by the trees
+        self.recent: OrderedDict[int, list[State]] = OrderedDict()  # the latest other expansions, oldest first
+        self.recent_states = 0
+        self.recent_limit = max(1000, RECENT_STAGE_STATES // max(1, len(space.dag.nodes)))
+        self.leaves: dict[str, Leaf] = {}  # fingerprint -> the complete state scored
+        self.whole_leaves = 0  # leaves holding their State
         self.best_cost = math.inf
-        self.best_under: dict[State, float] = {}  # the cheapest complete state scored below each state
+        self.best_under: dict[int, float] = {}  # node id -> the cheapest complete state scored below it
         self.trees = [Tree(random.Random(config.seed * 1000003 + t)) for t in range(config.trees)]
         self.max_iteration = 0  # the most evaluations one iteration used (the budget's overshoot bound)
         self.result: SearchResult | None = None
@@ -91,40 +124,90 @@ class MCTS(SearchStrategy):
 
     # -- the space and the model -------------------------------------------------------------------
 
-    def _children(self, s: State) -> list[State]:
-        kids = self.kids.get(s)
+    def _children(self, s: State, keep: bool = True) -> list[State]:
+        """The expansion of `s`, kept for later if `keep` (a tree node's), else dropped after its use."""
+        sid = self.node_of[s]
+        kids = self.kids.get(sid)
+        if kids is not None:
+            return kids
+        kids = self.recent.pop(sid, None)
         if kids is None:
             kids = self.space.expand(s) or self.space.expand(s, shortcuts=False)
-            self.kids[s] = kids
+            first = self.first_child.get(sid)
+            if first is None:
+                first = self.first_child[sid] = len(self.up)
+                self.up.extend([sid] * len(kids))
+            for i, k in enumerate(kids):
+                self.node_of[k] = first + i
+        else:
+            self.recent_states -= len(kids)
+        if keep:
+            self.kids[sid] = kids
+        else:
+            self.recent[sid] = kids  # the newest, last
+            self.recent_states += len(kids)
+            while self.recent_states > self.recent_limit:
+                self.recent_states -= len(self.recent.popitem(last=False)[1])
         return kids
+
+    def _ancestors(self, sid: int):
+        while sid >= 0:
+            yield sid
+            sid = self.up[sid]
+
+    def _state(self, leaf: Leaf) -> State:
+        """The leaf's State, rebuilt along its node ids from the initial state if it was dropped."""
+        if leaf.state is not None:
+            return leaf.state
+        path = list(self._ancestors(leaf.node))[::-1]
+        s = self.initial
+        for parent, sid in zip(path, path[1:]):
+            s = self._children(s, keep=False)[sid - self.first_child[parent]]
+        return s
 
     def _score(self, states: list[State]) -> None:
         fresh = []
         for s in states:
-            if s in self.cost:
+            sid = self.node_of[s]
+            if sid in self.cost:
                 continue
-            if s.parent is not None and s.tree is s.parent.tree and s.parent in self.cost:
-                self.cost[s] = self.cost[s.parent]  # a decision passed on: the parent's cost
+            p = self.up[sid]
+            if p >= 0 and s.tree is s.parent.tree and p in self.cost:
+                self.cost[sid] = self.cost[p]  # a decision passed on: the parent's cost
             else:
                 fresh.append(s)
         if fresh:
             costs, _ = timed_score(self.model, self.space.dag, fresh, self.space.timing)
             self.evaluated += len(fresh)
             for s, c in zip(fresh, costs):
-                self.cost[s] = float(c)
+                self.cost[self.node_of[s]] = float(c)
 
     def _leaf(self, s: State) -> float:
         self._score([s])
-        c = self.cost[s]
+        sid = self.node_of[s]
+        c = self.cost[sid]
         fp = s.tree.fingerprint
-        if fp not in self.leaves or c < self.leaves[fp].cost:
-            self.leaves[fp] = Scored(s, c)
+        old = self.leaves.get(fp)
+        if old is None or c < old.cost:
+            if old is not None and old.state is not None:
+                self.whole_leaves -= 1
+            self.leaves[fp] = Leaf(c, sid, s)
+            self.whole_leaves += 1
+            if self.whole_leaves > 2 * FINALS_KEPT:
+                self._drop_states()
         self.best_cost = min(self.best_cost, c)
-        for a in s.ancestors():
+        for a in self._ancestors(sid):
             if c >= self.best_under.get(a, math.inf):
                 break  # the ancestors above already know a leaf at least as cheap
             self.best_under[a] = c
         return c
+
+    def _drop_states(self) -> None:
+        """Keeps the States of the cheapest FINALS_KEPT leaves; the others keep their node ids only."""
+        whole = sorted((x for x in self.leaves.values() if x.state is not None), key=lambda x: (x.cost, x.node))
+        for x in whole[FINALS_KEPT:]:
+            x.state = None
+        self.whole_leaves = min(len(whole), FINALS_KEPT)
 
     # -- one iteration: select, expand, roll out, back up ----------------------------------------------
 
@@ -149,13 +232,15 @@ class MCTS(SearchStrategy):
         return path
 
     def _rollout(self, tree: Tree, s: State) -> State | None:
+        keep = True  # the first state is the selected one, a tree node from this iteration on
         while not self.space.is_complete(s):
-            kids = self._children(s)
+            kids = self._children(s, keep)
+            keep = False
             if not kids:
                 return None  # a dead end: no legal completion
             if self.config.rollout == "greedy":
                 self._score(kids)
-                s = min(kids, key=lambda k: (self.cost[k], k.order))
+                s = min(kids, key=lambda k: (self.cost[self.node_of[k]], k.order))
             else:
                 s = tree.rng.choice(kids)
         return s
@@ -187,7 +272,9 @@ class MCTS(SearchStrategy):
         c = self.config
         t_end = time.perf_counter() + c.budget_seconds if c.budget_seconds > 0 else math.inf
         self.initial = self.space.initial()
-        self.cost[self.initial] = 0.0
+        self.node_of[self.initial] = len(self.up)
+        self.up.append(-1)
+        self.cost[0] = 0.0
         while True:
             before = self.evaluated
             root = self._search_pass(self.initial, t_end)
@@ -234,7 +321,7 @@ class MCTS(SearchStrategy):
         """The best child of every tree's best children (protuner2020 §4): lowest best cost found below it
         (by any tree, rollouts included), then the ensemble's visits."""
         def key(k: State):
-            best = self.best_under.get(k, math.inf)
+            best = self.best_under.get(self.node_of[k], math.inf)
             visits = sum(t.stats[k].visits for t in self.trees if k in t.stats)
             return (best, -visits, k.order)
         chosen = min(kids, key=key)
@@ -249,11 +336,12 @@ class MCTS(SearchStrategy):
         if self.result is None:
             t0 = time.perf_counter()
             final = self.search()
-            finals = sorted(self.leaves.values(), key=lambda x: (x.cost, x.state.order))
+            cheapest = sorted(self.leaves.values(), key=lambda x: (x.cost, x.node))[:FINALS_KEPT]
+            finals = [Scored(self._state(x), x.cost) for x in cheapest]
             timing = self.space.timing
             stats = SearchStats(self.evaluated, time.perf_counter() - t0, timing.enumerate_s, timing.featurize_s,
                                 timing.model_s, sum(t.iterations for t in self.trees), model=self.model.name)
-            self.final = Scored(final, self.cost[final])
+            self.final = Scored(final, self.cost[self.node_of[final]])
             self.result = SearchResult(finals[0], finals, stats)
         return self.result
 
@@ -270,24 +358,24 @@ class MCTSReal(MCTS):
         if config.measurements < 1:
             raise SearchError(f"measurements must be at least 1, got {config.measurements}")
         super().initialize(space, model, config)
-        self.real: dict[State, NodeStats] = {}  # measured statistics, backed up from the leaves
+        self.real: dict[int, NodeStats] = {}  # node id -> measured statistics, backed up from the leaves
         self.measured: dict[str, tuple[float, Scored]] = {}
         self.best_time = math.inf
 
     def generate_candidates(self) -> list[State]:
-        res = MCTS.finish(self)
+        MCTS.finish(self)
         left = self.config.measurements - len(self.measured)
         if left <= 0:
             return []
-        todo = [s for s in res.finals if s.tree.fingerprint not in self.measured]
-        todo.sort(key=lambda s: (-self._real_value(s.state), s.cost, s.state.order))
-        batch = todo[:min(left, len(self.trees))]
+        todo = [x for fp, x in self.leaves.items() if fp not in self.measured]  # every leaf scored
+        todo.sort(key=lambda x: (-self._real_value(x.node), x.cost, x.node))
+        batch = [Scored(self._state(x), x.cost) for x in todo[:min(left, len(self.trees))]]
         self.pending = {id(s.state): s for s in batch}
         return [s.state for s in batch]
 
-    def _real_value(self, s: State) -> float:
+    def _real_value(self, sid: int) -> float:
         """The measured mean value of the deepest measured ancestor (0 when none was measured)."""
-        for a in s.ancestors():
+        for a in self._ancestors(sid):
             st = self.real.get(a)
             if st is not None and st.visits:
                 return self.best_time * st.inv_sum / st.visits
@@ -298,7 +386,7 @@ class MCTSReal(MCTS):
             self.measured[s.tree.fingerprint] = (t, self.pending[id(s)])
             if math.isfinite(t):
                 self.best_time = min(self.best_time, t)
-            for a in s.ancestors():
+            for a in self._ancestors(self.node_of[s]):
                 st = self.real.setdefault(a, NodeStats())
                 st.visits += 1
                 st.inv_sum += 1.0 / t if math.isfinite(t) and t > 0 else 0.0
