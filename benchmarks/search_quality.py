@@ -10,6 +10,10 @@ runtime(strategy), > 1 where the strategy found the faster schedule.
     python benchmarks/search_quality.py                                   # the whole comparison (hours)
     python benchmarks/search_quality.py apps=blur,unsharp size=small      # any AppsConfig key=value overrides
     python benchmarks/search_quality.py model=models:/schedlab-host@champion
+    python benchmarks/search_quality.py merge files=a.csv,b.csv            # runs' apps.csv files as one table
+
+`merge` makes one table, the same comparison against beam and one MLflow run with the charts from the rows of
+several runs (apps.csv, or any CSV with app, method, status and speedup columns; evaluate.merged).
 """
 
 from __future__ import annotations
@@ -29,11 +33,12 @@ TIE = 1.10
 
 def against_beam(rows) -> list[str]:
     """Per app and strategy: runtime(beam) / runtime(strategy) (> 1: the strategy's schedule is faster), then
-    the geometric mean and the apps where the strategy won, tied (within TIE) and lost."""
+    the geometric mean and the apps where the strategy won, tied (within TIE) and lost. From the speedups over
+    the app's naive row, so rows of several runs compare (the ratio of two speedups over one naive row)."""
     from evaluate.apps import NAIVE, geomean
     from ir.units import format_ratio
 
-    ok = {(r.app, r.method): r.runtime_s for r in rows if r.status == "ok"}
+    ok = {(r.app, r.method): 1.0 / r.speedup for r in rows if r.status == "ok" and r.speedup > 0}
     apps = list(dict.fromkeys(r.app for r in rows))
     others = [m for m in dict.fromkeys(r.method for r in rows) if m not in ("beam", NAIVE)]
     out = [f"{'runtime(beam) / runtime(strategy)':34s} " + " ".join(f"{a[:11]:>11s}" for a in apps)
@@ -64,10 +69,29 @@ def main(argv=None) -> int:
         return 0
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["merge"]:
+        return merge(argv[1:])
     if not any(a == "--config" or a.startswith("--config=") for a in argv):
         argv = ["--config", str(CONFIG), *argv]
     return run_cli(AppsConfig, run, argv, "benchmarks/search_quality.py", __doc__.splitlines()[0],
                    default_config=str(CONFIG))
+
+
+def merge(argv: list[str]) -> int:
+    """`merge files=...`: the rows of several runs as one table, against beam, and one MLflow run."""
+    from evaluate.merged import MergeConfig, log_merged, read_rows, table
+    from ir.config import run_cli
+
+    def run(cfg) -> int:
+        rows = read_rows(cfg.files)
+        print("\n".join(table(rows)))
+        print()
+        print("\n".join(against_beam(rows)))
+        print(f"MLflow run {log_merged(cfg, rows)}")
+        return 0
+
+    return run_cli(MergeConfig, run, argv, "benchmarks/search_quality.py merge",
+                   "Several runs' apps.csv rows as one table and one MLflow run.")
 
 
 if __name__ == "__main__":

@@ -285,10 +285,13 @@ def halide_methods(cfg: AppsConfig, methods: list[Method]) -> list[Method]:
 
 
 def measure_app(app, cfg: AppsConfig, methods: list[Method], tick: Callable[[str], None] | None = None,
-                halide: bool = False) -> list[AppRow]:
+                halide: bool = False, done: list[AppRow] = (),
+                on_rows: Callable[[list[AppRow]], None] | None = None) -> list[AppRow]:
     """One row per method that applies to `app` at `cfg.size`, each schedule checked and timed; speedups over
     the naive row. With `halide`, then the rows of `halide_methods`: the same LoopNests (not searched again)
-    and Halide's autoschedulers, compiled by Halide. `tick(method name)` after each method (progress)."""
+    and Halide's autoschedulers, compiled by Halide. `tick(method name)` after each method (progress).
+    `done`: rows of this app measured earlier (a checkpoint), kept instead of measuring their methods again;
+    `on_rows(rows so far)` after each method (to save them)."""
     from backends import MeasureInput, measure_many
     from backends.protocols import get_protocol
     from ir.target import get_target
@@ -302,7 +305,16 @@ def measure_app(app, cfg: AppsConfig, methods: list[Method], tick: Callable[[str
     beam: tuple[int, float] | None = None  # the beam row's (states scored, search seconds): matched budgets
     measured: dict[str, tuple] = {}  # LoopNest fingerprint -> (its Measurement, the method that measured it)
     tick = tick or (lambda name: None)
+    on_rows = on_rows or (lambda rows: None)
+    earlier = {r.method: r for r in done}
     for m in methods:
+        if m.name in earlier:  # measured by an earlier process: kept as it was
+            r = earlier[m.name]
+            rows.append(r)
+            if m.algorithm == "beam" and m.budget is not None and not m.budget.match:
+                beam = (r.evaluations, r.search_s)
+            tick(m.name)
+            continue
         t0 = time.perf_counter()
         try:
             loopnests, stats = _schedules(m, app, pipeline, target, cfg, beam)
@@ -330,12 +342,19 @@ def measure_app(app, cfg: AppsConfig, methods: list[Method], tick: Callable[[str
             rows.append(row)
             if m.has_halide_twin and cfg.backend != "halide":
                 twins[m.name + HALIDE] = (loopnests[0], search_s)
+        on_rows(rows)
         tick(m.name)
     if halide:
         for m in halide_methods(cfg, methods):
-            if m.kind == "halide" or m.name in twins:  # else no LoopNest (no expert schedule, a failed search)
+            if m.name in earlier:
+                rows.append(earlier[m.name])
+            elif m.kind == "halide" or m.name in twins:  # else no LoopNest (no expert schedule, a failed search)
                 rows.append(_halide_row(app.name, m, pipeline, target, twins.get(m.name), inputs, expected,
                                         get_protocol(cfg.protocol)))
+                on_rows(rows)
+            elif m.name.removesuffix(HALIDE) in earlier and earlier[m.name.removesuffix(HALIDE)].status == "ok":
+                rows.append(_row(app.name, m, "not_measured", [], 0.0, "its LoopNest was measured by an earlier "
+                                 "process (checkpoint) and not kept", "halide"))
             tick(m.name)
     return with_speedups(rows)
 
@@ -481,6 +500,9 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
         raise EvaluateError(f"target={cfg.target}: {e}") from None
     halide = use_halide(cfg)
     kept = resumed_rows(cfg, names) if cfg.resume else []
+    checkpoint = _checkpoint(cfg, names) if cfg.checkpoint else None
+    if checkpoint is not None:
+        kept = checkpoint.whole
     model = load_model(cfg.model, target, cfg.tracking_uri) if cfg.algorithms else None
     ms = methods(cfg, model)
     per_app = len(ms) + (len(halide_methods(cfg, ms)) if halide else 0)
@@ -501,19 +523,23 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
         rows += kept
         done = {r.app for r in kept}
         if kept:
-            bar.update(len(done) * per_app, f"{len(done)} apps from run {cfg.resume}")
+            bar.update(len(done) * per_app, f"{len(done)} apps from {cfg.resume or cfg.checkpoint}")
             for r in kept:
                 echo(format_row(r))
             run.client.log_text(run.run_id, table_csv(rows), TABLE_CSV)
         for name in names:
             if name in done:
                 continue
+            partial = [r for r in checkpoint.partial if r.app == name] if checkpoint is not None else []
+            save = (lambda app_rows: checkpoint.save(rows, app_rows)) if checkpoint is not None else None
             app_rows = measure_app(get_app(name), cfg, ms, tick=lambda m, app=name: bar.update(1, f"{app} {m}"),
-                                   halide=halide)
+                                   halide=halide, done=partial, on_rows=save)
             rows += app_rows
             for r in app_rows:
                 echo(format_row(r))
             run.client.log_text(run.run_id, table_csv(rows), TABLE_CSV)  # so far: an interrupted run keeps it
+            if checkpoint is not None:
+                checkpoint.save(rows, [])
         rows = sorted(rows, key=lambda r: names.index(r.app))  # suite order, resumed apps in their place
         result = AppsResult(run.run_id, run.experiment_id, run.tracking_uri, extra["model_resolved"], rows,
                             geomeans(rows), 0.0, halide_comparison(rows) if halide else None)
@@ -522,8 +548,18 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
     return result
 
 
+def _checkpoint(cfg: AppsConfig, names: list[str]):
+    from ir.config import flat_items
+
+    from .checkpoint import open_checkpoint
+    from .plots import _param
+
+    settings = {k: _param(v) for k, v in flat_items(cfg).items() if k not in RESUME_FREE}
+    return open_checkpoint(cfg, settings, names)
+
+
 # keys that only name, show or place a run: a resumed run may change them, not how anything is measured
-RESUME_FREE = frozenset({"apps", "run_name", "progress", "resume", "tracking_uri", "experiment"})
+RESUME_FREE = frozenset({"apps", "run_name", "progress", "resume", "tracking_uri", "experiment", "checkpoint"})
 
 
 def resumed_rows(cfg: AppsConfig, names: list[str]) -> list[AppRow]:

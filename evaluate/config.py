@@ -82,6 +82,9 @@ class AppsConfig:
     # an earlier (interrupted) run's id: the apps it finished are taken from its apps.csv and only the rest are
     # measured, into a new run (params resume, resumed_apps); refused unless its settings equal these
     resume: str | None = None
+    # a directory (created if missing; commit it to go on elsewhere) where the run keeps its rows after every
+    # method; a run given it again measures only what is missing there (evaluate.checkpoint)
+    checkpoint: str | None = None
 
     def __post_init__(self):
         for name in ("beam_size", "passes", "random_schedules", "mcts_budget"):
@@ -96,6 +99,8 @@ class AppsConfig:
                              f"got {self.measurements}")
         if self.mcts_matched and "beam" not in self.algorithms:
             raise ValueError("mcts_matched gives MCTS beam's budget: add beam to algorithms")
+        if self.resume and self.checkpoint:
+            raise ValueError("give resume= (an MLflow run) or checkpoint= (a directory), not both")
         if self.halide not in (True, False, "auto"):
             raise ValueError(f"halide must be auto, true or false, got {self.halide!r}")
         for name in ("apps", "algorithms", "baselines", "halide_autoschedulers", "mcts_matched"):

@@ -622,6 +622,60 @@ def test_a_run_resumes_from_the_apps_an_earlier_run_finished(tracking):
     assert second.run_id != first.run_id
 
 
+def test_a_checkpoint_keeps_every_method_and_a_later_run_measures_only_the_rest(tracking, tmp_path, monkeypatch):
+    """checkpoint=DIR: the rows are saved after every method. A run stopped inside an app (here unsharp's
+    matched MCTS search is interrupted) is finished by a later run from the directory alone: that run measures
+    only the missing method, gives MCTS the beam budget from the saved beam row, and keeps the other rows as
+    they were measured. Other settings, or both resume= and checkpoint=, are refused in one line."""
+    from dataclasses import replace
+
+    from evaluate import apps
+    from evaluate.checkpoint import PARTIAL, WHOLE
+
+    cp = tmp_path / "cp"
+    cfg = apps_config(tracking, model="analytical", algorithms=("greedy", "beam"), baselines=("expert",),
+                      mcts_matched=("evaluations",), checkpoint=str(cp), run_name="first")
+    real = apps._schedules
+    calls = []
+
+    def search(method, app, *args):
+        calls.append((app.name, method.name, args[-1]))
+        if calls[-1][:2] == ("unsharp", "mcts=beam-evaluations") and stop:
+            raise KeyboardInterrupt
+        return real(method, app, *args)
+
+    monkeypatch.setattr(apps, "_schedules", search)
+    stop = True
+    with pytest.raises(KeyboardInterrupt):
+        apps.evaluate_apps(cfg)
+    whole = apps.rows_from_csv((cp / WHOLE).read_text())
+    partial = apps.rows_from_csv((cp / PARTIAL).read_text())
+    assert {r.app for r in whole} == {"blur"} and len(whole) == 5
+    assert [r.method for r in partial] == ["naive", "expert", "greedy", "beam"]
+    beam = partial[-1]
+
+    calls.clear()
+    stop = False
+    result = apps.evaluate_apps(replace(cfg, run_name="second"))
+    assert calls == [("unsharp", "mcts=beam-evaluations", (beam.evaluations, beam.search_s))]
+    kept = {(r.app, r.method): r.runtime_s for r in whole + partial}
+    assert {(r.app, r.method): r.runtime_s for r in result.rows if (r.app, r.method) in kept} == kept
+    assert [(r.app, r.method) for r in result.rows] == [(a, m) for a in ("blur", "unsharp") for m in (
+        "naive", "expert", "greedy", "beam", "mcts=beam-evaluations")]
+    assert all(r.status == "ok" and r.speedup > 0 for r in result.rows)  # speedups of kept rows, recomputed
+    assert apps.rows_from_csv((cp / PARTIAL).read_text()) == []
+    assert len(apps.rows_from_csv((cp / WHOLE).read_text())) == 10
+
+    with pytest.raises(EvaluateError, match=r"it was measured with beam_size=2, this run has beam_size=3; use "
+                                            r"the same settings or another directory$"):
+        apps.evaluate_apps(replace(cfg, beam_size=3))
+    with pytest.raises(ValueError, match="not both"):
+        replace(cfg, resume="0123")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(EvaluateError, match="is a file; give a directory"):
+        apps.evaluate_apps(replace(cfg, checkpoint=str(tmp_path / "file")))
+
+
 def test_resuming_with_other_settings_or_an_unknown_run_is_one_line(tracking, capsys):
     from evaluate.apps import evaluate_apps, main
 
