@@ -549,13 +549,29 @@ def evaluate_apps(cfg: AppsConfig, echo: Callable[[str], None] | None = None) ->
 
 
 def _checkpoint(cfg: AppsConfig, names: list[str]):
+    from .checkpoint import open_checkpoint
+
+    return open_checkpoint(cfg, measured_settings(cfg), names)
+
+
+def measured_settings(cfg: AppsConfig) -> dict[str, str]:
+    """The keys that decide how rows are measured (all but RESUME_FREE), as MLflow params spell their values."""
     from ir.config import flat_items
 
-    from .checkpoint import open_checkpoint
     from .plots import _param
 
-    settings = {k: _param(v) for k, v in flat_items(cfg).items() if k not in RESUME_FREE}
-    return open_checkpoint(cfg, settings, names)
+    return {k: _param(v) for k, v in flat_items(cfg).items() if k not in RESUME_FREE}
+
+
+def differing_settings(new: dict[str, str], old: dict[str, str], absent: dict[str, str]) -> list[str]:
+    """The keys of `new` whose value differs in `old`; a key `old` lacks is compared with its value in `absent`,
+    and is no difference when `absent` lacks it too."""
+    return [k for k, v in new.items() if old.get(k, absent.get(k, v)) != v]
+
+
+def more_keys(differ: list[str]) -> str:
+    """' (N keys differ: a, b)' after a one-line settings error that names the first, or ''."""
+    return f" ({len(differ)} keys differ: {', '.join(differ)})" if len(differ) > 1 else ""
 
 
 # keys that only name, show or place a run: a resumed run may change them, not how anything is measured
@@ -570,10 +586,7 @@ def resumed_rows(cfg: AppsConfig, names: list[str]) -> list[AppRow]:
     from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
 
-    from ir.config import flat_items
     from train.registry import store_exists, tracking_uri
-
-    from .plots import _param
 
     uri = tracking_uri(cfg.tracking_uri)
     if not store_exists(uri):
@@ -585,14 +598,12 @@ def resumed_rows(cfg: AppsConfig, names: list[str]) -> list[AppRow]:
         raise EvaluateError(f"resume={cfg.resume}: no such run in {uri} (the id is on the run's page, or in "
                             "the summary's 'MLflow run' line)") from None
     params = old.data.params
-    defaults = flat_items(AppsConfig())
-    differ = [k for k, v in flat_items(cfg).items() if k not in RESUME_FREE
-              and params.get(k, _param(defaults[k])) != _param(v)]
+    new = measured_settings(cfg)
+    differ = differing_settings(new, params, measured_settings(AppsConfig()))  # keys added since: defaults
     if differ:
         k = differ[0]
         raise EvaluateError(f"resume={cfg.resume}: that run measured with {k}={params.get(k)}, this one with "
-                            f"{k}={_param(getattr(cfg, k))}; resume with the same settings"
-                            + (f" ({len(differ)} keys differ: {', '.join(differ)})" if len(differ) > 1 else ""))
+                            f"{k}={new[k]}; resume with the same settings" + more_keys(differ))
     with tempfile.TemporaryDirectory() as tmp:
         try:
             text = Path(client.download_artifacts(cfg.resume, TABLE_CSV, tmp)).read_text()

@@ -45,7 +45,7 @@ class Checkpoint:
 def open_checkpoint(cfg, settings: dict[str, str], names: list[str]) -> Checkpoint:
     """The checkpoint at `cfg.checkpoint`, created with `settings` (key -> value as logged) when new. Refused in
     one line when it was measured with other settings. Rows of apps not in `names` are not kept."""
-    from .apps import rows_from_csv
+    from .apps import differing_settings, more_keys, rows_from_csv
 
     path = Path(cfg.checkpoint)
     if path.exists() and not path.is_dir():
@@ -60,12 +60,11 @@ def open_checkpoint(cfg, settings: dict[str, str], names: list[str]) -> Checkpoi
     except (OSError, ValueError) as e:
         raise EvaluateError(f"checkpoint={cfg.checkpoint}: cannot read {PARAMS} ({e}); "
                             "give an empty directory to start over") from None
-    differ = [k for k, v in settings.items() if k in old and old[k] != v]
+    differ = differing_settings(settings, old, {})  # keys added since the checkpoint began: not compared
     if differ:
         k = differ[0]
         raise EvaluateError(f"checkpoint={cfg.checkpoint}: it was measured with {k}={old[k]}, this run has "
-                            f"{k}={settings[k]}; use the same settings or another directory"
-                            + (f" ({len(differ)} keys differ: {', '.join(differ)})" if len(differ) > 1 else ""))
+                            f"{k}={settings[k]}; use the same settings or another directory" + more_keys(differ))
 
     def rows(name: str) -> list:
         f = path / name
