@@ -298,6 +298,7 @@ def measure_app(app, cfg: AppsConfig, methods: list[Method], tick: Callable[[str
     from scheduler.modes import reference
 
     target = get_target(cfg.target)
+    protocol = get_protocol(cfg.protocol, cfg.measure_timeout)
     pipeline = app.build(cfg.size)
     inputs, expected = reference(pipeline)
     rows = []
@@ -330,7 +331,7 @@ def measure_app(app, cfg: AppsConfig, methods: list[Method], tick: Callable[[str
             fresh = list({ln.fingerprint: ln for ln in loopnests if ln.fingerprint not in measured}.values())
             if fresh:
                 ms = measure_many([MeasureInput(pipeline, ln, inputs, expected) for ln in fresh], target,
-                                  backend=cfg.backend, protocol=cfg.protocol)
+                                  backend=cfg.backend, protocol=protocol)
                 measured.update({ln.fingerprint: (mt, m.name) for ln, mt in zip(fresh, ms)})
             ms = [measured[ln.fingerprint][0] for ln in loopnests]
             row = _measured_row(app.name, m, ms, search_s, cfg.backend)
@@ -350,7 +351,7 @@ def measure_app(app, cfg: AppsConfig, methods: list[Method], tick: Callable[[str
                 rows.append(earlier[m.name])
             elif m.kind == "halide" or m.name in twins:  # else no LoopNest (no expert schedule, a failed search)
                 rows.append(_halide_row(app.name, m, pipeline, target, twins.get(m.name), inputs, expected,
-                                        get_protocol(cfg.protocol)))
+                                        protocol))
                 on_rows(rows)
             elif m.name.removesuffix(HALIDE) in earlier and earlier[m.name.removesuffix(HALIDE)].status == "ok":
                 rows.append(_row(app.name, m, "not_measured", [], 0.0, "its LoopNest was measured by an earlier "

@@ -65,6 +65,8 @@ def open_checkpoint(cfg, settings: dict[str, str], names: list[str]) -> Checkpoi
         k = differ[0]
         raise EvaluateError(f"checkpoint={cfg.checkpoint}: it was measured with {k}={old[k]}, this run has "
                             f"{k}={settings[k]}; use the same settings or another directory" + more_keys(differ))
+    if settings.keys() - old.keys():  # keys added since it began: its rows so far keep how they were measured,
+        _write(params, json.dumps(old | settings, indent=1, sort_keys=True) + "\n")  # the rest are compared
 
     def rows(name: str) -> list:
         f = path / name

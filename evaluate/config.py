@@ -71,6 +71,9 @@ class AppsConfig:
     # of (measurements - 1) // 2 dropout samples), with the rows' backend
     measurements: int = 8
     protocol: Literal["quick", "full", "check", "default"] = "full"  # backends.PROTOCOLS; "default" = full
+    # seconds one row's measurement may take, output check included: the full protocol runs a schedule at least
+    # 5 times, and naive lens_blur at full size runs 11 s (the protocol's own 60 s timed it out)
+    measure_timeout: float = 600.0
     # also compile naive, expert and the searched LoopNests with Halide, and run Halide's autoschedulers:
     # auto = when the halide package is installed; true = required (an error without it); false = never
     halide: bool | Literal["auto"] = "auto"
@@ -90,6 +93,8 @@ class AppsConfig:
         for name in ("beam_size", "passes", "random_schedules", "mcts_budget"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not self.measure_timeout > 0:
+            raise ValueError(f"measure_timeout must be > 0 seconds, got {self.measure_timeout}")
         from scheduler.strategy import get_strategy
 
         for a in self.algorithms:

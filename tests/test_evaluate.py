@@ -596,6 +596,7 @@ def test_strategy_budget_config_errors_are_one_line(tracking, capsys):
     assert "measurements must be >= 3" in error("measurements=2")
     assert "evaluations, seconds" in error("mcts_matched=states")
     assert "mcts_budget must be >= 1" in error("mcts_budget=0")
+    assert "measure_timeout must be > 0 seconds, got 0" in error("measure_timeout=0")
     assert "numba, llvm, halide" in error("backend=tvm")
 
 
@@ -669,6 +670,17 @@ def test_a_checkpoint_keeps_every_method_and_a_later_run_measures_only_the_rest(
     with pytest.raises(EvaluateError, match=r"it was measured with beam_size=2, this run has beam_size=3; use "
                                             r"the same settings or another directory$"):
         apps.evaluate_apps(replace(cfg, beam_size=3))
+    # a checkpoint begun before a setting existed (measure_timeout) is accepted and gets the key from then on
+    params = json.loads((cp / "params.json").read_text())
+    del params["measure_timeout"]
+    (cp / "params.json").write_text(json.dumps(params))
+    calls.clear()
+    apps.evaluate_apps(replace(cfg, run_name="third"))
+    assert calls == []
+    assert json.loads((cp / "params.json").read_text()) == apps.measured_settings(cfg)
+    with pytest.raises(EvaluateError, match=r"it was measured with measure_timeout=600.0, this run has "
+                                            r"measure_timeout=30.0; use"):
+        apps.evaluate_apps(replace(cfg, measure_timeout=30.0))
     with pytest.raises(ValueError, match="not both"):
         replace(cfg, resume="0123")
     (tmp_path / "file").write_text("")

@@ -306,6 +306,39 @@ def test_the_measuring_process_loads_the_object_the_compiling_process_wrote(tmp_
         measurer.close()
 
 
+def _plugins_loaded() -> set:
+    import importlib
+
+    return set(importlib.import_module("backends.halide.autoschedule")._loaded)
+
+
+def test_an_autoscheduled_kernel_is_measured_by_another_process_without_searching_again(tmp_path, monkeypatch):
+    """Evaluation searches in one worker and may measure in another (a worker is replaced when it grows past
+    its memory limit, as after Adams2019 on local_laplacian). The measuring process loads the object the
+    search wrote; it used to JIT-compile, running the whole search again inside the measurement's timeout."""
+    from backends.halide.autoschedule import autoschedule
+    from backends.worker import Worker
+
+    monkeypatch.setenv("SCHEDLAB_CACHE_DIR", str(tmp_path))
+    p = get_app("unsharp").build("small")
+    inputs = p.random_inputs(0)
+    searcher, measurer = Worker(), Worker()
+    try:
+        anchor = autoschedule(p, "Adams2019", params={"beam_size": "1"}, worker=searcher)
+        assert searcher.call(_plugins_loaded, timeout=60) == {"Adams2019"}
+        (obj,) = (tmp_path / "halide").glob("k*.o")
+        m = backends.measure(anchor.compile(), inputs, CHECK_ONLY, expected=interpret(p, inputs), worker=measurer)
+        assert m.status == "ok", m.error
+        assert measurer.call(_plugins_loaded, timeout=60) == set()  # it never searched
+        again = autoschedule(p, "Adams2019", params={"beam_size": "1"}, worker=measurer)
+        assert (again.schedule_source, again.search_seconds) == (anchor.schedule_source, anchor.search_seconds)
+        assert measurer.call(_plugins_loaded, timeout=60) == set() and anchor.search_seconds > 0
+        assert list((tmp_path / "halide").glob("k*.o")) == [obj]
+    finally:
+        searcher.close()
+        measurer.close()
+
+
 def test_a_process_keeps_a_bounded_number_of_kernels_mapped(tmp_path, monkeypatch):
     from backends.halide import aot
 

@@ -8,7 +8,9 @@ compile task writes `Pipeline.compile_to_object` output to `$SCHEDLAB_CACHE_DIR/
 small JSON sidecar (entry point, argument order, compile seconds), and a runner maps it with llvmlite's
 MCJIT — the LLVM layer numba already brings, so no C compiler or linker is needed — and calls its `_argv`
 entry point through ctypes with `halide_buffer_t`s over the harness's arrays. The same code runs as under
-JIT (same target, StrictFloat, same schedule): tests compare the two bit for bit.
+JIT (same target, StrictFloat, same schedule): tests compare the two bit for bit. A pipeline scheduled by one
+of Halide's autoschedulers (Adams2019, Mullapudi2016, Li2018) is compiled the same way by the process that ran
+the search, and its sidecar also keeps the chosen schedule and the search seconds.
 
 Kernels are compiled without the Halide runtime (compiling it into every object cost ~0.7 s a schedule, as
 much as the kernel); the node compiles Halide's standalone runtime once, and a process maps it into an
@@ -82,6 +84,8 @@ class ObjectInfo:
     inputs: tuple[tuple[str, tuple[tuple[int, int], ...]], ...]  # (name, region as (min, extent) per dim)
     outputs: tuple[tuple[str, tuple[int, ...]], ...]  # (name, size)
     compile_s: float
+    schedule_source: str = ""  # an autoscheduler's choice as Halide C++ directives
+    search_s: float = 0.0  # the seconds that autoscheduler searched
 
 
 def _digest(*parts) -> str:
@@ -120,8 +124,10 @@ def _info_path(obj: Path) -> Path:
 
 
 def compile_object(spec) -> float:
-    """Translate, schedule and compile `spec` (a LoopNest spec) to its object file unless the node has it;
-    returns the seconds compiling took (recorded the first time)."""
+    """Compile `spec` to its object file unless the node has it; returns the seconds compiling took (recorded
+    the first time). A LoopNest spec is translated and scheduled; an autoscheduler spec runs Halide's search
+    here, and its chosen schedule and search seconds go into the sidecar (`object_info`), so that the process
+    that measures the kernel loads it instead of searching again."""
     obj = object_path(spec)
     info = _read_info(obj)
     if info is not None:
@@ -129,17 +135,28 @@ def compile_object(spec) -> float:
         return info.compile_s
     import halide as hl
 
-    from ir.loopnest import LoopNest
     from ir.pipeline import Pipeline
-    from ir.plan import Plan
 
     from .compiler import host_target
-    from .schedule import apply
     from .translate import translate
 
     p = Pipeline.from_json(json.loads(spec.pipeline_json))
     hp = translate(p)
-    apply(hp, Plan(p.dag, LoopNest.loads(spec.loopnest_json)))
+    source, search_s = "", 0.0
+    if spec.autoscheduler:
+        from .autoschedule import run_autoscheduler
+
+        hpipe = hp.pipeline()
+        source, search_s = run_autoscheduler(hpipe, spec.autoscheduler, dict(spec.autoscheduler_params),
+                                             host_target(spec.strict_float))
+    else:
+        from ir.loopnest import LoopNest
+        from ir.plan import Plan
+
+        from .schedule import apply
+
+        apply(hp, Plan(p.dag, LoopNest.loads(spec.loopnest_json)))
+        hpipe = hp.pipeline()
     names = list(hp.params)
     t0 = time.perf_counter()
     fd, tmp = tempfile.mkstemp(suffix=".o", dir=obj.parent)
@@ -148,17 +165,27 @@ def compile_object(spec) -> float:
         function = obj.stem  # unique: kernels share an engine
         target = host_target(spec.strict_float).with_feature(hl.TargetFeature.NoRuntime)
         with planned_warnings_filtered():
-            hp.pipeline().compile_to_object(tmp, [hp.params[n] for n in names], function, target)
+            hpipe.compile_to_object(tmp, [hp.params[n] for n in names], function, target)
         seconds = time.perf_counter() - t0
         info = ObjectInfo(function, tuple((n, tuple((lo, e) for lo, e in p.input_regions[n])) for n in names),
-                          tuple((o, tuple(p.output_sizes[o])) for o in hp.outputs), seconds)
+                          tuple((o, tuple(p.output_sizes[o])) for o in hp.outputs), seconds, source, search_s)
         _write_atomically(_info_path(obj), json.dumps({"function": function, "inputs": info.inputs,
-                                                       "outputs": info.outputs, "compile_s": seconds}).encode())
+                                                       "outputs": info.outputs, "compile_s": seconds,
+                                                       "schedule_source": source, "search_s": search_s}).encode())
         os.replace(tmp, obj)  # the object last: a reader that finds it finds its sidecar
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return seconds
+
+
+def object_info(spec) -> ObjectInfo:
+    """The sidecar of `spec`'s object file, compiled first if the node does not have it."""
+    compile_object(spec)
+    info = _read_info(object_path(spec))
+    if info is None:  # pragma: no cover - pruned between the two lines
+        raise RuntimeError(f"{object_path(spec).name} vanished from the kernel cache")
+    return info
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -178,7 +205,8 @@ def _read_info(obj: Path) -> ObjectInfo | None:
     if "function" not in d:
         return None
     return ObjectInfo(d["function"], tuple((n, tuple(tuple(r) for r in reg)) for n, reg in d["inputs"]),
-                      tuple((n, tuple(s)) for n, s in d["outputs"]), float(d["compile_s"]))
+                      tuple((n, tuple(s)) for n, s in d["outputs"]), float(d["compile_s"]),
+                      str(d.get("schedule_source", "")), float(d.get("search_s", 0.0)))
 
 
 class _Engine:

@@ -46,14 +46,15 @@ class AnchorSchedule:
     pipeline: object  # the schedlab Pipeline
 
     def compile(self, *, timeout: float | None = 600.0, worker=None, isolate: bool = True):
-        """A Kernel running this schedule (the worker that searched already holds it compiled)."""
+        """A Kernel running this schedule (the worker that searched compiled it to the node's kernel cache)."""
         from ir.target import get_target
 
+        from .aot import compile_object
         from .compiler import HalideKernel
 
         spec = _spec(self.pipeline, self.scheduler, self.params)
         if not isolate:
-            spec.build()
+            compile_object(spec)
         return HalideKernel(self.pipeline, None, get_target("host"), spec, self.compile_seconds)
 
 
@@ -94,8 +95,12 @@ def _spec(pipeline, scheduler: str, params: tuple[tuple[str, str], ...]):
 
 
 def _search_here(spec) -> tuple[str, float, float]:
-    c = spec.build()
-    return c.schedule_source, c.search_s, c.compile_s
+    """Search and compile to the node's kernel cache (a node that already has the object returns what its
+    first search recorded)."""
+    from .aot import object_info
+
+    info = object_info(spec)
+    return info.schedule_source, info.search_s, info.compile_s
 
 
 def run_autoscheduler(hpipe, scheduler: str, params: dict[str, str], target) -> tuple[str, float]:

@@ -3,7 +3,10 @@
 The Kernel's `spec` is a small picklable `HalideSpec` (the pipeline as JSON, the LoopNest as JSON):
 the worker rebuilds the Halide Funcs from it, applies the schedule and compiles it to an object file in the
 node's cache (backends.halide.aot), which any process on the node loads and runs on the flat Fortran-order
-arrays the harness passes. Halide's autoschedulers' pipelines are JIT-compiled once per process. Halide buffers list dimensions innermost
+arrays the harness passes. A pipeline scheduled by one of Halide's autoschedulers is compiled the same way,
+by the process that searched: the process that measures it loads the object and never searches again (it
+used to JIT-compile, so a measuring process other than the searching one ran the whole search again inside
+its measurement's timeout: local_laplacian's Adams2019 timed out so). Halide buffers list dimensions innermost
 first, which is Fortran order, so a flat array viewed with its shape reversed (C order) is a Halide
 buffer indexed [x, y, ...]; `set_min` places it at its region.
 """
@@ -18,20 +21,6 @@ import numpy as np
 
 from ..base import compile_in_worker
 from ..kernel import CompileError, Kernel
-from .diagnostics import planned_warnings_filtered
-
-_compiled: dict[tuple, _Compiled] = {}
-
-
-@dataclass
-class _Compiled:
-    pipeline: object  # hl.Pipeline
-    params: dict  # input name -> (hl.ImageParam, region)
-    outputs: tuple[tuple[str, tuple[int, ...]], ...]
-    compile_s: float
-    schedule_source: str = ""  # what an autoscheduler chose (C++ text)
-    search_s: float = 0.0  # seconds the autoscheduler took
-
 
 @dataclass(frozen=True)
 class HalideSpec:
@@ -49,62 +38,11 @@ class HalideSpec:
         return (self.pipeline_json, self.loopnest_json, self.strict_float, self.autoscheduler,
                 self.autoscheduler_params)
 
-    def build(self) -> _Compiled:
-        """Translate, schedule and JIT-compile (once per process)."""
-        c = _compiled.get(self.key)
-        if c is None:
-            c = _compiled[self.key] = self._build()
-        return c
-
-    def _build(self) -> _Compiled:
-        import json
-
-        from ir.pipeline import Pipeline
-
-        from .translate import translate
-
-        p = Pipeline.from_json(json.loads(self.pipeline_json))
-        hp = translate(p)
-        source, search_s = "", 0.0
-        if self.autoscheduler:
-            from .autoschedule import run_autoscheduler
-
-            hpipe = hp.pipeline()
-            source, search_s = run_autoscheduler(hpipe, self.autoscheduler, dict(self.autoscheduler_params),
-                                                 host_target(self.strict_float))
-        else:
-            from ir.loopnest import LoopNest
-            from ir.plan import Plan
-
-            from .schedule import apply
-
-            apply(hp, Plan(p.dag, LoopNest.loads(self.loopnest_json)))
-            hpipe = hp.pipeline()
-        t0 = time.perf_counter()
-        with planned_warnings_filtered():
-            hpipe.compile_jit(host_target(self.strict_float))
-        params = {n: (hp.params[n], p.input_regions[n]) for n in hp.params}
-        outs = tuple((o, p.output_sizes[o]) for o in hp.outputs)
-        return _Compiled(hpipe, params, outs, time.perf_counter() - t0, source, search_s)
-
     def runner(self):
-        if not self.autoscheduler:  # an object file from the node's cache (backends.halide.aot)
-            from .aot import runner
+        """run(inputs, outputs) over the node's object file of this spec (backends.halide.aot)."""
+        from .aot import runner
 
-            return runner(self)
-        import halide as hl
-
-        c = self.build()
-
-        def run(inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> None:
-            for name, (param, region) in c.params.items():
-                buf = hl.Buffer(_view(inputs[name], tuple(e for _, e in region)))
-                buf.set_min([lo for lo, _ in region])
-                param.set(buf)
-            bufs = [hl.Buffer(_view(outputs[o], size)) for o, size in c.outputs]
-            c.pipeline.realize(bufs if len(bufs) > 1 else bufs[0])
-
-        return run
+        return runner(self)
 
 
 def host_target(strict_float: bool = True):
@@ -114,22 +52,12 @@ def host_target(strict_float: bool = True):
     return t.with_feature(hl.TargetFeature.StrictFloat) if strict_float else t
 
 
-def _view(flat: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """A flat Fortran-order array as the C-order array Halide reads as [x, y, ...] (no copy)."""
-    v = flat.reshape(tuple(reversed(shape)))
-    if not v.flags.c_contiguous:  # pragma: no cover - the harness passes contiguous arrays
-        raise CompileError("the Halide backend needs contiguous arrays")
-    return v
-
-
 def compile_here(spec: HalideSpec) -> float:
-    """Compile in this process — a LoopNest to an object file in the node's cache (loaded by whichever process
-    runs it), an autoscheduled pipeline by JIT — and return the compile seconds."""
-    if not spec.autoscheduler:
-        from .aot import compile_object
+    """Compile in this process to an object file in the node's cache (loaded by whichever process runs it) and
+    return the compile seconds."""
+    from .aot import compile_object
 
-        return compile_object(spec)
-    return spec.build().compile_s
+    return compile_object(spec)
 
 
 class HalideKernel(Kernel):
