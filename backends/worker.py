@@ -120,7 +120,7 @@ class Worker:
                 raise WorkerTimeout(f"no answer within {timeout:.0f} s") from None
             except EOFError:
                 code = proc.wait()
-                self._proc = None
+                self._release()
                 raise WorkerCrashed(f"the worker died (exit code {code})") from None
             if resident_bytes(proc.pid) > self.max_rss_bytes:
                 self.close()
@@ -134,7 +134,7 @@ class Worker:
             if self._proc.poll() is None:
                 self._proc.kill()
             self._proc.wait()
-        self._proc = None
+        self._release()
 
     def close(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
@@ -144,7 +144,20 @@ class Worker:
                 self._proc.wait(5)
             except (OSError, subprocess.TimeoutExpired):
                 self._proc.kill()
-        self._proc = None
+                self._proc.wait()
+        self._release()
+
+    def _release(self) -> None:
+        """Forget the (ended) process and close our ends of its pipes (else each replaced worker leaves two
+        open files behind, which Python reports as ResourceWarnings)."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            for pipe in (proc.stdin, proc.stdout):
+                try:
+                    if pipe is not None:
+                        pipe.close()
+                except OSError:
+                    pass
 
     def __del__(self):  # pragma: no cover - best effort
         try:

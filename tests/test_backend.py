@@ -183,6 +183,28 @@ def test_a_worker_past_its_memory_limit_is_replaced_between_calls():
     keep.close()
 
 
+def test_a_worker_that_crashed_hung_or_was_replaced_leaves_no_pipe_open():
+    """Each ended worker process used to leave our ends of its two pipes open until the collector found them
+    (ResourceWarning: unclosed file): a long evaluation replaces workers hundreds of times."""
+    import gc
+    import warnings
+
+    w, limited = Worker(), Worker(max_rss_gb=1e-6)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        with pytest.raises(WorkerCrashed):
+            w.call(wt.abort_now, timeout=60)
+        with pytest.raises(WorkerTimeout):
+            w.call(wt.sleep_forever, timeout=1)
+        pids = [limited.call(os.getpid, timeout=60) for _ in range(2)]
+        assert w.call(wt.add, 1, 1, timeout=60) == 2
+        w.close()
+        limited.close()
+        gc.collect()
+    assert len(set(pids)) == 2
+    assert [str(c.message) for c in caught if issubclass(c.category, ResourceWarning)] == []
+
+
 def test_measurement_reports_protocol_statistics():
     p = blur_pipeline((256, 256))
     inputs = p.random_inputs(0)
