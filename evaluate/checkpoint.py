@@ -53,7 +53,7 @@ def open_checkpoint(cfg, settings: dict[str, str], names: list[str]) -> Checkpoi
     params = path / PARAMS
     if not params.exists():
         path.mkdir(parents=True, exist_ok=True)
-        _write(params, json.dumps(settings, indent=1, sort_keys=True) + "\n")
+        _write_settings(params, settings)
         return Checkpoint(path)
     try:
         old = json.loads(params.read_text())
@@ -65,8 +65,8 @@ def open_checkpoint(cfg, settings: dict[str, str], names: list[str]) -> Checkpoi
         k = differ[0]
         raise EvaluateError(f"checkpoint={cfg.checkpoint}: it was measured with {k}={old[k]}, this run has "
                             f"{k}={settings[k]}; use the same settings or another directory" + more_keys(differ))
-    if settings.keys() - old.keys():  # keys added since it began: its rows so far keep how they were measured,
-        _write(params, json.dumps(old | settings, indent=1, sort_keys=True) + "\n")  # the rest are compared
+    if settings.keys() - old.keys():  # keys added since it began: its rows keep how they were measured, and
+        _write_settings(params, old | settings)  # from now on the new keys are compared too
 
     def rows(name: str) -> list:
         f = path / name
@@ -75,6 +75,10 @@ def open_checkpoint(cfg, settings: dict[str, str], names: list[str]) -> Checkpoi
     whole = rows(WHOLE)
     done = {r.app for r in whole}
     return Checkpoint(path, whole, [r for r in rows(PARTIAL) if r.app not in done])
+
+
+def _write_settings(path: Path, settings: dict[str, str]) -> None:
+    _write(path, json.dumps(settings, indent=1, sort_keys=True) + "\n")
 
 
 def _write(path: Path, text: str) -> None:

@@ -22,6 +22,7 @@ import numpy as np
 from ..base import compile_in_worker
 from ..kernel import CompileError, Kernel
 
+
 @dataclass(frozen=True)
 class HalideSpec:
     """What a worker process needs to rebuild and run a Halide kernel: the pipeline, and either a
