@@ -27,6 +27,9 @@ from .target import Target, get_target, target_kind
 # schedule"; the paper's §3.3 text says 16). One limit: Plan's legality check and scheduler.tilings' heuristic.
 UNROLL_LIMIT = 12
 MAX_VECTOR = 64  # lanes of one SIMD loop
+# chains remembered per DAG during search (Plan.extend): beam and dropout searches plan the same stage with the
+# same region forms and level shapes again and again (86 % of chains in a data-generation batch)
+CHAIN_MEMO_LIMIT = 20_000
 
 Region = list[tuple[Lin, Lin]]  # inclusive (lo, hi) forms per dimension
 
@@ -129,6 +132,7 @@ class Plan:
         self.by_key: dict[tuple, LoopNest] = {}
         self._walk: _Walk | None = None  # what _index collected on its one walk of the tree
         self._memo: dict[tuple[str, tuple], Region | None] = {}
+        self._chains: dict | None = None  # a fresh plan derives every chain itself; extend() shares a search-wide memo
         self.replanned: set[str] = set()  # Funcs whose loops and regions this plan derived (not reused)
         self.changed: set[str] | None = None  # after extend(): Funcs scheduled differently from the parent
         self._index(None)
@@ -155,6 +159,7 @@ class Plan:
         self.funcs, self.levels, self.parent, self.keys, self.by_key = {}, {}, {}, {}, {}
         self.replanned = set()
         self._memo = {}
+        self._chains = dag_chain_memo(self.dag)
         self._index(parent.keys)
         self._group_chains(False)
         self._check_inlined()
@@ -468,7 +473,33 @@ class Plan:
         return cap if u == INF else int(min(u + 1, cap))
 
     def _plan_chain(self, fp: FuncPlan, ch: Chain) -> None:
-        stage = ch.stage
+        nodes = ch.head.chain()
+        if not nodes[-1].innermost:
+            raise ScheduleError(f"{fp.name}.s{ch.stage.index}: its chain of levels does not end in an innermost level")
+        memo = self._chains
+        if memo is None:
+            derived = self._derive_chain(fp, ch.stage, nodes)
+        else:  # search: the same region forms and level shapes give the same loops, whatever the tree around
+            key = (fp.name, ch.stage.index, tuple(fp.region), fp.layout,
+                   tuple((n.size, n.innermost, n.vectorized_loop, n.unrolled) for n in nodes))
+            derived = memo.get(key)
+            if derived is None:
+                derived = self._derive_chain(fp, ch.stage, nodes)
+                if len(memo) >= CHAIN_MEMO_LIMIT:
+                    memo.clear()
+                memo[key] = derived
+        ch.bounds, ch.extents, ch.exact, levels = derived
+        for depth, (n, (loops, order)) in enumerate(zip(nodes, levels)):
+            lvl = Level(n, ch, depth, loops, order)
+            ch.levels.append(lvl)
+            self.levels[id(n)] = lvl
+
+    def _derive_chain(self, fp: FuncPlan, stage: Stage, nodes: list[LoopNest]) -> tuple:
+        """(bounds, extents, exact, [(loops, order) per level]) of one stage's chain of levels: what depends
+        only on its Func's region forms, its layout and its levels' shapes."""
+        bounds: Region = []
+        extents: list[int] = []
+        exact: list[bool] = []
         for l in stage.loop:
             if l.pure:
                 lo, hi = fp.region[l.func_dim]
@@ -476,27 +507,24 @@ class Plan:
             else:
                 rlo, rhi = l.rdom_range
                 lo, hi, cap = const(rlo), const(rhi), rhi - rlo + 1
-            ch.bounds.append((lo, hi))
-            ch.extents.append(self._extent(lo, hi, cap))
-            ch.exact.append(exact_diff(hi, lo) is not None)
-        nodes = ch.head.chain()
-        if not nodes[-1].innermost:
-            raise ScheduleError(f"{fp.name}.s{stage.index}: its chain of levels does not end in an innermost level")
-        bases = [lo for lo, _ in ch.bounds]
-        exts = [const(e) if x else hi - lo + 1 for (lo, hi), e, x in zip(ch.bounds, ch.extents, ch.exact)]
-        bound = list(ch.extents)
+            bounds.append((lo, hi))
+            extents.append(self._extent(lo, hi, cap))
+            exact.append(exact_diff(hi, lo) is not None)
+        bases = [lo for lo, _ in bounds]
+        exts = [const(e) if x else hi - lo + 1 for (lo, hi), e, x in zip(bounds, extents, exact)]
+        bound = list(extents)
+        levels = []
         for depth, n in enumerate(nodes):
             loops = []
             for j, l in enumerate(stage.loop):
                 tile = math.prod(m.size[j] for m in nodes[depth + 1:])
                 loop = self._loop(fp.name, stage, n, depth, j, l.name, l.pure, bases[j], exts[j], bound[j], tile)
                 loops.append(loop)
-            lvl = Level(n, ch, depth, loops, loop_order(stage, n, fp.layout))
-            ch.levels.append(lvl)
-            self.levels[id(n)] = lvl
+            levels.append((loops, loop_order(stage, n, fp.layout)))
             bases = [lp.base for lp in loops]
             exts = [lp.ext for lp in loops]
             bound = [lp.tile for lp in loops]
+        return bounds, extents, exact, levels
 
     def _loop(self, func, stage: Stage, n: LoopNest, depth: int, j: int, name: str, pure: bool,
               pbase: Lin, pext: Lin, pbound: int, tile: int) -> Loop:
@@ -741,6 +769,11 @@ def inlined_calls(dag: FunctionDAG, inlined: set[str]) -> dict[tuple[str, int], 
             if calls:
                 result[(n.name, s.index)] = calls
     return result
+
+
+def dag_chain_memo(dag: FunctionDAG) -> dict:
+    """The search-wide memo of Plan._derive_chain results for `dag` (values only: no ids, no pins)."""
+    return dag.analysis("ir.plan.chains", dict)
 
 
 def _geometry(n: LoopNest) -> tuple:

@@ -275,3 +275,35 @@ def test_extended_plans_and_incremental_features_equal_fresh_ones(seed):
         assert full.keys() == feats.keys()
         for k in full:
             assert np.array_equal(full[k], feats[k]), k
+
+
+def _levels(plan):
+    return sorted((key, lvl.order, [(lp.name, lp.count, lp.tile, lp.tail, repr(lp.base), repr(lp.ext), repr(lp.count_form))
+                                    for lp in lvl.loops])
+                  for key, lvl in ((plan.keys[i], lvl) for i, lvl in plan.levels.items()))
+
+
+@pytest.mark.parametrize("pipeline", ["unsharp", "harris", "iir_blur", "max_filter", "random:1", "random:2"])
+def test_chains_remembered_by_value_equal_fresh_ones(pipeline):
+    """Plan.extend takes a stage's loops from the search-wide chain memo when its region forms and level shapes
+    recur on another tree (ir.plan.dag_chain_memo); every level of every searched state must equal a fresh plan's
+    all the same. The states: all children of a few states per step of a search, down to complete schedules."""
+    import random
+
+    from generator.apps import get_app
+    from generator.random_pipeline import random_pipeline
+    from ir.plan import Plan, dag_chain_memo
+    from scheduler.space import make_space
+
+    kind, _, seed = pipeline.partition(":")
+    p = random_pipeline(int(seed), 20, (64, 48, 3)) if kind == "random" else get_app(kind).build("small")
+    space = make_space(p, TARGET)
+    rng = random.Random(pipeline)
+    frontier, checked = [space.initial()], 0
+    while frontier:
+        children = [c for s in frontier for c in space.expand(s)]
+        for c in children:
+            assert _levels(c.plan) == _levels(Plan(p.dag, c.tree, complete=False))
+            checked += 1
+        frontier = rng.sample(children, min(3, len(children)))
+    assert checked > 20 and len(dag_chain_memo(p.dag)) > 0
