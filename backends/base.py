@@ -27,11 +27,12 @@ class Backend(ABC):
         process with `timeout` unless isolate=False)."""
 
     def run(self, kernel: Kernel, inputs, protocol: Protocol | None = None, *, expected=None, worker=None,
-            isolate: bool = True) -> Measurement:
-        """Check `kernel` against `expected` and time it under `protocol`, in the worker process."""
+            isolate: bool = True, data_key: str | None = None) -> Measurement:
+        """Check `kernel` against `expected` and time it under `protocol`, in the worker process (which keeps
+        the inputs and expected outputs under `data_key`, when given, for the next kernel of the same data)."""
         from .timing import measure_kernel
 
-        return measure_kernel(kernel, inputs, protocol, expected, worker, isolate)
+        return measure_kernel(kernel, inputs, protocol, expected, worker, isolate, data_key=data_key)
 
     def check_target(self, target) -> None:
         """A one-line CompileError unless this backend builds for `target`'s kind."""

@@ -62,14 +62,16 @@ def build(pipeline, loopnest, target="host", *, backend: str = "numba", timeout:
 
 
 def run(built: BuildResult, inputs, protocol: Protocol | str | None = "full", *, expected=None,
-        worker=None) -> Measurement:
+        worker=None, data_key: str | None = None) -> Measurement:
     """Check and time a built kernel under `protocol` (a Protocol or its name); a failed build is returned
-    as a Measurement of its status."""
+    as a Measurement of its status. `data_key` names the inputs and expected outputs (e.g. a batch id): the
+    worker process keeps them, and the next kernel measured on the same data does not send them again."""
     protocol = get_protocol(protocol) if protocol is not None else None
     if built.kernel is None:
         return Measurement(built.status, error=built.error)
     try:
-        return get_backend(built.kernel.backend).run(built.kernel, inputs, protocol, expected=expected, worker=worker)
+        return get_backend(built.kernel.backend).run(built.kernel, inputs, protocol, expected=expected, worker=worker,
+                                                     data_key=data_key)
     except DeviceMissing as e:
         return Measurement(Status.NO_GPU, compile_s=built.compile_s, error=str(e))
 

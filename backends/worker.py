@@ -4,6 +4,10 @@ is a recorded status, never a dead job (DESIGN §3.4).
 The worker is a fresh interpreter (`python -m backends.worker`), so it inherits no threads, locks or
 caller's `__main__`; calls and results travel as pickles over its stdin/stdout. It is reused across
 calls and replaced after a crash or a timeout.
+
+Arguments wrapped in `Keep(key, value)` cross the pipe once per worker process: the process keeps the last
+`KEPT` of them, and later calls send only the key. Measuring a batch's schedules sends its inputs and expected
+outputs once instead of with every schedule (96 MB took 0.36 s a call through the pipe).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import sys
 import threading
 import time
 import traceback
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -81,6 +86,25 @@ def resident_bytes(pid: int) -> int:
         return 0
 
 
+KEPT = 4  # Keep values a worker process holds (the inputs and expected outputs of two batches), oldest dropped first
+
+
+@dataclass(frozen=True)
+class Keep:
+    """A call argument the worker process keeps under `key` for later calls: pass the same key only with the
+    same value (e.g. a batch's inputs under its batch id)."""
+
+    key: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """What crosses the pipe for a Keep the process already holds."""
+
+    key: str
+
+
 class Worker:
     def __init__(self, env: dict[str, str] | None = None, max_rss_gb: float | None = None):
         self.env = dict(env or {})
@@ -88,6 +112,7 @@ class Worker:
         self.replaced = 0  # workers closed for their memory
         self._proc: subprocess.Popen | None = None
         self._lock = threading.Lock()
+        self._kept: OrderedDict[str, None] = OrderedDict()  # Keep keys the current process holds, oldest first
 
     def _start(self) -> None:
         env = dict(os.environ)
@@ -105,6 +130,8 @@ class Worker:
                 self._start()
             proc = self._proc
             assert proc is not None and proc.stdin is not None and proc.stdout is not None
+            args = tuple(self._send(a) for a in args)
+            kwargs = {k: self._send(v) for k, v in kwargs.items()}
             try:
                 _write(proc.stdin, (fn, args, kwargs))
             except (BrokenPipeError, OSError):
@@ -129,6 +156,18 @@ class Worker:
                 raise RemoteError(*payload)
             return payload
 
+    def _send(self, arg):
+        """What to send for one argument: a Keep's key alone once this process holds its value. The process
+        stores Keeps in the order sent and drops the oldest beyond KEPT, as this mirror does."""
+        if type(arg) is not Keep:
+            return arg
+        if arg.key in self._kept:
+            return _Kept(arg.key)
+        self._kept[arg.key] = None
+        if len(self._kept) > KEPT:
+            self._kept.popitem(last=False)
+        return arg
+
     def kill(self) -> None:
         if self._proc is not None:
             if self._proc.poll() is None:
@@ -151,6 +190,7 @@ class Worker:
         """Forget the (ended) process and close our ends of its pipes (else each replaced worker leaves two
         open files behind, which Python reports as ResourceWarnings)."""
         proc, self._proc = self._proc, None
+        self._kept.clear()  # a new process holds nothing
         if proc is not None:
             for pipe in (proc.stdin, proc.stdout):
                 try:
@@ -211,6 +251,7 @@ def _serve() -> None:  # pragma: no cover - runs in the child
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # user code printing must not corrupt the channel
     inp = sys.stdin.buffer
+    kept: OrderedDict[str, Any] = OrderedDict()
     while True:
         head = inp.read(8)
         if len(head) < 8:
@@ -218,11 +259,27 @@ def _serve() -> None:  # pragma: no cover - runs in the child
         (n,) = struct.unpack("<Q", head)
         fn, args, kwargs = pickle.loads(inp.read(n))
         try:
+            args = tuple(_receive(a, kept) for a in args)
+            kwargs = {k: _receive(v, kept) for k, v in kwargs.items()}
             result = ("ok", fn(*args, **kwargs))
         except BaseException as e:  # noqa: BLE001 - everything is reported to the parent
             msg = str(e).splitlines()[0] if str(e) else ""
             result = ("err", (type(e).__name__, msg, traceback.format_exc()))
         _write(out, result)
+
+
+def _receive(arg, kept: OrderedDict) -> Any:  # pragma: no cover - runs in the child
+    """The value of one argument: a Keep is stored (the oldest dropped beyond KEPT), a _Kept looked up."""
+    from backends.worker import Keep, _Kept  # the classes pickles name; this module runs as __main__ here
+
+    if type(arg) is Keep:
+        kept[arg.key] = arg.value
+        if len(kept) > KEPT:
+            kept.popitem(last=False)
+        return arg.value
+    if type(arg) is _Kept:
+        return kept[arg.key]  # the parent mirrors what is kept: a miss is a bug, reported as a RemoteError
+    return arg
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -141,7 +141,7 @@ def _measure_plan(plan: BatchPlan, spec: BatchSpec, target, worker, tick) -> lis
     for s in plan.samples:
         name, loopnest = s.sampler, s.loopnest
         built = backends.build(p, loopnest, target, backend=spec.backend, timeout=spec.compile_timeout, worker=worker)
-        m = backends.run(built, inputs, protocol, expected=expected, worker=worker)
+        m = backends.run(built, inputs, protocol, expected=expected, worker=worker, data_key=plan.key.batch_id)
         out.append(m)
         tick(f"seed {plan.key.seed} {name}: {m.status}" + (f" {format_seconds(m.min_s)}" if m.ok else ""))
     return out

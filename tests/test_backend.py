@@ -172,6 +172,46 @@ def test_worker_reports_crash_hang_and_exception():
     w.close()
 
 
+def test_a_kept_argument_crosses_once_per_worker_process():
+    """Keep(key, value) is sent with the first call only: later calls send the key and the process uses what
+    it kept (shown by passing another value under the same key), until the process is replaced or the key is
+    dropped for newer ones (then the value is sent again, never looked up in vain)."""
+    from backends.worker import KEPT, Keep
+
+    w = Worker()
+    assert w.call(len, Keep("batch-a", [1, 2, 3]), timeout=60) == 3
+    assert w.call(len, Keep("batch-a", [9]), timeout=60) == 3  # the kept value, not the one given
+    assert w.call(wt.add, Keep("x", 1), Keep("y", 2), timeout=60) == 3
+    for i in range(KEPT):  # newer keys push batch-a out, in the process and in the worker's mirror alike
+        w.call(len, Keep(f"other-{i}", [0] * i), timeout=60)
+    assert w.call(len, Keep("batch-a", [9]), timeout=60) == 1
+    with pytest.raises(WorkerCrashed):
+        w.call(wt.abort_now, timeout=60)
+    assert w.call(len, Keep("batch-a", [7, 7]), timeout=60) == 2  # a new process keeps nothing yet
+    w.close()
+
+
+def test_measurements_with_kept_data_still_check_every_kernel():
+    """The job measures a batch's schedules with data_key=<batch id>: the worker keeps the inputs and expected
+    outputs, and a later kernel on the same key is still checked against them and timed."""
+    p = blur_pipeline()
+    inputs = p.random_inputs(0)
+    expected = interpret(p, inputs)
+    good = backends.build(p, naive_schedule(p))
+    bad = backends.build(p, naive_schedule(p))
+    bad.kernel.spec = wt.WrongOutputSpec(good.kernel.spec)
+    off = {k: v + 1 for k, v in expected.items()}  # not what batch-1 keeps: shows that the kept outputs are used
+    w = Worker()
+    first = backends.run(good, inputs, CHECK_ONLY, expected=expected, worker=w, data_key="batch-1")
+    wrong = backends.run(bad, inputs, CHECK_ONLY, expected=off, worker=w, data_key="batch-1")
+    again = backends.run(good, inputs, CHECK_ONLY, expected=off, worker=w, data_key="batch-1")
+    timed = backends.run(good, inputs, "quick", expected=off, worker=w, data_key="batch-1")
+    assert (first.status, wrong.status, again.status, timed.status) == ("ok", "wrong_output", "ok", "ok")
+    assert timed.min_s > 0 and timed.samples >= 3
+    assert backends.run(good, inputs, CHECK_ONLY, expected=off, worker=w).status == "wrong_output"  # no key: sent
+    w.close()
+
+
 def test_a_worker_past_its_memory_limit_is_replaced_between_calls():
     """Kernels loaded into a worker are never unloaded: past max_rss_gb after a call, the next call gets a
     fresh process (the answer of the call itself is kept)."""

@@ -44,3 +44,19 @@ def sleep_forever():
 
 def add(a, b):
     return a + b
+
+
+@dataclass(frozen=True)
+class WrongOutputSpec:
+    """A real kernel whose first output gets one value changed after each run."""
+
+    inner: object
+
+    def runner(self):
+        run_inner = self.inner.runner()
+
+        def run(inputs, outputs):
+            run_inner(inputs, outputs)
+            next(iter(outputs.values()))[0] += 1
+
+        return run

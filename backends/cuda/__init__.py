@@ -104,11 +104,12 @@ class CudaBackend(Backend):
         check_resources(target, built.resources)
         return CudaKernel(pipeline, loopnest, target, src, built, time.perf_counter() - t0)
 
-    def run(self, kernel, inputs, protocol=None, *, expected=None, worker=None, isolate: bool = True) -> Measurement:
+    def run(self, kernel, inputs, protocol=None, *, expected=None, worker=None, isolate: bool = True,
+            data_key: str | None = None) -> Measurement:
         why = runner.gpu_missing()
         if why is not None:
             raise DeviceMissing(why)
-        return runner.measure_on_gpu(kernel, inputs, protocol, expected, worker, isolate)
+        return runner.measure_on_gpu(kernel, inputs, protocol, expected, worker, isolate, data_key)
 
 
 @dataclass

@@ -128,7 +128,9 @@ def run_measurement_gpu(spec: CupySpec, output_meta: dict, inputs: dict[str, np.
     return Measurement(Status.OK, s[0], median(s), third / s[0] - 1 if s[0] > 0 else math.nan, len(s), len(s))
 
 
-def measure_on_gpu(kernel, inputs, protocol: Protocol | None, expected, worker, isolate: bool) -> Measurement:
+def measure_on_gpu(kernel, inputs, protocol: Protocol | None, expected, worker, isolate: bool,
+                   data_key: str | None = None) -> Measurement:
     from ..timing import measure_kernel
 
-    return measure_kernel(kernel, inputs, protocol, expected, worker, isolate, measure=run_measurement_gpu)
+    return measure_kernel(kernel, inputs, protocol, expected, worker, isolate, measure=run_measurement_gpu,
+                          data_key=data_key)

@@ -83,7 +83,7 @@ class Benchmarker:
         t1 = time.perf_counter()
         with maybe(quiet, "exclusive"):
             t2 = time.perf_counter()
-            m = run(built, inputs, protocol, expected=plan.expected, worker=self.worker)
+            m = run(built, inputs, protocol, expected=plan.expected, worker=self.worker, data_key=plan.key.batch_id)
         m.wait_s = t2 - t1
         m.measure_s = time.perf_counter() - t0 - m.wait_s
         return m
