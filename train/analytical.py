@@ -24,23 +24,35 @@ COMPUTE_TERMS = slice(0, 4)
 OPS = [PIPELINE_ROWS.index(op) for op in OP_TYPES if op not in ("Variable", "Param", "Const", "Let")]
 
 
+def analytical_terms(pipeline_features, schedule_features, cores: float):
+    """The Appendix B terms as the analytical model charges them, torch [..., S, 27] in the schedule features'
+    dtype: compute terms times the stage's operations per point, and the terms that divide among cores (compute,
+    loads, stores) divided by the cores its tasks occupy. The cost is their dot product with COEFFICIENTS, so a
+    model that rescales those coefficients (train.model's `residual` kind) starts from exactly this cost."""
+    import torch
+
+    from .model import cost_terms
+
+    sf = schedule_features
+    terms = cost_terms(sf, float(cores)).clone()
+    ops = pipeline_features[:, OPS, :].sum((1, 2)).to(sf.dtype).clamp_min(1)  # ops per point of each stage
+    x = sf.clamp_min(0)
+    tasks = (x[..., SCHEDULE_INDEX["inner_parallelism"]] * x[..., SCHEDULE_INDEX["outer_parallelism"]]).clamp_min(1)
+    terms[..., COMPUTE_TERMS] = terms[..., COMPUTE_TERMS] * ops[:, None]
+    terms[..., PARALLEL_TERMS] = terms[..., PARALLEL_TERMS] / torch.clamp(tasks, max=float(cores))[..., None]
+    return terms
+
+
 def analytical_stage_costs(pipeline_features: np.ndarray, schedule_features: np.ndarray, cores: int) -> np.ndarray:
     """Seconds per stage, [schedules, stages], for schedule features [schedules, stages, 39] (or one schedule)
     of a pipeline whose pipeline features are [stages, 40, 7]."""
     import torch
 
-    from .model import cost_terms
-
     schedule = np.asarray(schedule_features)
     if schedule.ndim == 2:
         schedule = schedule[None]
-    pf = np.asarray(pipeline_features, dtype=np.float32)
-    ops = np.array([max(1.0, float(row[OPS].sum())) for row in pf])  # ops per point of each stage
-    terms = cost_terms(torch.as_tensor(schedule, dtype=torch.float64), float(cores)).numpy()
-    terms[..., COMPUTE_TERMS] *= ops[None, :, None]
-    f = np.clip(schedule.astype(np.float64), 0, None)
-    tasks = np.maximum(1.0, f[..., SCHEDULE_INDEX["inner_parallelism"]] * f[..., SCHEDULE_INDEX["outer_parallelism"]])
-    terms[..., PARALLEL_TERMS] /= np.minimum(tasks, cores)[..., None]
+    pf = torch.as_tensor(np.asarray(pipeline_features, dtype=np.float32))
+    terms = analytical_terms(pf, torch.as_tensor(schedule, dtype=torch.float64), cores).numpy()
     return (terms * COEFFICIENTS).sum(-1) * 1e-9
 
 

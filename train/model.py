@@ -1,6 +1,6 @@
 """The cost models: plain torch modules that map one pipeline's features and B candidate schedules to B runtimes.
 
-Two kinds (MODEL_KINDS):
+Three kinds (MODEL_KINDS):
 
 * ``hybrid`` — seeds/adams2019 §4.2 + Appendix B, as Halide's Adams2019 cost model (reference §4):
     - head1 (algorithm embedding): the per-stage 40x7 pipeline features (raw counts, as Halide) contracted
@@ -39,6 +39,11 @@ Two kinds (MODEL_KINDS):
   is scaled by MLP_SCALE = 1e-3 so that an untrained model predicts milliseconds, the range of measured
   runtimes, instead of seconds (the relative-throughput loss is not scale-free).
 
+* ``residual`` — the analytical model (train.analytical: the same terms, its fixed coefficients, ops per point
+  and the division among cores) whose coefficients the hybrid network rescales by exp(r), r bounded to +-5 and
+  starting near 0: an untrained model ranks as the analytical model does, and training corrects it where the
+  measurements disagree. Small datasets teach corrections to a sound prior more easily than costs from nothing.
+
 Models are versioned with the feature schema: model_from_state refuses a config whose schema_version is not
 featurize.SCHEMA_VERSION (check_schema).
 """
@@ -56,12 +61,14 @@ from torch.nn import functional as F
 import featurize
 from featurize.schema import SCHEDULE_FEATURES, SCHEDULE_INDEX
 
-MODEL_KINDS = ("hybrid", "mlp")
+MODEL_KINDS = ("hybrid", "mlp", "residual")
 PIPELINE_SHAPE: tuple[int, int] = featurize.SCHEMA.pipeline_shape  # (40, 7)
 NUM_SCHEDULE_FEATURES = len(SCHEDULE_FEATURES)  # 39
 COST_SCALE = 1e-9  # Halide: per-stage cost * 1e-9
 MLP_SCALE = 1e-3
 MIN_RUNTIME = 1e-15  # floor on a prediction, so it is positive even for an all-zero schedule
+RESIDUAL_RANGE = 5.0  # residual: a learned correction scales an analytical coefficient by e^-5..e^5
+RESIDUAL_INIT = 1e-3  # residual: trunk weights start at 0.1 % of torch's fan-in bound, its bias at 0
 
 # the 27 hand-designed terms of seeds/adams2019 Appendix B, in coefficient order c0..c26
 TERMS = (
@@ -84,7 +91,7 @@ class SchemaMismatch(ValueError):
 
 @dataclass(frozen=True)
 class ModelConfig:
-    kind: str = "hybrid"  # "hybrid" (Adams 2019) | "mlp"
+    kind: str = "hybrid"  # "hybrid" (Adams 2019) | "mlp" | "residual" (analytical prior)
     embedding: int = 24  # hybrid: schedule-embedding width (Halide head2: 24)
     hidden: int = 64  # mlp: hidden width
     schema_version: int = featurize.SCHEMA_VERSION
@@ -290,6 +297,43 @@ class HybridCostModel(CostNetwork):
         return (coeff * terms).sum(-1) * COST_SCALE
 
 
+class ResidualCostModel(HybridCostModel):
+    """The analytical model with learned corrections: coefficient i = COEFFICIENTS[i] * exp(r_i), where r is
+    adams2019's network (the same heads and trunk as `hybrid`) bounded to +-RESIDUAL_RANGE, and the terms are
+    the analytical model's (ops per point, the division among cores: train.analytical.analytical_terms).
+
+    The trunk starts near zero, so an untrained model ranks as the analytical model does and training moves
+    it only where the measured runtimes disagree: with datasets of hundreds of pipelines rather than
+    adams2019's thousands, the network learns corrections to a sound prior instead of costs from nothing. A
+    term whose analytical coefficient is 0 (the working set) stays 0."""
+
+    def reset_parameters(self, generator: torch.Generator) -> None:
+        super().reset_parameters(generator)
+        bound = RESIDUAL_INIT / math.sqrt(self.trunk.in_features)
+        _uniform(self.trunk.weight, bound, generator)
+        nn.init.zeros_(self.trunk.bias)
+
+    def coefficients(self, pipeline_features: Tensor, schedule_features: Tensor,
+                     pipeline_embedding: Tensor | None = None) -> Tensor:
+        from .analytical import COEFFICIENTS
+
+        _check_inputs(pipeline_features, schedule_features)
+        emb = self.embed_pipeline(pipeline_features) if pipeline_embedding is None else pipeline_embedding
+        sched = F.relu(self.head2(torch.log1p(schedule_features.clamp_min(0))))
+        stage = torch.cat([emb.expand(sched.shape[0], -1, -1), sched], dim=-1)
+        residual = RESIDUAL_RANGE * torch.tanh(self.trunk(stage) / RESIDUAL_RANGE)
+        base = torch.as_tensor(COEFFICIENTS, dtype=residual.dtype, device=residual.device)
+        return base * torch.exp(residual)
+
+    def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
+                    pipeline_embedding: Tensor | None = None) -> Tensor:
+        from .analytical import analytical_terms
+
+        coeff = self.coefficients(pipeline_features, schedule_features, pipeline_embedding)
+        terms = analytical_terms(pipeline_features, schedule_features, float(self.config.num_cores))
+        return (coeff * terms).sum(-1) * COST_SCALE
+
+
 class MLPCostModel(CostNetwork):
     """Baseline without hand-designed terms: per-stage MLP, softplus, summed over stages."""
 
@@ -322,7 +366,8 @@ class MLPCostModel(CostNetwork):
         return F.softplus(self.out(h)).squeeze(-1) * MLP_SCALE
 
 
-_CLASSES: dict[str, type[CostNetwork]] = {"hybrid": HybridCostModel, "mlp": MLPCostModel}
+_CLASSES: dict[str, type[CostNetwork]] = {"hybrid": HybridCostModel, "mlp": MLPCostModel,
+                                          "residual": ResidualCostModel}
 
 
 def build_model(config: ModelConfig, seed: int | None = None) -> CostNetwork:
