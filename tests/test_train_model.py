@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import subprocess
 import sys
 
@@ -369,11 +370,14 @@ def test_residual_starts_as_the_analytical_model(apps):
         with torch.no_grad():
             model.trunk.weight.zero_()
         np.testing.assert_allclose(model.predict(pipeline, schedules), analytical, rtol=1e-5)
-        with torch.no_grad():  # one coefficient (compute_scalars) at its bound: the cost moves by e^5 there only
+        with torch.no_grad():  # one coefficient (compute_scalars) at its bound: costs only grow, some do
             model.trunk.bias[TERMS.index("compute_scalars")] = 1e3
         stage_terms = model.stage_costs(torch.from_numpy(pipeline), torch.from_numpy(schedules)).detach().double()
         base = torch.from_numpy(analytical_stage_costs(pipeline, schedules, 8))
         assert (stage_terms >= base * (1 - 1e-5)).all() and (stage_terms.sum(-1) > base.sum(-1)).any()
+        assert (stage_terms <= base * math.e * (1 + 1e-5)).all()  # the default trust region: e^1
+    with pytest.raises(ValueError, match="residual_range"):
+        ModelConfig(kind="residual", residual_range=0)
 
 
 def test_residual_learns_what_the_analytical_model_misses(apps):

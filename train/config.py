@@ -25,6 +25,7 @@ class TrainConfig:
     weight_decay: float = 0.0  # Adam weight decay
     embedding: int = 24  # width of the hybrid model's embeddings
     hidden: int = 64  # width of the MLP model
+    residual_range: float = 1.0  # residual model: each coefficient within e^-r..e^r of the analytical model's
     batch_size: int = 64  # most schedules in one batch (each batch holds one pipeline's schedules)
     min_schedules: int = 8  # pipelines with fewer measured schedules are skipped
     val_fraction: float = 0.125  # share of pipelines (by hash) held out for validation

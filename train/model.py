@@ -40,8 +40,8 @@ Three kinds (MODEL_KINDS):
   runtimes, instead of seconds (the relative-throughput loss is not scale-free).
 
 * ``residual`` — the analytical model (train.analytical: the same terms, its fixed coefficients, ops per point
-  and the division among cores) whose coefficients the hybrid network rescales by exp(r), r bounded to +-5 and
-  starting near 0: an untrained model ranks as the analytical model does, and training corrects it where the
+  and the division among cores) whose coefficients the hybrid network rescales by exp(r), r bounded to
+  +-residual_range (a trust region around the prior) and starting near 0: an untrained model ranks as the analytical model does, and training corrects it where the
   measurements disagree. Small datasets teach corrections to a sound prior more easily than costs from nothing.
 
 Models are versioned with the feature schema: model_from_state refuses a config whose schema_version is not
@@ -67,7 +67,6 @@ NUM_SCHEDULE_FEATURES = len(SCHEDULE_FEATURES)  # 39
 COST_SCALE = 1e-9  # Halide: per-stage cost * 1e-9
 MLP_SCALE = 1e-3
 MIN_RUNTIME = 1e-15  # floor on a prediction, so it is positive even for an all-zero schedule
-RESIDUAL_RANGE = 5.0  # residual: a learned correction scales an analytical coefficient by e^-5..e^5
 RESIDUAL_INIT = 1e-3  # residual: trunk weights start at 0.1 % of torch's fan-in bound, its bias at 0
 
 # the 27 hand-designed terms of seeds/adams2019 Appendix B, in coefficient order c0..c26
@@ -97,6 +96,7 @@ class ModelConfig:
     schema_version: int = featurize.SCHEMA_VERSION
     algorithm_embedding: int = 8  # hybrid: algorithm-embedding width (Halide head1: 8; 8 + 24 = Halide's 32)
     num_cores: int = 16  # hybrid: cores of the target (idle-core wastage); seeds/adams2019 used 16
+    residual_range: float = 1.0  # residual: a correction scales an analytical coefficient by e^-r..e^r at most
 
     def __post_init__(self):
         if self.kind not in MODEL_KINDS:
@@ -105,6 +105,9 @@ class ModelConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"model config {name} must be a positive integer, got {value!r}")
+        r = self.residual_range
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r <= 20:
+            raise ValueError(f"model config residual_range must be a number in (0, 20], got {r!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -299,7 +302,7 @@ class HybridCostModel(CostNetwork):
 
 class ResidualCostModel(HybridCostModel):
     """The analytical model with learned corrections: coefficient i = COEFFICIENTS[i] * exp(r_i), where r is
-    adams2019's network (the same heads and trunk as `hybrid`) bounded to +-RESIDUAL_RANGE, and the terms are
+    adams2019's network (the same heads and trunk as `hybrid`) bounded to +-residual_range, and the terms are
     the analytical model's (ops per point, the division among cores: train.analytical.analytical_terms).
 
     The trunk starts near zero, so an untrained model ranks as the analytical model does and training moves
@@ -321,7 +324,8 @@ class ResidualCostModel(HybridCostModel):
         emb = self.embed_pipeline(pipeline_features) if pipeline_embedding is None else pipeline_embedding
         sched = F.relu(self.head2(torch.log1p(schedule_features.clamp_min(0))))
         stage = torch.cat([emb.expand(sched.shape[0], -1, -1), sched], dim=-1)
-        residual = RESIDUAL_RANGE * torch.tanh(self.trunk(stage) / RESIDUAL_RANGE)
+        r = float(self.config.residual_range)
+        residual = r * torch.tanh(self.trunk(stage) / r)
         base = torch.as_tensor(COEFFICIENTS, dtype=residual.dtype, device=residual.device)
         return base * torch.exp(residual)
 
