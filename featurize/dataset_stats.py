@@ -16,7 +16,7 @@ from ir.units import format_seconds
 
 from .dataset import DatasetError, partition_dir
 
-_COLUMNS = ("pipeline_id", "status", "runtime_s", "spread", "compile_s", "backend", "round", "sampler")
+_COLUMNS = ("pipeline_id", "status", "runtime_s", "spread", "compile_s", "backend", "round", "sampler", "model_version")
 QUANTILES = (0.0, 0.1, 0.5, 0.9, 1.0)
 
 
@@ -42,6 +42,28 @@ class Distribution:
 
 
 @dataclass(frozen=True)
+class RoundStats:
+    """One round of data generation, judged by its own samples: the beam-search sample is what the round's
+    sampling model believed best (adams2019 §5), so how often it is the fastest of its pipeline's measured samples,
+    and how far from the fastest it is, say how well that model searched (random weights in round 0)."""
+
+    round: int
+    models: tuple[str, ...]  # the sampling model(s) recorded in the rows (model_version)
+    pipelines: int  # pipelines of the round with an ok beam-search sample and another ok sample
+    beam_fastest: float  # share of them whose beam-search sample ran fastest (ties count)
+    beam_over_fastest: float  # geometric mean of the beam-search sample's runtime over the fastest one's
+    median_over_fastest: float
+
+    def describe(self) -> str:
+        by = ", ".join(self.models) or "-"
+        if not self.pipelines:
+            return f"round {self.round} (sampled by {by}): no pipeline with an ok beam-search sample and another"
+        return (f"round {self.round} (sampled by {by}): {self.pipelines} pipelines; the beam-search sample ran "
+                f"fastest in {100 * self.beam_fastest:.0f} % of them, {self.beam_over_fastest:.2f}x the fastest "
+                f"(geomean; median {self.median_over_fastest:.2f}x)")
+
+
+@dataclass(frozen=True)
 class PartitionStats:
     """One target=<name> directory."""
 
@@ -58,6 +80,7 @@ class PartitionStats:
     compile_s: Distribution
     within_1pct: float  # fraction of ok samples whose spread is <= 1 %
     within_5pct: float
+    rounds: tuple[RoundStats, ...] = ()
 
     @property
     def ok(self) -> int:
@@ -90,6 +113,7 @@ class DatasetStats:
             else:
                 lines.append("  label spread: not recorded")
             lines.append(f"  compile time: {p.compile_s.describe(format_seconds)}")
+            lines.extend(f"  {r.describe()}" for r in p.rounds)
         return "\n".join(lines)
 
 
@@ -128,7 +152,26 @@ def _partition(target: str, files: list[Path], df) -> PartitionStats:
         spread=Distribution.of(spread),
         compile_s=Distribution.of(df.get_column("compile_s")),
         within_1pct=float((spread <= 0.01).mean()) if spread.len() else math.nan,
-        within_5pct=float((spread <= 0.05).mean()) if spread.len() else math.nan)
+        within_5pct=float((spread <= 0.05).mean()) if spread.len() else math.nan,
+        rounds=_rounds(ok))
+
+
+def _rounds(ok) -> tuple[RoundStats, ...]:
+    import numpy as np
+    import polars as pl
+
+    out = []
+    for (r,), g in ok.group_by("round", maintain_order=True):
+        per = (g.group_by("pipeline_id")
+               .agg(pl.col("runtime_s").min().alias("fastest"), pl.len().alias("n"),
+                    pl.col("runtime_s").filter(pl.col("sampler") == "beam").min().alias("beam"))
+               .filter(pl.col("beam").is_not_null() & (pl.col("n") > 1)))
+        ratio = (per.get_column("beam") / per.get_column("fastest")).to_numpy()
+        models = tuple(sorted(m for m in g.get_column("model_version").unique().to_list() if m))
+        out.append(RoundStats(int(r), models, len(ratio), float((ratio <= 1).mean()) if len(ratio) else math.nan,
+                              float(np.exp(np.log(ratio).mean())) if len(ratio) else math.nan,
+                              float(np.median(ratio)) if len(ratio) else math.nan))
+    return tuple(sorted(out, key=lambda r: r.round))
 
 
 def _percent(v: float) -> str:

@@ -72,6 +72,33 @@ def test_report_and_cli(data, capsys):
     assert "target=avx2-8core: 1 pipelines, 2 samples (1 ok, yield 50.0 %)" in out
 
 
+def test_rounds_judge_the_beam_search_sample(tmp_path):
+    """Per round: how often the sampling model's own choice (the beam sample) was its pipeline's fastest."""
+    def batch(seed, round_, model, runtimes):  # the first runtime is the beam sample's
+        p = random_test_pipeline(seed)
+        out = []
+        for k, rt in enumerate(runtimes):
+            ln, _ = random_schedule(p, 1000 * seed + k)
+            m = Measurement("ok", rt, rt, 0.01, 5, 40, 0.25) if rt else Measurement("compile_error", error="x")
+            out.append(Sample.build(p, ln, featurize(p, ln), m, round=round_, model_version=model,
+                                    sampler="beam" if k == 0 else "dropout"))
+        write_batch(tmp_path, "host", f"r{round_}-{seed}", out)
+
+    batch(1, 0, "random:0", [2e-3, 1e-3, 4e-3])  # beam 2x the fastest
+    batch(2, 0, "random:0", [1e-3, 3e-3])  # beam fastest
+    batch(3, 0, "random:0", [None, 3e-3])  # beam failed: not judged
+    batch(4, 1, "models:/m/1", [3e-3, 1e-3, 2e-3, 1.5e-3])  # beam 3x the fastest
+    (host,) = dataset_stats(tmp_path).partitions
+    r0, r1 = host.rounds
+    assert (r0.round, r0.models, r0.pipelines, r0.beam_fastest) == (0, ("random:0",), 2, 0.5)
+    assert r0.beam_over_fastest == pytest.approx(2 ** 0.5) and r0.median_over_fastest == pytest.approx(1.5)
+    assert (r1.round, r1.models, r1.pipelines, r1.beam_fastest) == (1, ("models:/m/1",), 1, 0.0)
+    assert r1.beam_over_fastest == pytest.approx(3.0)
+    report = dataset_stats(tmp_path).report()
+    assert "round 1 (sampled by models:/m/1): 1 pipelines; the beam-search sample ran fastest in 0 % of them, " \
+           "3.00x the fastest" in report
+
+
 def test_bad_input_is_one_line(tmp_path):
     with pytest.raises(DatasetError, match="holds no dataset"):
         dataset_stats(tmp_path)
