@@ -78,15 +78,17 @@ def table(rows: list[MergedRow]) -> list[str]:
     """Apps down, methods across: speedups over naive (a row's status where it has none), then geomeans."""
     apps = list(dict.fromkeys(r.app for r in rows))
     names = list(dict.fromkeys(r.method for r in rows))
-    cell = {(r.app, r.method): f"{r.speedup:.2f}" if r.status == "ok" else r.status[:10] for r in rows}
+    cell = {(r.app, r.method): r.status[:10] if r.status != "ok" else f"{r.speedup:.2f}" if r.speedup > 0
+            else "no naive" for r in rows}  # an ok row of an app whose naive row failed has no speedup
     width = max(11, *(len(m) for m in names))
     out = [f"{'app':24s} " + " ".join(f"{m:>{width}s}" for m in names)]
     out += [f"{a:24s} " + " ".join(f"{cell.get((a, m), '-'):>{width}s}" for m in names) for a in apps]
     g = {x.method: x for x in merged_geomeans(rows)}
     out.append(f"{'geomean':24s} " + " ".join(
         f"{'1.00' if m == NAIVE else f'{g[m].speedup:.2f}':>{width}s}" for m in names))
+    naive_ok = sum(r.method == NAIVE and r.status == "ok" for r in rows)
     out.append(f"{'apps':24s} " + " ".join(
-        f"{str(len(apps)) if m == NAIVE else str(g[m].apps):>{width}s}" for m in names))
+        f"{str(naive_ok) if m == NAIVE else str(g[m].apps):>{width}s}" for m in names))
     return out
 
 

@@ -44,6 +44,17 @@ def test_rows_of_two_runs_make_one_table_and_geomeans(tmp_path):
     assert mcts.split()[1:4] == ["2.00", "0.33", "-"] and mcts.split()[-1] == "1/0/1"
 
 
+def test_an_app_whose_naive_row_failed_counts_nowhere(tmp_path):
+    """Its other rows have no speedup: the table says so (not 'nan') and the naive column counts it out."""
+    failed = [("lens_blur", "naive", "timeout", math.nan), ("lens_blur", "beam", "ok", math.nan),
+              ("lens_blur", "expert", "ok", math.nan)]
+    rows = read_rows([write(tmp_path / "a.csv", RUN_A), write(tmp_path / "c.csv", failed)])
+    lines = table(rows)
+    assert lines[3].split() == ["lens_blur", "timeout", "no", "naive", "-", "no", "naive"]
+    assert lines[-1].split() == ["apps", "2", "2", "2", "2"]
+    assert "nan" not in "\n".join(lines)
+
+
 def test_the_merged_run_is_logged_with_its_rows_and_charts(tmp_path):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     rows = read_rows([write(tmp_path / "a.csv", RUN_A), write(tmp_path / "b.csv", RUN_B)])
