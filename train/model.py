@@ -287,11 +287,16 @@ class HybridCostModel(CostNetwork):
     def coefficients(self, pipeline_features: Tensor, schedule_features: Tensor,
                      pipeline_embedding: Tensor | None = None) -> Tensor:
         """[B, S, 27] non-negative coefficients c0..c26."""
+        return F.softplus(self.trunk_output(pipeline_features, schedule_features, pipeline_embedding))
+
+    def trunk_output(self, pipeline_features: Tensor, schedule_features: Tensor,
+                     pipeline_embedding: Tensor | None = None) -> Tensor:
+        """[B, S, 27]: the trunk on each stage's [algorithm embedding, schedule embedding], before activation."""
         _check_inputs(pipeline_features, schedule_features)
         emb = self.embed_pipeline(pipeline_features) if pipeline_embedding is None else pipeline_embedding
         sched = F.relu(self.head2(torch.log1p(schedule_features.clamp_min(0))))
         stage = torch.cat([emb.expand(sched.shape[0], -1, -1), sched], dim=-1)
-        return F.softplus(self.trunk(stage))
+        return self.trunk(stage)
 
     def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
                     pipeline_embedding: Tensor | None = None) -> Tensor:
@@ -320,12 +325,8 @@ class ResidualCostModel(HybridCostModel):
                      pipeline_embedding: Tensor | None = None) -> Tensor:
         from .analytical import COEFFICIENTS
 
-        _check_inputs(pipeline_features, schedule_features)
-        emb = self.embed_pipeline(pipeline_features) if pipeline_embedding is None else pipeline_embedding
-        sched = F.relu(self.head2(torch.log1p(schedule_features.clamp_min(0))))
-        stage = torch.cat([emb.expand(sched.shape[0], -1, -1), sched], dim=-1)
         r = float(self.config.residual_range)
-        residual = r * torch.tanh(self.trunk(stage) / r)
+        residual = r * torch.tanh(self.trunk_output(pipeline_features, schedule_features, pipeline_embedding) / r)
         base = torch.as_tensor(COEFFICIENTS, dtype=residual.dtype, device=residual.device)
         return base * torch.exp(residual)
 
