@@ -41,8 +41,8 @@ Three kinds (MODEL_KINDS):
 
 * ``residual`` — the analytical model (train.analytical: the same terms, its fixed coefficients, ops per point
   and the division among cores) whose coefficients the hybrid network rescales by exp(r), r bounded to
-  +-residual_range (a trust region around the prior) and starting near 0: an untrained model ranks as the analytical model does, and training corrects it where the
-  measurements disagree. Small datasets teach corrections to a sound prior more easily than costs from nothing.
+  +-residual_range (a trust region around the prior) and starting near 0: an untrained model ranks as the
+  analytical model does, and training corrects it where the measurements disagree. Small datasets teach corrections to a sound prior more easily than costs from nothing.
 
 Models are versioned with the feature schema: model_from_state refuses a config whose schema_version is not
 featurize.SCHEMA_VERSION (check_schema).
@@ -60,6 +60,8 @@ from torch.nn import functional as F
 
 import featurize
 from featurize.schema import SCHEDULE_FEATURES, SCHEDULE_INDEX
+
+from .analytical import COEFFICIENTS, analytical_terms
 
 MODEL_KINDS = ("hybrid", "mlp", "residual")
 PIPELINE_SHAPE: tuple[int, int] = featurize.SCHEMA.pipeline_shape  # (40, 7)
@@ -315,6 +317,11 @@ class ResidualCostModel(HybridCostModel):
     adams2019's thousands, the network learns corrections to a sound prior instead of costs from nothing. A
     term whose analytical coefficient is 0 (the working set) stays 0."""
 
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)  # the analytical coefficients: a constant, not a parameter, not in the state dict
+        self.register_buffer("analytical_coefficients", torch.as_tensor(COEFFICIENTS, dtype=torch.float32),
+                             persistent=False)
+
     def reset_parameters(self, generator: torch.Generator) -> None:
         super().reset_parameters(generator)
         bound = RESIDUAL_INIT / math.sqrt(self.trunk.in_features)
@@ -323,17 +330,12 @@ class ResidualCostModel(HybridCostModel):
 
     def coefficients(self, pipeline_features: Tensor, schedule_features: Tensor,
                      pipeline_embedding: Tensor | None = None) -> Tensor:
-        from .analytical import COEFFICIENTS
-
         r = float(self.config.residual_range)
         residual = r * torch.tanh(self.trunk_output(pipeline_features, schedule_features, pipeline_embedding) / r)
-        base = torch.as_tensor(COEFFICIENTS, dtype=residual.dtype, device=residual.device)
-        return base * torch.exp(residual)
+        return self.analytical_coefficients * torch.exp(residual)
 
     def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
                     pipeline_embedding: Tensor | None = None) -> Tensor:
-        from .analytical import analytical_terms
-
         coeff = self.coefficients(pipeline_features, schedule_features, pipeline_embedding)
         terms = analytical_terms(pipeline_features, schedule_features, float(self.config.num_cores))
         return (coeff * terms).sum(-1) * COST_SCALE
