@@ -3,8 +3,9 @@ autoschedulers (Anderson2021, Mullapudi2016, Li2018), each compiled, checked aga
 on the GPU. `python -m evaluate.apps target=h100` lands here.
 
 Where no GPU is visible (every development and CI machine of this project), it measures nothing: it is a
-one-line error that says so and lists the rows it would measure. NOT RUN ON A GPU so far: the GPU branch below
-is standard CuPy (backends.cuda.runner) and Halide JIT (backends.halide.gpu.measure_anchor) calls, and untested.
+one-line error that says so and lists the rows it would measure. The GPU branch below (standard CuPy through
+backends.cuda.runner, Halide JIT through backends.halide.gpu.measure_anchor) ran once on an H100, through
+benchmarks/gpu_measure.py (docs/results/gpu-h100-2026-11-27.txt); CI cannot run it.
 """
 
 from __future__ import annotations
