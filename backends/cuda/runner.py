@@ -2,8 +2,9 @@
 
 Not run on the development or CI machines: they have no GPU. It ran once on an H100
 (benchmarks/gpu_measure.py, docs/results/gpu-h100-2026-11-27.txt: 200 random pairs equal the interpreter).
-This path is kept small and standard CuPy (`RawModule(code=...)` compiles the same text with NVRTC for the device's own architecture, `get_function`,
-`kernel(grid, block, args)`, `cupy.cuda.Event` + `get_elapsed_time`) so that it can be read and trusted;
+This path is kept small and standard CuPy (`RawModule(code=...)` compiles the same text with NVRTC for the
+device's own architecture, `get_function`, `kernel(grid, block, args)`, `cupy.cuda.Event` +
+`get_elapsed_time`) so that it can be read and trusted;
 everything before it (lowering, NVRTC compile, the program's launches) is exercised here through the CPU
 emulation of the same text.
 """
