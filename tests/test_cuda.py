@@ -221,6 +221,28 @@ def test_measuring_without_a_gpu_is_a_one_line_error_and_check_is_the_way_here()
     assert np.array_equal(out["blur_y"], interpret(p, p.random_inputs(0))["blur_y"])
 
 
+@pytest.mark.skipif(backends.cuda.runner.gpu_missing() is not None, reason="needs a GPU (none here; ran on an H100)")
+@pytest.mark.parametrize("seed", [3, 17, 42])
+def test_on_a_gpu_random_pairs_and_an_expert_schedule_equal_the_interpreter_and_are_timed(seed):
+    """The CuPy path itself (backends.cuda.runner), where a GPU is present: outputs checked, CUDA-event times."""
+    from generator.apps import get_app
+
+    from .fuzz_pipelines import random_test_pipeline
+
+    p = random_test_pipeline(seed)
+    ln = random_gpu_loopnest(p, seed, H100)
+    inputs = p.random_inputs(seed)
+    m = backends.run(backends.build(p, ln, H100, backend="cuda"), inputs, backends.get_protocol("quick"),
+                     expected=interpret(p, inputs))
+    assert m.status == "ok", m.error
+    assert 0 < m.min_s < 1 and m.samples >= 3
+    a = get_app(("blur", "unsharp", "matmul")[seed % 3])
+    q = a.build("small")
+    k = backends.build(q, a.gpu_schedule(q, H100), H100, backend="cuda")
+    wrong = {n: np.zeros_like(v) for n, v in interpret(q, q.random_inputs(0)).items()}
+    assert backends.run(k, q.random_inputs(0), backends.get_protocol("check"), expected=wrong).status == "wrong_output"
+
+
 def test_cpu_backends_refuse_gpu_schedules_and_the_cuda_backend_refuses_cpu_targets():
     p, ln = shared_blur()
     with pytest.raises(backends.CompileError, match="the cuda backend compiles for cuda targets; host is a cpu target"):
