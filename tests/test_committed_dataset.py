@@ -18,6 +18,6 @@ def test_the_committed_dataset_reads_and_matches_its_readme():
     data = TrainingData.load(DataConfig(path=str(DATA), target="host", val_fraction=0.2, max_spread=0.25))
     data.check_schema(get_extractor("host").schema)
     s = data.stats
-    assert s.backend == "halide" and s.samples_read == 2128 and s.failed_dropped == 0
-    assert s.train_pipelines + s.val_pipelines + s.pipelines_skipped == 133
+    assert s.backend == "halide" and s.samples_read == 2624 and s.failed_dropped == 0
+    assert s.train_pipelines + s.val_pipelines + s.pipelines_skipped == 164
     assert re.search(rf"fingerprint \| `{s.fingerprint}`", readme), s.fingerprint
