@@ -275,11 +275,11 @@ def plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
     `key.schedules` or the draws run out."""
     from featurize import featurize
     from ir.sampling import random_schedule
-
-    from .contrast import one_decision_contrasts
     from ir.target import get_target
     from scheduler import autoschedule
     from scheduler.api import fewer_collections
+
+    from .contrast import one_decision_contrasts
 
     t0 = time.perf_counter()
     tgt = get_target(key.target)
