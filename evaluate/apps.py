@@ -225,6 +225,9 @@ def methods(cfg: AppsConfig, model) -> list[Method]:
     budget = SearchBudget(evaluations=cfg.mcts_budget, measurements=cfg.measurements)
     out += [Method(a, "search", model, a, budget) for a in cfg.algorithms]
     out += [Method(f"mcts=beam-{m}", "search", model, "mcts", replace(budget, match=m)) for m in cfg.mcts_matched]
+    for spec in cfg.compare_models:  # the same searches under each other model, named <algorithm>:<spec>
+        other = load_model(spec, get_target(cfg.target), cfg.tracking_uri)
+        out += [Method(f"{a}:{spec}", "search", other, a, budget) for a in cfg.algorithms]
     return out
 
 

@@ -57,6 +57,9 @@ class AppsConfig:
     target: str = "host"  # host, or a conf/targets/<name>.yaml target
     model: str = "champion"  # the cost model the searches use: champion, analytical, random:<seed>, any URI or path
     algorithms: tuple[Algorithm, ...] = ALGORITHMS  # search strategies run with the model (scheduler.strategy)
+    # more cost models whose searches (the same algorithms) are rows too, named <algorithm>:<model as given>, so a
+    # learned model and the analytical one are compared in one run: compare_models=[analytical]
+    compare_models: tuple[str, ...] = ()
     beam_size: int = 8  # beam and hierarchical
     passes: int = 2  # coarse-to-fine passes of beam and hierarchical
     seed: int = 0  # seeds the searches, the random schedules and the random weights
@@ -108,7 +111,11 @@ class AppsConfig:
             raise ValueError("give resume= (an MLflow run) or checkpoint= (a directory), not both")
         if self.halide not in (True, False, "auto"):
             raise ValueError(f"halide must be auto, true or false, got {self.halide!r}")
-        for name in ("apps", "algorithms", "baselines", "halide_autoschedulers", "mcts_matched"):
+        if self.compare_models and not self.algorithms:
+            raise ValueError("compare_models searches with the algorithms: give at least one in algorithms")
+        if self.model in self.compare_models:
+            raise ValueError(f"compare_models lists {self.model}, the model of the main rows; list the others")
+        for name in ("apps", "algorithms", "compare_models", "baselines", "halide_autoschedulers", "mcts_matched"):
             values = getattr(self, name)
             if len(set(values)) != len(values):
                 raise ValueError(f"{name} lists a value twice: {', '.join(values)}")

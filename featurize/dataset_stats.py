@@ -64,6 +64,22 @@ class RoundStats:
 
 
 @dataclass(frozen=True)
+class ContrastStats:
+    """What the labels say one decision is worth: each one-decision contrast of a beam-search sample
+    (generator.contrast, sampler contrast-<decision>) measured next to that sample, in the same pipeline."""
+
+    decision: str  # serial | scalar | rolled
+    pairs: int  # contrasts with an ok beam-search sample in their pipeline
+    slower: float  # share of them slower than the beam-search sample
+    over_beam: float  # geometric mean of runtime(contrast) / runtime(beam sample)
+    max_over_beam: float
+
+    def describe(self) -> str:
+        return (f"contrast {self.decision}: {self.pairs} pairs, {100 * self.slower:.0f} % slower than their beam "
+                f"sample, {self.over_beam:.2f}x its runtime (geomean; up to {self.max_over_beam:.2f}x)")
+
+
+@dataclass(frozen=True)
 class PartitionStats:
     """One target=<name> directory."""
 
@@ -81,6 +97,7 @@ class PartitionStats:
     within_1pct: float  # fraction of ok samples whose spread is <= 1 %
     within_5pct: float
     rounds: tuple[RoundStats, ...] = ()
+    contrasts: tuple[ContrastStats, ...] = ()
 
     @property
     def ok(self) -> int:
@@ -114,6 +131,7 @@ class DatasetStats:
                 lines.append("  label spread: not recorded")
             lines.append(f"  compile time: {p.compile_s.describe(format_seconds)}")
             lines.extend(f"  {r.describe()}" for r in p.rounds)
+            lines.extend(f"  {c.describe()}" for c in p.contrasts)
         return "\n".join(lines)
 
 
@@ -153,7 +171,7 @@ def _partition(target: str, files: list[Path], df) -> PartitionStats:
         compile_s=Distribution.of(df.get_column("compile_s")),
         within_1pct=float((spread <= 0.01).mean()) if spread.len() else math.nan,
         within_5pct=float((spread <= 0.05).mean()) if spread.len() else math.nan,
-        rounds=_rounds(ok))
+        rounds=_rounds(ok), contrasts=_contrasts(ok))
 
 
 def _rounds(ok) -> tuple[RoundStats, ...]:
@@ -172,6 +190,22 @@ def _rounds(ok) -> tuple[RoundStats, ...]:
                               float(np.exp(np.log(ratio).mean())) if len(ratio) else math.nan,
                               float(np.median(ratio)) if len(ratio) else math.nan))
     return tuple(sorted(out, key=lambda r: r.round))
+
+
+def _contrasts(ok) -> tuple[ContrastStats, ...]:
+    import numpy as np
+    import polars as pl
+
+    beam = (ok.filter(pl.col("sampler") == "beam").group_by("pipeline_id")
+            .agg(pl.col("runtime_s").min().alias("beam")))
+    c = (ok.filter(pl.col("sampler").str.starts_with("contrast-")).join(beam, on="pipeline_id", how="inner")
+         .with_columns(pl.col("sampler").str.strip_prefix("contrast-").alias("decision")))
+    out = []
+    for (decision,), g in c.group_by("decision", maintain_order=True):
+        ratio = (g.get_column("runtime_s") / g.get_column("beam")).to_numpy()
+        out.append(ContrastStats(str(decision), len(ratio), float((ratio > 1).mean()),
+                                 float(np.exp(np.log(ratio).mean())), float(ratio.max())))
+    return tuple(sorted(out, key=lambda x: x.decision))
 
 
 def _percent(v: float) -> str:

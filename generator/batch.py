@@ -97,11 +97,12 @@ class BatchKey:
     baselines: tuple[str, ...] = ()  # BASELINES planned before the beam sample
     random_fill: bool = False  # random schedules after the dropout draws, up to `schedules`
     naive_runtime: tuple[float, float] = ()  # (lo, hi) s: output_size is the largest, scaled (generator.sizing)
+    contrasts: int = 0  # one-decision contrasts of the beam sample (generator.contrast) planned after it
 
     @property
     def batch_id(self) -> str:
         fields = asdict(self)
-        for name in ("baselines", "random_fill", "naive_runtime"):
+        for name in ("baselines", "random_fill", "naive_runtime", "contrasts"):
             if not fields[name]:
                 del fields[name]  # batches written before these options existed keep their names
         blob = json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
@@ -144,6 +145,7 @@ class BatchSpec:
     benchmark_timeout: float = 60.0  # seconds per measurement, output check included; not in the key
     random_fill: bool = True  # random schedules after the dropout draws, up to schedules_per_pipeline
     naive_runtime: tuple[float, float] | None = None  # (lo, hi) s: size each pipeline (generator.sizing)
+    contrasts: int = 0  # one-decision contrasts of the beam sample, planned right after it (generator.contrast)
 
     def __post_init__(self):
         from backends.protocols import get_protocol
@@ -158,6 +160,7 @@ class BatchSpec:
             raise ValueError("a batch needs at least one pipeline seed")
         if self.schedules_per_pipeline < 1:
             raise ValueError(f"schedules_per_pipeline must be >= 1, got {self.schedules_per_pipeline}")
+        check_contrasts(self.contrasts, self.schedules_per_pipeline)
         get_protocol(self.protocol)  # a ProtocolError (a ValueError) listing the names
         if len(self.output_size) != 3 or min(self.output_size) < 1:
             raise ValueError(f"output_size must be three positive ints, got {self.output_size}")
@@ -173,13 +176,13 @@ class BatchSpec:
                    compile_timeout=cfg.compile_timeout, round=round_, beam_size=cfg.beam_size, passes=cfg.passes,
                    dropout=cfg.dropout, baselines=tuple(cfg.baselines), backend=cfg.backend,
                    benchmark_timeout=cfg.benchmark_timeout, random_fill=cfg.random_fill,
-                   naive_runtime=cfg.naive_runtime)
+                   naive_runtime=cfg.naive_runtime, contrasts=cfg.contrasts)
 
     def key(self, seed: int) -> BatchKey:
         return BatchKey(self.target, self.round, int(seed), self.schedules_per_pipeline, self.max_stages,
                         self.output_size, self.markov, self.beam_size, self.passes, self.dropout, self.schedule_seed,
                         self.protocol, self.check_outputs, self.backend, self.baselines, self.random_fill,
-                        self.naive_runtime or ())
+                        self.naive_runtime or (), self.contrasts)
 
     def keys(self) -> tuple[BatchKey, ...]:
         return tuple(self.key(s) for s in self.seeds)
@@ -237,9 +240,16 @@ class SamplingModel:
         return LearnedModel(self.network, name=self.name)
 
 
+def check_contrasts(contrasts: int, schedules: int) -> None:
+    """One line when `contrasts` cannot fit next to the beam sample in `schedules` per pipeline."""
+    if not 0 <= contrasts < schedules:
+        raise ValueError(f"contrasts must be in [0, schedules_per_pipeline - 1] (room for the beam sample they come "
+                         f"from), got {contrasts} with schedules_per_pipeline {schedules}")
+
+
 @dataclass
 class PlannedSample:
-    sampler: str  # a baseline name | beam | dropout | random
+    sampler: str  # a baseline name | beam | contrast-<serial|scalar|rolled> | dropout | random
     loopnest: object  # ir.LoopNest
     features: object  # featurize.Features
     predicted: float  # the sampling model's cost (nan for a baseline or a random schedule)
@@ -260,13 +270,16 @@ class BatchPlan:
 
 def plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
     """The pipeline of `key.seed`, its reference outputs, and up to `key.schedules` distinct schedules:
-    the key's baselines, one beam-search schedule, random-dropout schedules under `model`, then (with
-    `key.random_fill`) random schedules until there are `key.schedules` or the draws run out."""
+    the key's baselines, one beam-search schedule, up to `key.contrasts` one-decision contrasts of it,
+    random-dropout schedules under `model`, then (with `key.random_fill`) random schedules until there are
+    `key.schedules` or the draws run out."""
     from featurize import featurize
     from ir.sampling import random_schedule
     from ir.target import get_target
     from scheduler import autoschedule
     from scheduler.api import fewer_collections
+
+    from .contrast import one_decision_contrasts
 
     t0 = time.perf_counter()
     tgt = get_target(key.target)
@@ -297,6 +310,9 @@ def plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
         s = autoschedule(p, tgt, model=cost, algorithm="beam", beam_size=key.beam_size, passes=key.passes,
                          seed=derived_seed(key.job_seed, key.seed, 0))
         add("beam", s.loopnest, s.predicted_cost)
+        if key.contrasts:
+            for c in one_decision_contrasts(p, s.loopnest, tgt, key.contrasts):
+                add(f"contrast-{c.decision}", c.loopnest)
         for draw in range(1, DRAWS_PER_SAMPLE * key.schedules + 1):
             if full():
                 break

@@ -94,6 +94,76 @@ def test_schedules_are_deduplicated_by_fingerprint():
     assert filled[:len(got)] == got and {name for name, _ in filled[len(got):]} == {"random"}
 
 
+def _differing_nodes(a: LoopNest, b: LoopNest) -> list[tuple[LoopNest, LoopNest]]:
+    """(a node, b node) pairs that differ other than in their children, walking both trees in step."""
+    out = []
+    if dataclasses.replace(a, children=()) != dataclasses.replace(b, children=()):
+        out.append((a, b))
+    assert len(a.children) == len(b.children)
+    for x, y in zip(a.children, b.children):
+        out += _differing_nodes(x, y)
+    return out
+
+
+@pytest.mark.parametrize("app", ["blur", "unsharp", "harris", "conv_layer", "hist_eq"])
+def test_contrasts_differ_from_the_schedule_in_one_levels_kind_and_are_legal_and_correct(app):
+    from generator.apps import get_app
+    from generator.contrast import one_decision_contrasts
+    from ir.loopnest import LoopKind
+    from ir.target import get_target
+    import backends
+    from ir import interpret
+
+    tgt = get_target("host")
+    a = get_app(app)
+    p = a.build("small")
+    ln = a.schedule(p, tgt)
+    contrasts = one_decision_contrasts(p, ln, tgt)
+    assert contrasts and contrasts[0].decision == "serial", "a parallel level is offered first"
+    assert len({c.loopnest.fingerprint for c in contrasts} | {ln.fingerprint}) == len(contrasts) + 1
+    for c in contrasts:
+        ((old, new),) = _differing_nodes(ln, c.loopnest)
+        assert (old.func, old.stage, old.size, old.store_at, old.inlined, old.vector_dim) == \
+            (new.func, new.stage, new.size, new.store_at, new.inlined, new.vector_dim)
+        if c.decision == "serial":
+            assert old.kind is LoopKind.PARALLEL and not new.parallel and new.vectorized_loop == old.vectorized_loop
+        elif c.decision == "scalar":
+            assert old.vectorized_loop >= 0 and new.vectorized_loop == -1 and new.kind is not LoopKind.VECTORIZED
+        else:
+            assert old.kind is LoopKind.UNROLLED and new.kind is not LoopKind.UNROLLED
+        assert c.where.startswith(f"{old.func}.s{old.stage} depth ")
+    inputs = p.random_inputs(1)
+    expected = interpret(p, inputs)
+    ms = backends.measure_many([backends.MeasureInput(p, c.loopnest, inputs, expected) for c in contrasts], tgt,
+                               backend="llvm", protocol="check")
+    assert [m.status for m in ms] == ["ok"] * len(contrasts), [m.error for m in ms]
+    assert one_decision_contrasts(p, ln, tgt, limit=1) == contrasts[:1]
+
+
+def test_a_batch_with_contrasts_measures_them_right_after_the_beam_sample():
+    spec = dataclasses.replace(SPEC, schedules_per_pipeline=8, baselines=(), random_fill=False, contrasts=3)
+    base = dataclasses.replace(spec, contrasts=0)
+    for seed in (1, 2, 5):
+        got = sample_schedules(pipeline_of(spec, seed), spec, seed)
+        assert got[0][0] == "beam"
+        names = [n for n, _ in got]
+        k = sum(n.startswith("contrast-") for n in names)
+        assert names[1:1 + k] == [n for n in names if n.startswith("contrast-")]  # right after the beam sample
+        assert 0 < k <= 3 and len({ln.fingerprint for _, ln in got}) == len(got)
+        for _, ln in got[1:1 + k]:
+            assert len(_differing_nodes(got[0][1], ln)) == 1
+        without = sample_schedules(pipeline_of(base, seed), base, seed)
+        assert without[0] == got[0] and not any(n.startswith("contrast") for n, _ in without)
+    assert spec.batch_ids != base.batch_ids and base.batch_ids == dataclasses.replace(SPEC, schedules_per_pipeline=8,
+                                                                                      baselines=(),
+                                                                                      random_fill=False).batch_ids
+    for bad in (-1, 8):
+        with pytest.raises(ValueError, match=f"contrasts must be in \\[0, schedules_per_pipeline - 1\\].*got {bad} "):
+            dataclasses.replace(spec, contrasts=bad)
+    with pytest.raises(ValueError, match="contrasts must be in"):
+        JobConfig(contrasts=16)
+
+
 def test_batch_ids_are_a_stable_function_of_the_key():
     assert SPEC.batch_ids == BatchSpec(seeds=[1, 2], schedules_per_pipeline=5, max_stages=3, output_size=[32, 24, 3],
                                        beam_size=2, passes=1, baselines=["naive", "simple"]).batch_ids

@@ -99,6 +99,31 @@ def test_rounds_judge_the_beam_search_sample(tmp_path):
            "3.00x the fastest" in report
 
 
+def test_contrasts_are_judged_against_their_beam_sample(tmp_path):
+    """Per decision: how much slower than the beam sample its one-decision contrasts ran."""
+    def batch(seed, rows):  # (sampler, runtime or None)
+        p = random_test_pipeline(seed)
+        out = []
+        for k, (sampler, rt) in enumerate(rows):
+            ln, _ = random_schedule(p, 1000 * seed + k)
+            m = Measurement("ok", rt, rt, 0.01, 5, 40, 0.25) if rt else Measurement("compile_error", error="x")
+            out.append(Sample.build(p, ln, featurize(p, ln), m, sampler=sampler))
+        write_batch(tmp_path, "host", f"c{seed}", out)
+
+    batch(1, [("beam", 1e-3), ("contrast-serial", 4e-3), ("contrast-scalar", 2e-3), ("dropout", 9e-3)])
+    batch(2, [("beam", 2e-3), ("contrast-serial", 1e-3), ("contrast-rolled", 2e-3)])
+    batch(3, [("beam", None), ("contrast-serial", 5e-3)])  # no ok beam sample: the contrast is not judged
+    (host,) = dataset_stats(tmp_path).partitions
+    by = {c.decision: c for c in host.contrasts}
+    assert sorted(by) == ["rolled", "scalar", "serial"]
+    assert (by["serial"].pairs, by["serial"].slower) == (2, 0.5)
+    assert by["serial"].over_beam == pytest.approx((4 * 0.5) ** 0.5) and by["serial"].max_over_beam == 4.0
+    assert (by["scalar"].pairs, by["scalar"].over_beam) == (1, pytest.approx(2.0))
+    assert (by["rolled"].slower, by["rolled"].over_beam) == (0.0, pytest.approx(1.0))
+    assert "contrast serial: 2 pairs, 50 % slower than their beam sample, 1.41x its runtime (geomean; up to " \
+           "4.00x)" in dataset_stats(tmp_path).report()
+
+
 def test_bad_input_is_one_line(tmp_path):
     with pytest.raises(DatasetError, match="holds no dataset"):
         dataset_stats(tmp_path)

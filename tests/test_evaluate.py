@@ -411,9 +411,35 @@ def test_apps_cli_bad_inputs_are_one_line(tracking, capsys):
     assert "'halide' must be true, false or auto; got 'maybe'" in error("halide=maybe")
 
 
+def test_compare_models_adds_each_models_searches_as_rows(tracking):
+    """A learned model and the analytical one in one run: rows <algorithm> and <algorithm>:analytical, each
+    searched under its own model, on schedlab's own CPU backend."""
+    from evaluate.apps import evaluate_apps
+    from generator.apps import get_app
+    from scheduler import autoschedule
+
+    cfg = apps_config(tracking, apps=("blur",), model="random:3", algorithms=("greedy",), baselines=(),
+                      compare_models=("analytical",), backend="llvm", run_name="compare-models")
+    rows = {r.method: r for r in evaluate_apps(cfg).rows}
+    assert sorted(rows) == ["greedy", "greedy:analytical", "naive"]
+    assert rows["greedy"].model == "random:3" and rows["greedy:analytical"].model == "analytical"
+    assert all(r.status == "ok" and r.backend == "llvm" for r in rows.values())
+    p = get_app("blur").build("small")
+    searched = {m: autoschedule(p, model=m, algorithm="greedy", seed=0, backend="llvm").loopnest.fingerprint
+                for m in ("random:3", "analytical")}
+    assert searched["random:3"] != searched["analytical"], "the two models must search differently here"
+    with pytest.raises(ValueError, match="compare_models lists analytical, the model of the main rows"):
+        AppsConfig(model="analytical", compare_models=("analytical",))
+    with pytest.raises(ValueError, match="compare_models searches with the algorithms"):
+        AppsConfig(algorithms=(), compare_models=("analytical",))
+
+
 def test_the_example_configs_state_the_defaults():
     assert load_config(EvalConfig, ROOT / "conf" / "evaluate.yaml") == EvalConfig()
     assert load_config(AppsConfig, ROOT / "conf" / "evaluate_apps.yaml") == AppsConfig()
+    learned = load_config(AppsConfig, ROOT / "conf" / "evaluate_learned.yaml")
+    assert (learned.compare_models, learned.backend, learned.halide) == (("analytical",), "llvm", True)
+    assert learned.halide_autoschedulers == ("Adams2019", "Mullapudi2016", "Li2018")
     assert EvalConfig().val_fraction == 0.125 and EvalConfig().min_schedules == 8  # training's defaults
 
 

@@ -7,6 +7,7 @@ jobs are tiny: what is checked is the bookkeeping (rows, statuses, names, resump
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import signal
@@ -22,6 +23,7 @@ from generator.job import JobConfig
 from generator.job.__main__ import main
 from generator.job.driver import JobError, resolve_paths
 from generator.batch import BatchKey, SamplingModel, plan_batch
+from ir.config import load_config
 
 from .chatter import CHATTER, assert_clean_log
 from .local_servers import free_port, ray_cli_ok, ray_env, ray_head
@@ -71,6 +73,16 @@ def test_a_batch_name_is_a_function_of_what_decides_its_rows():
     assert _key(round=1, seed=9).batch_id.startswith("r1-p9-")
 
 
+def test_the_jobs_contrasts_reach_its_batches():
+    from generator.batch import BatchSpec
+
+    cfg = load_config(JobConfig, ROOT / "conf/datagen.yaml")
+    assert cfg.contrasts == 0  # the committed dataset's batch names stay what they are
+    spec = BatchSpec.of_job(dataclasses.replace(cfg, contrasts=3), 1)
+    assert spec.contrasts == 3 and all(k.contrasts == 3 for k in spec.keys())
+    assert spec.batch_ids != BatchSpec.of_job(cfg, 1).batch_ids
+
+
 def test_a_plan_is_one_beam_sample_then_distinct_dropout_samples_and_reproducible():
     a = plan_batch(_key(), SamplingModel("random:0"))
     b = plan_batch(_key(), SamplingModel("random:0"))
@@ -95,6 +107,8 @@ def test_a_plan_is_one_beam_sample_then_distinct_dropout_samples_and_reproducibl
     (["baselines=[naive,expert]"], "unknown baseline 'expert'; registered: naive, simple"),
     (["naive_runtime=[1,0.5]"], "naive_runtime must be two seconds with 0 < LO <= HI, got [1, 0.5]"),
     (["naive_runtime=[0.1]"], "naive_runtime must be two seconds LO,HI"),
+    (["contrasts=16"], "contrasts must be in [0, schedules_per_pipeline - 1] (room for the beam sample they come "
+                       "from), got 16 with schedules_per_pipeline 16"),
 ])
 def test_bad_config_is_one_line_and_exit_status_2(args, text, tmp_path, capsys):
     assert main(["--config", str(ROOT / "conf/datagen.yaml"), f"out={tmp_path}", *args]) == 2

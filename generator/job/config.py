@@ -72,6 +72,8 @@ class JobConfig:
     dropout: float = 1.0  # % chance that a dropout sample is the fully greedy schedule (HL_RANDOM_DROPOUT)
     baselines: tuple[str, ...] = ()  # generator.batch.BASELINES planned before the beam sample (naive, simple)
     random_fill: bool = False  # random schedules (ir.sampling) when beam + dropout find too few distinct ones
+    contrasts: int = 0  # one-decision contrasts of the beam sample (generator.contrast: a parallel level run
+    #   serially, SIMD or unrolling off), planned after it in place of dropout samples; 0 keeps the batch names
     protocol: Literal["quick", "full", "check", "default"] = "full"  # backends.PROTOCOLS ("default" = full); full:
     #   labels agree on 0.87 of pairs in two job runs, quick on 0.80, at the same wall time (docs/generator.md)
     compile_timeout: float = 600.0  # seconds per compilation (adams2019 §5: a 10-minute kill)
@@ -103,6 +105,9 @@ class JobConfig:
         object.__setattr__(self, "naive_runtime", check_naive_runtime(self.naive_runtime))
         if not 0 < self.dropout <= 100:
             raise ValueError(f"dropout must be a percentage in (0, 100], got {self.dropout}")
+        from generator.batch import check_contrasts
+
+        check_contrasts(self.contrasts, self.schedules_per_pipeline)
         for name in ("compile_timeout", "benchmark_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0 seconds, got {getattr(self, name)}")
