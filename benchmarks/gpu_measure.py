@@ -22,21 +22,11 @@ import sys
 import time
 import traceback
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 EXPERT_APPS = ("blur", "unsharp", "harris", "conv_layer", "matmul", "stencil_chain")
-
-
-@dataclass(frozen=True)
-class GpuAppsSettings:
-    """What evaluate.gpu_apps reads of an AppsConfig."""
-
-    size: str
-    seed: int = 0
-    protocol: str = "full"
 
 
 def device_line() -> str:
@@ -93,11 +83,12 @@ def fuzz(n: int, start: int, target: str) -> dict:
 
 def apps(names: list[str], size: str, target_name: str, save=lambda rows: None) -> list[dict]:
     from evaluate.apps import HEADER, format_row
+    from evaluate.config import AppsConfig
     from evaluate.gpu_apps import _measure_app
     from ir.target import get_target
 
     target = get_target(target_name)
-    settings = GpuAppsSettings(size)
+    settings = AppsConfig(size=size, target=target_name, protocol="full")  # what python -m evaluate.apps passes
     rows = []
     print(HEADER, flush=True)
     for name in names:
