@@ -3,11 +3,12 @@
 For each app: beam search (beam 8 x 2 by default) under each `--models` entry, then every model's predicted
 cost of the expert schedule and of each beam schedule. When the expert schedule runs faster than the beam
 schedules (measured: docs/results/learned-vs-analytical-*.txt) but a model predicts it slower, the gap is the
-model's, not the search's: the search found what the model asked for. For the analytical model it also lists the
-Appendix B terms (train.analytical, summed over stages) that add most to the expert's predicted cost over the
+model's, not the search's: the search found what the model asked for. For an analytical model (any prior:
+`analytical`, `analytical:1`) it also lists the Appendix B terms (train.analytical, summed over stages) that add most to the expert's predicted cost over the
 beam's: the model's blind spots, by name. Predictions only; nothing is compiled or measured.
 
     python benchmarks/model_blind_spots.py --apps matmul,conv_layer,interpolate
+    python benchmarks/model_blind_spots.py --models analytical:1,analytical     # two analytical priors
     python benchmarks/model_blind_spots.py --models analytical,models:/schedlab-host/1 --tracking-uri ...
 """
 
@@ -23,15 +24,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def term_costs(features, cores: int) -> np.ndarray:
-    """Seconds per Appendix B term (27), summed over the schedule's stages, as the analytical model charges."""
+def term_costs(features, cores: int, prior: int) -> np.ndarray:
+    """Seconds per Appendix B term (27), summed over the schedule's stages, as the analytical model of `prior`
+    charges."""
     import torch
 
-    from train.analytical import COEFFICIENTS, analytical_terms
+    from train.analytical import analytical_terms, coefficients
 
     t = analytical_terms(torch.as_tensor(features.pipeline), torch.as_tensor(features.schedule[None],
-                                                                             dtype=torch.float64), cores)
-    return (t.numpy()[0] * COEFFICIENTS * 1e-9).sum(0)
+                                                                             dtype=torch.float64), cores, prior)
+    return (t.numpy()[0] * coefficients(prior) * 1e-9).sum(0)
 
 
 def main(argv=None) -> int:
@@ -73,13 +75,16 @@ def main(argv=None) -> int:
                 for k, f in feats.items() for m, model in models.items()}
         cells = [f"{m} {cost[('expert', m)] / cost[(f'beam[{m}]', m)]:.2f}" for m in models]
         print(f"{name:16s} expert / own beam, predicted: " + "; ".join(cells), flush=True)
-        if "analytical" in models:
-            extra = term_costs(feats["expert"], target.cores) - term_costs(feats["beam[analytical]"], target.cores)
+        for m, model in models.items():  # every analytical prior asked for: its terms, by name
+            prior = getattr(model, "prior", None)
+            if prior is None:
+                continue
+            extra = (term_costs(feats["expert"], target.cores, prior)
+                     - term_costs(feats[f"beam[{m}]"], target.cores, prior))
             order = np.argsort(-extra)[:a.top]
-            print(f"{'':16s} analytical, expert over beam[analytical] by term: " +
+            print(f"{'':16s} {m}, expert over beam[{m}] by term: " +
                   ", ".join(f"{TERMS[i]} {extra[i] * 1e3:+.2f} ms" for i in order) +
-                  f" (total {(cost[('expert', 'analytical')] - cost[('beam[analytical]', 'analytical')]) * 1e3:+.2f} ms)",
-                  flush=True)
+                  f" (total {(cost[('expert', m)] - cost[(f'beam[{m}]', m)]) * 1e3:+.2f} ms)", flush=True)
     print(f"({time.time() - t0:.0f} s)")
     return 0
 

@@ -306,6 +306,22 @@ def test_cost_model_registry_toy_model_and_unknown_name(monkeypatch):
         load_model("toy:3", get_target("host"))
 
 
+def test_analytical_priors_by_name():
+    """`analytical` is the current prior, `analytical:1` the earlier one (side by side in benchmarks); the two price
+    the same schedule differently only through the page-fault term; an unknown prior is a one-line error."""
+    from train.analytical import PRIOR
+
+    target = get_target("host")
+    current, first = load_model("analytical", target), load_model("analytical:1", target)
+    assert (current.prior, first.prior) == (PRIOR, 1) and first.name == "analytical:1"
+    p = get_app("blur").build("small")
+    s = autoschedule(p, model="analytical:1", algorithm="greedy")
+    assert s.stats.model == "analytical:1"
+    assert_correct(p, s.loopnest)
+    with pytest.raises(SearchError, match=r"no analytical prior '7'; write analytical \(prior 2\) or analytical:<prior>"):
+        load_model("analytical:7", target)
+
+
 def test_strategy_registry_toy_strategy_and_unknown_name(monkeypatch):
     from scheduler.search import BeamSearch, SearchConfig
     from scheduler.strategy import STRATEGIES, SearchStrategy, register_strategy

@@ -23,6 +23,7 @@ from train.metrics import ranking_metrics
 from train.model import (
     MODEL_KINDS,
     NUM_TERMS,
+    PIPELINE_SHAPE,
     TERMS,
     CostNetwork,
     HybridCostModel,
@@ -398,3 +399,56 @@ def test_residual_learns_what_the_analytical_model_misses(apps):
     after_train, after_held_out = _accuracy(model, apps, train), _accuracy(model, apps, held_out)
     assert after_train > max(0.85, before_train + 0.03), (before_train, after_train)
     assert after_held_out > max(0.75, before_held_out + 0.03), (before_held_out, after_held_out)
+
+
+# -- analytical priors: the page-fault term -----------------------------------------------------------------
+
+
+def test_prior_2_counts_pages_faulted_in():
+    """Prior 2 charges pages first touched: a big allocation (>= the mmap threshold) faults in every page at each
+    realization, a small one once, the output none; prior 1 keeps Halide's term; both agree elsewhere."""
+    from featurize.schema import SCHEDULE_INDEX as I
+    from train import analytical as A
+
+    assert TERMS.index("page_faults") == A._PAGE_FAULTS
+    sf = torch.zeros(1, 3, len(featurize.schema.SCHEDULE_FEATURES), dtype=torch.float64)
+    for row, (nbytes, realizations) in enumerate([(8 << 20, 1), (1 << 20, 10), (64 << 10, 1000)]):
+        sf[0, row, I["bytes_at_realization"]] = nbytes
+        sf[0, row, I["bytes_at_production"]] = nbytes
+        sf[0, row, I["num_realizations"]] = realizations
+        sf[0, row, I["inner_parallelism"]] = 4
+        sf[0, row, I["outer_parallelism"]] = 1
+        sf[0, row, I["innermost_bytes_at_task"]] = 1024
+    pf = torch.zeros(3, *PIPELINE_SHAPE)
+    new, old = (A.analytical_terms(pf, sf, 8.0, prior) for prior in (2, 1))
+    assert new[0, :, A._PAGE_FAULTS].tolist() == [0, 10 * 256, 16]  # output, 10 x 1 MiB fresh, 64 KiB once
+    assert (old[0, :, A._PAGE_FAULTS] > 0).all()
+    others = [i for i in range(len(TERMS)) if i != A._PAGE_FAULTS]
+    assert torch.equal(new[..., others], old[..., others])
+    assert A.coefficients(2)[A._PAGE_FAULTS] == A.PAGE_FAULT_NS and A.coefficients(1)[A._PAGE_FAULTS] == 0.0005
+    with pytest.raises(ValueError, match="unknown analytical prior 3; priors: 1, 2") as e:
+        A.coefficients(3)
+    assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="prior"):
+        ModelConfig(kind="residual", prior=0)
+
+
+def test_residual_models_keep_the_prior_they_were_trained_on(apps):
+    """A residual model corrects one prior: a checkpoint saved before priors were versioned (no `prior` key) loads
+    as prior 1 and predicts as before; a new one records its prior, and an untrained one ranks as that prior."""
+    from train.analytical import analytical_stage_costs
+
+    pipeline, schedules = apps[0]
+    for prior in (1, 2):
+        model = build_model(ModelConfig(kind="residual", num_cores=8, prior=prior), seed=0)
+        with torch.no_grad():
+            model.trunk.weight.zero_()
+        np.testing.assert_allclose(model.predict(pipeline, schedules),
+                                   analytical_stage_costs(pipeline, schedules, 8, prior).sum(-1), rtol=1e-5)
+    old = build_model(ModelConfig(kind="residual", num_cores=8, prior=1), seed=3)
+    ckpt = save_checkpoint_dict(old)
+    legacy = {k: v for k, v in ckpt["config"].items() if k != "prior"}
+    loaded = model_from_state(legacy, ckpt["state_dict"])
+    assert loaded.config.prior == 1
+    np.testing.assert_array_equal(loaded.predict(pipeline, schedules), old.predict(pipeline, schedules))
+    assert model_from_state(save_checkpoint_dict(model)["config"], model.state_dict()).config.prior == 2

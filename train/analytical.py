@@ -1,6 +1,18 @@
 """The analytical cost: adams2019 Appendix B's hand-designed terms with fixed coefficients (rough nanosecond
 costs) and the parallel speed-up made explicit. It lives beside the learned models' terms (train.model
-.cost_terms) so that training can score it as a baseline; scheduler.cost's `analytical` model wraps it."""
+.cost_terms) so that training can score it as a baseline; scheduler.cost's `analytical` model wraps it.
+
+Priors are versioned, because the `residual` model learns corrections to one of them (ModelConfig.prior):
+  1. the 27 terms as Halide's learned model has them. Its page-fault term, bytes per production x threads
+     hitting a page x tasks, grows with the square of the parallelism; at a fixed coefficient it charged the
+     expert schedules of 11 of the 17 apps seconds they do not spend (lens_blur +19.4 s predicted for a 1.1 s
+     schedule; docs/results/model-blind-spots-2026-11-27.txt).
+  2. (current) page faults counted as pages first touched: an allocation of at least glibc's mmap threshold
+     (128 KiB) is mapped fresh by every realization and faults in each of its pages; a smaller one comes from
+     the heap, whose pages stay mapped, and faults once. The output's buffer belongs to the caller. About a
+     microsecond per fault (the kernel's fault path and zeroing 4 KiB). Chosen on the committed dataset's
+     training pipelines among thresholds 128 KiB-32 MiB and 0.5-5 us per page (docs/train.md).
+"""
 
 from __future__ import annotations
 
@@ -19,22 +31,59 @@ COEFFICIENTS = np.array([
     4.0, 4.0, 4.0, 0.05, 0.05, 0.05,  # lines and bytes written (parallel, output, other)
     0.1, 0.0005, 40.0, 2000.0, 200.0, 0.0,  # false sharing, page faults, malloc, launch, per task, working set
 ])
+PAGE_BYTES = 4096
+_PAGE_FAULTS = 22  # the page-fault term's index in train.model.TERMS (tests/test_train_model.py checks it)
+PRIORS = (1, 2)
+PRIOR = 2  # the analytical model's prior; ModelConfig.prior says which one a residual model corrects
+MMAP_THRESHOLD = 128 << 10  # bytes: glibc's default M_MMAP_THRESHOLD
+PAGE_FAULT_NS = 1000.0  # prior 2: nanoseconds per page faulted in
 PARALLEL_TERMS = slice(0, 21)  # compute, loads and stores divide among the cores running tasks
 COMPUTE_TERMS = slice(0, 4)
 OPS = [PIPELINE_ROWS.index(op) for op in OP_TYPES if op not in ("Variable", "Param", "Const", "Let")]
 
 
-def analytical_terms(pipeline_features, schedule_features, cores: float):
+def coefficients(prior: int = PRIOR) -> np.ndarray:
+    """The fixed cost per unit of each term under `prior`, in nanoseconds."""
+    check_prior(prior)
+    c = COEFFICIENTS.copy()
+    if prior >= 2:
+        c[_PAGE_FAULTS] = PAGE_FAULT_NS
+    return c
+
+
+def check_prior(prior) -> None:
+    if isinstance(prior, bool) or prior not in PRIORS:
+        raise ValueError(f"unknown analytical prior {prior!r}; priors: {', '.join(map(str, PRIORS))} (current {PRIOR})")
+
+
+def pages_faulted(schedule_features):
+    """Prior 2's page-fault term per stage, torch [..., S]: pages first touched per run of the pipeline."""
+    import torch
+
+    x = schedule_features.clamp_min(0)
+    nbytes = x[..., SCHEDULE_INDEX["bytes_at_realization"]]
+    fresh = torch.where(nbytes >= MMAP_THRESHOLD, x[..., SCHEDULE_INDEX["num_realizations"]].clamp_min(1),
+                        torch.ones_like(nbytes))
+    pages = fresh * torch.ceil(nbytes / PAGE_BYTES)
+    pages[..., :1] = 0  # the output stage (the first row): its buffer is the caller's
+    return pages
+
+
+def analytical_terms(pipeline_features, schedule_features, cores: float, prior: int = PRIOR):
     """The Appendix B terms as the analytical model charges them, torch [..., S, 27] in the schedule features'
     dtype: compute terms times the stage's operations per point, and the terms that divide among cores (compute,
     loads, stores) divided by the cores its tasks occupy. The cost is their dot product with COEFFICIENTS, so a
-    model that rescales those coefficients (train.model's `residual` kind) starts from exactly this cost."""
+    model that rescales those coefficients (train.model's `residual` kind) starts from exactly this cost.
+    `prior` 2 replaces the page-fault term with pages_faulted."""
     import torch
 
     from .model import cost_terms
 
+    check_prior(prior)
     sf = schedule_features
     terms = cost_terms(sf, float(cores)).clone()
+    if prior >= 2:
+        terms[..., _PAGE_FAULTS] = pages_faulted(sf)
     ops = pipeline_features[:, OPS, :].sum((1, 2)).to(sf.dtype).clamp_min(1)  # ops per point of each stage
     x = sf.clamp_min(0)
     tasks = (x[..., SCHEDULE_INDEX["inner_parallelism"]] * x[..., SCHEDULE_INDEX["outer_parallelism"]]).clamp_min(1)
@@ -43,7 +92,8 @@ def analytical_terms(pipeline_features, schedule_features, cores: float):
     return terms
 
 
-def analytical_stage_costs(pipeline_features: np.ndarray, schedule_features: np.ndarray, cores: int) -> np.ndarray:
+def analytical_stage_costs(pipeline_features: np.ndarray, schedule_features: np.ndarray, cores: int,
+                           prior: int = PRIOR) -> np.ndarray:
     """Seconds per stage, [schedules, stages], for schedule features [schedules, stages, 39] (or one schedule)
     of a pipeline whose pipeline features are [stages, 40, 7]."""
     import torch
@@ -52,15 +102,17 @@ def analytical_stage_costs(pipeline_features: np.ndarray, schedule_features: np.
     if schedule.ndim == 2:
         schedule = schedule[None]
     pf = torch.as_tensor(np.asarray(pipeline_features, dtype=np.float32))
-    terms = analytical_terms(pf, torch.as_tensor(schedule, dtype=torch.float64), cores).numpy()
-    return (terms * COEFFICIENTS).sum(-1) * 1e-9
+    terms = analytical_terms(pf, torch.as_tensor(schedule, dtype=torch.float64), cores, prior).numpy()
+    return (terms * coefficients(prior)).sum(-1) * 1e-9
 
 
 class AnalyticalCost:
     """predict(pf, sf) -> total seconds per schedule: what train.run.predict_groups scores with."""
 
-    def __init__(self, cores: int):
+    def __init__(self, cores: int, prior: int = PRIOR):
+        check_prior(prior)
         self.cores = max(1, int(cores))
+        self.prior = prior
 
     def predict(self, pipeline_features, schedule_features) -> np.ndarray:
-        return analytical_stage_costs(pipeline_features, schedule_features, self.cores).sum(-1)
+        return analytical_stage_costs(pipeline_features, schedule_features, self.cores, self.prior).sum(-1)

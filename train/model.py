@@ -61,7 +61,7 @@ from torch.nn import functional as F
 import featurize
 from featurize.schema import SCHEDULE_FEATURES, SCHEDULE_INDEX
 
-from .analytical import COEFFICIENTS, analytical_terms
+from .analytical import PAGE_BYTES, PRIOR, analytical_terms, check_prior, coefficients
 
 MODEL_KINDS = ("hybrid", "mlp", "residual")
 PIPELINE_SHAPE: tuple[int, int] = featurize.SCHEMA.pipeline_shape  # (40, 7)
@@ -83,7 +83,6 @@ TERMS = (
     "false_sharing", "page_faults", "malloc", "parallel_launch", "parallel_tasks", "working_set",  # c21-c26
 )
 NUM_TERMS = len(TERMS)
-PAGE_BYTES = 4096
 
 
 class SchemaMismatch(ValueError):
@@ -99,6 +98,7 @@ class ModelConfig:
     algorithm_embedding: int = 8  # hybrid: algorithm-embedding width (Halide head1: 8; 8 + 24 = Halide's 32)
     num_cores: int = 16  # hybrid: cores of the target (idle-core wastage); seeds/adams2019 used 16
     residual_range: float = 1.0  # residual: a correction scales an analytical coefficient by e^-r..e^r at most
+    prior: int = PRIOR  # residual: the analytical prior it corrects (train.analytical; saved configs without it: 1)
 
     def __post_init__(self):
         if self.kind not in MODEL_KINDS:
@@ -110,6 +110,7 @@ class ModelConfig:
         r = self.residual_range
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r <= 20:
             raise ValueError(f"model config residual_range must be a number in (0, 20], got {r!r}")
+        check_prior(self.prior)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -319,8 +320,8 @@ class ResidualCostModel(HybridCostModel):
 
     def __init__(self, config: ModelConfig):
         super().__init__(config)  # the analytical coefficients: a constant, not a parameter, not in the state dict
-        self.register_buffer("analytical_coefficients", torch.as_tensor(COEFFICIENTS, dtype=torch.float32),
-                             persistent=False)
+        self.register_buffer("analytical_coefficients", torch.as_tensor(coefficients(config.prior),
+                                                                        dtype=torch.float32), persistent=False)
 
     def reset_parameters(self, generator: torch.Generator) -> None:
         super().reset_parameters(generator)
@@ -337,7 +338,7 @@ class ResidualCostModel(HybridCostModel):
     def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
                     pipeline_embedding: Tensor | None = None) -> Tensor:
         coeff = self.coefficients(pipeline_features, schedule_features, pipeline_embedding)
-        terms = analytical_terms(pipeline_features, schedule_features, float(self.config.num_cores))
+        terms = analytical_terms(pipeline_features, schedule_features, float(self.config.num_cores), self.config.prior)
         return (coeff * terms).sum(-1) * COST_SCALE
 
 
@@ -397,7 +398,7 @@ def model_from_state(config: dict, state: dict) -> CostNetwork:
     """Rebuild a saved model exactly; refuses another feature schema (SchemaMismatch, one line)."""
     if "schema_version" not in config:
         raise SchemaMismatch("cost model config has no schema_version: it cannot be checked against the features")
-    cfg = ModelConfig.from_dict(config)
+    cfg = ModelConfig.from_dict({"prior": 1, **config})  # saved before priors were versioned: prior 1's terms
     check_schema(cfg)
     model = _CLASSES[cfg.kind](cfg)
     model.load_state_dict(state, strict=True)

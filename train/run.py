@@ -115,7 +115,8 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
     model_config = {"kind": cfg.model, "embedding": cfg.embedding, "hidden": cfg.hidden,
-                    "num_cores": get_target(cfg.target).cores, "residual_range": cfg.residual_range}
+                    "num_cores": get_target(cfg.target).cores, "residual_range": cfg.residual_range,
+                    "prior": cfg.prior}
     module = CostModelModule(model_config, cfg.loss, cfg.lr, cfg.weight_decay, cfg.seed)
     uri = registry.writable_store(cfg.tracking_uri)
     registry.ensure_experiment(cfg.experiment, uri)  # tagged for MLflow's model-training layout
