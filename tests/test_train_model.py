@@ -405,14 +405,15 @@ def test_residual_learns_what_the_analytical_model_misses(apps):
 
 
 def test_prior_2_counts_pages_faulted_in():
-    """Prior 2 charges pages first touched: a big allocation (>= the mmap threshold) faults in every page at each
-    realization, a small one once, the output none; prior 1 keeps Halide's term; both agree elsewhere."""
+    """Prior 2 charges the pages a run maps fresh: an allocation of at least 32 MiB faults in every page at each
+    realization, a smaller one (reused from the heap) nothing, the output (the caller's) nothing; prior 1 keeps
+    Halide's term; both agree elsewhere."""
     from featurize.schema import SCHEDULE_INDEX as I
     from train import analytical as A
 
     assert TERMS.index("page_faults") == A._PAGE_FAULTS
     sf = torch.zeros(1, 3, len(featurize.schema.SCHEDULE_FEATURES), dtype=torch.float64)
-    for row, (nbytes, realizations) in enumerate([(8 << 20, 1), (1 << 20, 10), (64 << 10, 1000)]):
+    for row, (nbytes, realizations) in enumerate([(64 << 20, 1), (40 << 20, 3), (8 << 20, 100)]):
         sf[0, row, I["bytes_at_realization"]] = nbytes
         sf[0, row, I["bytes_at_production"]] = nbytes
         sf[0, row, I["num_realizations"]] = realizations
@@ -421,7 +422,7 @@ def test_prior_2_counts_pages_faulted_in():
         sf[0, row, I["innermost_bytes_at_task"]] = 1024
     pf = torch.zeros(3, *PIPELINE_SHAPE)
     new, old = (A.analytical_terms(pf, sf, 8.0, prior) for prior in (2, 1))
-    assert new[0, :, A._PAGE_FAULTS].tolist() == [0, 10 * 256, 16]  # output, 10 x 1 MiB fresh, 64 KiB once
+    assert new[0, :, A._PAGE_FAULTS].tolist() == [0, 3 * 10240, 0]  # output, 3 x 40 MiB mapped fresh, 8 MiB reused
     assert (old[0, :, A._PAGE_FAULTS] > 0).all()
     others = [i for i in range(len(TERMS)) if i != A._PAGE_FAULTS]
     assert torch.equal(new[..., others], old[..., others])

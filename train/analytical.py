@@ -7,11 +7,12 @@ Priors are versioned, because the `residual` model learns corrections to one of 
      hitting a page x tasks, grows with the square of the parallelism; at a fixed coefficient it charged the
      expert schedules of 11 of the 17 apps seconds they do not spend (lens_blur +19.4 s predicted for a 1.1 s
      schedule; docs/results/model-blind-spots-2026-11-27.txt).
-  2. (current) page faults counted as pages first touched: an allocation of at least glibc's mmap threshold
-     (128 KiB) is mapped fresh by every realization and faults in each of its pages; a smaller one comes from
-     the heap, whose pages stay mapped, and faults once. The output's buffer belongs to the caller. About a
-     microsecond per fault (the kernel's fault path and zeroing 4 KiB). Chosen on the committed dataset's
-     training pipelines among thresholds 128 KiB-32 MiB and 0.5-5 us per page (docs/train.md).
+  2. page faults counted as the pages a run maps fresh: glibc's malloc maps an allocation of at least 32 MiB
+     (its largest mmap threshold) anew at every realization, and the run faults in each of its pages, about
+     250 ns each (the kernel's fault path and zeroing 4 KiB; measured, benchmarks/page_fault_prior.py); a smaller
+     allocation comes from the heap,
+     where glibc's dynamic threshold keeps it once it has been freed, so in steady state (how every schedule
+     is measured) it faults in nothing. The output's buffer belongs to the caller. Halide's term is not in it.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ PAGE_BYTES = 4096
 _PAGE_FAULTS = 22  # the page-fault term's index in train.model.TERMS (tests/test_train_model.py checks it)
 PRIORS = (1, 2)
 PRIOR = 2  # the analytical model's prior; ModelConfig.prior says which one a residual model corrects
-MMAP_THRESHOLD = 128 << 10  # bytes: glibc's default M_MMAP_THRESHOLD
-PAGE_FAULT_NS = 1000.0  # prior 2: nanoseconds per page faulted in
+MMAP_THRESHOLD = 32 << 20  # bytes: glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit (mallopt(3): dynamic threshold)
+PAGE_FAULT_NS = 250.0  # prior 2: nanoseconds per 4 KiB page faulted in (measured here: 210-280 ns, benchmarks/page_fault_prior.py)
 PARALLEL_TERMS = slice(0, 21)  # compute, loads and stores divide among the cores running tasks
 COMPUTE_TERMS = slice(0, 4)
 OPS = [PIPELINE_ROWS.index(op) for op in OP_TYPES if op not in ("Variable", "Param", "Const", "Let")]
@@ -56,14 +57,16 @@ def check_prior(prior) -> None:
         raise ValueError(f"unknown analytical prior {prior!r}; priors: {', '.join(map(str, PRIORS))} (current {PRIOR})")
 
 
-def pages_faulted(schedule_features):
-    """Prior 2's page-fault term per stage, torch [..., S]: pages first touched per run of the pipeline."""
+def pages_faulted(schedule_features, threshold: float = MMAP_THRESHOLD):
+    """Prior 2's page-fault term per stage, torch [..., S]: pages faulted in per run of the pipeline, where
+    allocations of at least `threshold` bytes are mapped fresh at every realization and smaller ones reuse the
+    heap. A Func's update stages repeat its allocation's row: they are charged with it (as Halide's term is)."""
     import torch
 
     x = schedule_features.clamp_min(0)
     nbytes = x[..., SCHEDULE_INDEX["bytes_at_realization"]]
-    fresh = torch.where(nbytes >= MMAP_THRESHOLD, x[..., SCHEDULE_INDEX["num_realizations"]].clamp_min(1),
-                        torch.ones_like(nbytes))
+    fresh = torch.where(nbytes >= threshold, x[..., SCHEDULE_INDEX["num_realizations"]].clamp_min(1),
+                        torch.zeros_like(nbytes))
     pages = fresh * torch.ceil(nbytes / PAGE_BYTES)
     pages[..., :1] = 0  # the output stage (the first row): its buffer is the caller's
     return pages
