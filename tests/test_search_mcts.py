@@ -172,6 +172,7 @@ def test_dropping_states_to_bound_memory_leaves_the_search_unchanged(monkeypatch
         [(x.cost, x.state.tree.fingerprint) for x in res_kept.finals[:2]]
     assert small.final.state.tree.fingerprint == kept.final.state.tree.fingerprint
     dropped = [(fp, x) for fp, x in small.leaves.items() if x.state is None]
-    assert len(dropped) == len(small.leaves) - 2 > 0
+    whole = len(small.leaves) - len(dropped)  # 2 after a drop, up to 2 x 2 whole before the next (_drop_states)
+    assert 2 <= whole <= 4 and len(dropped) > 0
     for fp, x in dropped[:5]:
         assert small._state(x).tree.fingerprint == fp and small.cost[x.node] == x.cost
