@@ -10,9 +10,8 @@ Priors are versioned, because the `residual` model learns corrections to one of 
   2. page faults counted as the pages a run maps fresh: glibc's malloc maps an allocation of at least 32 MiB
      (its largest mmap threshold) anew at every realization, and the run faults in each of its pages, about
      250 ns each (the kernel's fault path and zeroing 4 KiB; measured, benchmarks/page_fault_prior.py); a smaller
-     allocation comes from the heap,
-     where glibc's dynamic threshold keeps it once it has been freed, so in steady state (how every schedule
-     is measured) it faults in nothing. The output's buffer belongs to the caller. Halide's term is not in it.
+     allocation comes from the heap, where glibc's dynamic threshold keeps it once it has been freed, so in
+     steady state (how every schedule is measured) it faults in nothing. The output's buffer belongs to the caller. Halide's term is not in it.
 """
 
 from __future__ import annotations
