@@ -20,6 +20,8 @@ per pipeline) and the model's loading are paid before the searches and not count
                                                           # beam 32 x 5 next to Halide's Adams2019 search time
     python benchmarks/search_speed.py --apps unsharp,harris,hist_eq,max_filter,iir_blur --random 1 \
         --algorithms beam,hierarchical --replay-ab        # with and without remembered states, side by side
+    python benchmarks/search_speed.py --apps unsharp,harris,hist_eq,max_filter,iir_blur --random 1 \
+        --beam-size 8 --passes 2 --derivation-ab          # incremental vs from-scratch derivation, side by side
 
 How long a run takes (apps at size small, analytical model, this 2-core machine, ~4-12 ms per state
 today): the smoke run above ~6 s; the beam-8 x 2-pass run ~40 s of search (~7 k states); greedy over all
@@ -127,6 +129,31 @@ def without_replay(p, a, model, alg: str, with_replay) -> float:
     return s.stats.seconds
 
 
+def fresh_derivation(p, a, model, alg: str, incremental) -> tuple[float, dict[str, float]]:
+    """The same search with every child planned and featurized from scratch (derivation="fresh", the reference
+    of the incremental path); its seconds and split (a different schedule is an error)."""
+    s = autoschedule(p, target=a.target, model=model, algorithm=alg, beam_size=a.beam_size, passes=a.passes,
+                     seed=a.seed, derivation="fresh")
+    if s.loopnest.fingerprint != incremental.loopnest.fingerprint or \
+            s.stats.states_evaluated != incremental.stats.states_evaluated:
+        raise AssertionError(f"{alg} on {p.name}: the fresh derivation found another schedule than the incremental")
+    return s.stats.seconds, split(s.stats)
+
+
+def print_derivation_ab(rows: list[dict], algorithms: list[str]) -> None:
+    """Per algorithm: us/state deriving every child from scratch vs incrementally from its parent, same schedules."""
+    print("\nderivation of a child's plan and features, the same searches side by side, same schedules:")
+    for alg in algorithms:
+        sel = [r for r in rows if r["alg"] == alg and "fresh" in r]
+        if not sel:
+            continue
+        states = max(1, sum(r["states"] for r in sel))
+        slow, fast = sum(r["fresh"] for r in sel), sum(r["seconds"] for r in sel)
+        parts = {k: sum(r["fresh_parts"][k] for r in sel) for k in PARTS}
+        print(f"  {alg:12s} {len(sel):3d} runs: fresh {1e6 * slow / states:.0f} us/state ({pct(parts, slow).strip()}) "
+              f"-> incremental {1e6 * fast / states:.0f} us/state: {slow / fast:.2f}x faster")
+
+
 def print_replay_ab(rows: list[dict], algorithms: list[str]) -> None:
     """Per algorithm: search seconds without and with the remembered states, side by side (same schedules)."""
     print("\nremembered states (scheduler.space._Replays), the same searches side by side, same schedules:")
@@ -164,6 +191,9 @@ def main(argv=None) -> int:
     ap.add_argument("--replay-ab", action="store_true",
                     help="also run every search again with the space remembering nothing (scheduler.space."
                          "REPLAY_LIMIT = 0), check it returns the same schedule, and print both times side by side")
+    ap.add_argument("--derivation-ab", action="store_true",
+                    help="also run every search with each child planned and featurized from scratch (derivation="
+                         "fresh), check it returns the same schedule, and print both us/state side by side")
     ap.add_argument("--vs-halide", action="store_true",
                     help="also run Halide's Adams2019 (beam --beam-size) on every pipeline and compare search times")
     a = ap.parse_args(argv)
@@ -219,6 +249,8 @@ def main(argv=None) -> int:
             done.append(f"{alg} {st.seconds:.1f} s")
             if a.replay_ab:
                 rows[-1]["without_replay"] = without_replay(p, a, model, alg, s)
+            if a.derivation_ab:
+                rows[-1]["fresh"], rows[-1]["fresh_parts"] = fresh_derivation(p, a, model, alg, s)
             print(f"{name:24s} {funcs:5d} {stages:6d} {alg:12s} {st.states_evaluated:9d} {st.seconds:9.2f} "
                   f"{st.us_per_state:9.0f} {pct(parts, st.seconds)}", flush=True)
         if a.vs_halide:
@@ -265,6 +297,8 @@ def main(argv=None) -> int:
     print(f"(pipeline features, once per pipeline before the searches: {pipe_feat_s:.2f} s in all, not counted)")
     if a.replay_ab:
         print_replay_ab(rows, a.algorithms)
+    if a.derivation_ab:
+        print_derivation_ab(rows, a.algorithms)
     if halide_s:
         print_vs_halide(rows, halide_s, beam_desc)
     if errors:

@@ -31,6 +31,7 @@ from .schema import DTYPE, SCHEDULE_FEATURES
 _F = {name: i for i, name in enumerate(SCHEDULE_FEATURES)}
 _WS = np.array([_F[k] for k in ("working_set", "working_set_at_production", "working_set_at_realization",
                                 "working_set_at_task", "working_set_at_root")])
+_WS_ROOT = _F["working_set_at_root"]
 
 
 def schedule_features(plan: Plan, target: CpuTarget, pending_parallel: frozenset = frozenset(),
@@ -158,8 +159,44 @@ class _Featurizer:
                             final.add(key)
         for name, fp in self.plan.funcs.items():
             if fp.inlined:
-                self.feats[(name, 0)] = self.inlined(fp)
+                key = (name, 0)
+                if redo is None or key not in parent or self.callers_redone(name, redo):
+                    self.feats[key] = self.inlined(fp)
+                else:  # its callers' loops are the parent's: only the working set at root may move
+                    v = self.feats[key] = self.patch_root_working_set(parent[key])
+                    if v.dtype == DTYPE:
+                        final.add(key)
         return {k: v if k in final else v.astype(DTYPE) for k, v in self.feats.items()}
+
+    def callers_redone(self, name: str, redo: set[str]) -> bool:
+        """Whether an inlined Func or a Func calling it (directly or through inlined Funcs) was recomputed."""
+        funcs, dag = self.plan.funcs, self.dag
+        pending, seen = [name], set()
+        while pending:
+            f = pending.pop()
+            if f in redo:
+                return True
+            if f in seen:
+                continue
+            seen.add(f)
+            fp = funcs.get(f)
+            if fp is not None and fp.inlined:
+                pending.extend(dag.node(f).consumers)
+        return False
+
+    def patch_root_working_set(self, old: np.ndarray) -> np.ndarray:
+        """An inlined Func's parent features with this plan's working set at root (the only schedule-wide
+        number among them); the parent's array itself when that did not move."""
+        ws = self.alloc_in(self.plan.root)
+        if old.dtype != DTYPE:
+            v = old.astype(np.float64)
+            v[_WS_ROOT] = ws
+            return v
+        if DTYPE(ws) == old[_WS_ROOT]:
+            return old
+        v = old.copy()
+        v[_WS_ROOT] = ws
+        return v
 
     def affected(self, changed: set[str]) -> set[str]:
         """Funcs whose features may differ from the parent plan's, given the Funcs scheduled differently."""
@@ -167,19 +204,22 @@ class _Featurizer:
         out = set(changed)
         # a stage's footprint of a producer includes what the producer's other readers need there, so a
         # changed Func also moves its producers' regions, and with them their other readers' features
+        # (inputs too: a footprint of an input spans what all its scheduled readers read of it)
         roots = set(changed)
         for f in changed:
             if f in dag:
-                roots.update(p for p in dag.node(f).producers if p in dag)
+                roots.update(dag.node(f).producers)
+        input_readers = self.static.input_readers
         for f in roots:
             pending = [f]
             seen: set[str] = set()
             while pending:  # readers, looking through inlined Funcs and Funcs computed inside a task
                 g = pending.pop()
-                if g in seen or g not in dag:
+                if g in seen:
                     continue
                 seen.add(g)
-                for c in dag.node(g).consumers:
+                consumers = dag.node(g).consumers if g in dag else input_readers.get(g, ())
+                for c in consumers:
                     cp = plan.funcs.get(c)
                     if cp is None:
                         continue
@@ -600,6 +640,7 @@ class _StaticFacts:
         self.producers = {(n.name, s.index): tuple(_producers(dag, s)) for n in dag.nodes for s in n.stages}
         self.func_producers = {n.name: tuple(p for s in n.stages for p in _producers(dag, s)) for n in dag.nodes}
         self.readers = {name: list(_readers_of(dag, name)) for name in dag.inputs}
+        self.input_readers = {name: tuple(dict.fromkeys(s.func for s, _ in r)) for name, r in self.readers.items()}
         # producers a stage reads, as the set _regions_read iterated (the same order)
         self.reads = {(n.name, s.index): tuple({a.producer for a in s.accesses if a.kind != "self"})
                       for n in dag.nodes for s in n.stages}

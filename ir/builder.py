@@ -286,12 +286,26 @@ def _insert(tree: LoopNest, site_path: list[LoopNest], store_path: list[LoopNest
 def readers(dag: FunctionDAG, func: str, inlined: set[str]) -> set[tuple[str, int]]:
     """Stages that read `func`, directly or through inlined Funcs."""
     out: set[tuple[str, int]] = set()
-    for stage, _ in dag.accesses_to(func):
-        if stage.func in inlined:
-            out |= readers(dag, stage.func, inlined)
+    for f, index in _direct_readers(dag).get(func, ()):
+        if f in inlined:
+            out |= readers(dag, f, inlined)
         else:
-            out.add((stage.func, stage.index))
+            out.add((f, index))
     return out
+
+
+def _direct_readers(dag: FunctionDAG) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Func -> the other Funcs' stages that call it, once per DAG (dag.accesses_to walks every stage)."""
+    def compute():
+        out: dict[str, dict[tuple[str, int], None]] = {}
+        for n in dag.nodes:
+            for s in n.stages:
+                for a in s.accesses:
+                    if a.kind != "self":
+                        out.setdefault(a.producer, {})[(s.func, s.index)] = None
+        return {f: tuple(v) for f, v in out.items()}
+
+    return dag.analysis("ir.builder.direct_readers", compute)
 
 
 def _reads(n: LoopNest, reading: set[tuple[str, int]]) -> bool:

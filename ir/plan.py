@@ -163,12 +163,14 @@ class Plan:
         self._index(parent.keys)
         self._group_chains(False)
         self._check_inlined()
-        changed = set()
+        changed: set[str] = set()
+        readers_changed: dict[str, bool] = {}  # a Func's (filled consumers first, so each is one look per consumer)
         for n in self.dag.nodes:  # consumers before producers
+            readers_changed[n.name] = rc = self._readers_changed(n.name, changed, parent, readers_changed)
             fp, old = self.funcs.get(n.name), parent.funcs.get(n.name)
             if fp is None:
                 continue
-            if old is None or old.inlined != fp.inlined or self._readers_changed(n.name, changed, parent):
+            if old is None or old.inlined != fp.inlined or rc:
                 changed.add(n.name)
             if fp.inlined:
                 continue
@@ -179,10 +181,8 @@ class Plan:
                 self.replanned.add(n.name)
             else:
                 self._reuse(fp, old)
-        stale = changed | {f.name for f in self.dag.nodes if self._readers_changed(f.name, changed, parent)}
-        for k, v in parent._memo.items():  # regions still valid: nothing they depend on changed
-            if k not in self._memo and k[0] not in stale and k[1][0] not in stale:
-                self._memo[k] = v
+        stale = changed | {f for f, rc in readers_changed.items() if rc}
+        self._inherit_regions(parent, stale)
         self.changed = changed
         for name in self.replanned:
             fp = self.funcs[name]
@@ -192,6 +192,14 @@ class Plan:
         self._check_limits()
         return self
 
+    def _inherit_regions(self, parent: "Plan", stale: set[str]) -> None:
+        """The parent's region forms that nothing they depend on changed (neither the Func nor the stage
+        owning the node they were asked at)."""
+        memo = self._memo
+        for k, v in parent._memo.items():
+            if k[0] not in stale and k[1][0] not in stale and k not in memo:
+                memo[k] = v
+
     def _check_limits(self) -> None:
         """The target kind's limits (threads per block, shared memory, ...): a ScheduleError with the reason."""
         if self._kind.check_limits is not None:
@@ -199,14 +207,18 @@ class Plan:
             if why is not None:
                 raise ScheduleError(why)
 
-    def _readers_changed(self, func: str, changed: set[str], parent: "Plan") -> bool:
-        for c in self.dag.node(func).consumers if func in self.dag else ():
+    def _readers_changed(self, func: str, changed: set[str], parent: "Plan", known: dict[str, bool]) -> bool:
+        """Whether a reader of `func` (directly or through inlined Funcs) is scheduled differently from the
+        parent's: `known` holds the answer for every consumer already (they come first in dag.nodes), and
+        `changed` their final status."""
+        funcs, old = self.funcs, parent.funcs
+        for c in self.dag.node(func).consumers:
             if c in changed:
                 return True
-            cp = self.funcs.get(c)
-            if (cp is None) != (parent.funcs.get(c) is None):
+            cp = funcs.get(c)
+            if (cp is None) != (old.get(c) is None):
                 return True
-            if cp is not None and cp.inlined and self._readers_changed(c, changed, parent):
+            if cp is not None and cp.inlined and known[c]:
                 return True
         return False
 

@@ -101,9 +101,10 @@ class SearchResult:
 
 class BeamSearch:
     def __init__(self, pipeline, target, model: CostModel, config: SearchConfig, progress=None,
-                 fixed: dict | None = None):
+                 fixed: dict | None = None, derivation: str = "incremental"):
         self.pipeline = pipeline
         self.fixed = dict(fixed or {})  # Func -> FuncDecision the user imposes (a partial schedule)
+        self.derivation = derivation  # SpaceOptions.derivation of the spaces it makes
         self.target = target
         self.model = model
         self.config = config
@@ -114,7 +115,7 @@ class BeamSearch:
     def run(self) -> SearchResult:
         t0 = time.perf_counter()
         cfg = self.config
-        space = make_space(self.pipeline, self.target, SpaceOptions(frozen=self.fixed))
+        space = make_space(self.pipeline, self.target, SpaceOptions(frozen=self.fixed, derivation=self.derivation))
         passes = cfg.passes if cfg.beam_size > 1 else 1
         spaces = [space]
         finals: list[Scored] = []
@@ -122,12 +123,14 @@ class BeamSearch:
         first = 0
         if cfg.freeze and cfg.beam_size > 1 and len(space.nodes) > 1:
             pre_space = make_space(self.pipeline, self.target,
-                                    SpaceOptions(root_or_inline_only=True, frozen=self.fixed))
+                                    SpaceOptions(root_or_inline_only=True, frozen=self.fixed,
+                                                 derivation=self.derivation))
             spaces.append(pre_space)
             pre = self._pass(pre_space, -1, set())
             finals.extend(pre)
             decisions, frozen = _freeze(space, pre[0])
-            space = make_space(self.pipeline, self.target, SpaceOptions(frozen={**decisions, **self.fixed}))
+            space = make_space(self.pipeline, self.target, SpaceOptions(frozen={**decisions, **self.fixed},
+                                                                        derivation=self.derivation))
             spaces.append(space)
             first = 1
         permitted: set[int] = set()

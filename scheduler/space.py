@@ -153,6 +153,13 @@ class SpaceOptions:
 
     root_or_inline_only: bool = False  # anderson2021 §6.5's pre-pass: only inline or compute_root
     frozen: dict[str, FuncDecision] = field(default_factory=dict)  # Funcs whose decision is fixed
+    # how a child's plan and features are derived: "incremental" (Plan.extend and featurization memoized from
+    # the parent's; what searches use) or "fresh" (a new Plan and every stage featurized: the reference the
+    # incremental path must agree with, which tests and benchmarks/search_speed.py compare it to)
+    derivation: str = "incremental"
+
+
+DERIVATIONS = ("incremental", "fresh")
 
 
 _SPACES: dict[str, type] = {}  # target kind -> the search space of that kind's schedules
@@ -196,6 +203,10 @@ class SearchSpace:
             raise SearchError(f"the {self.target_kind} search space got {self.target.name}, a {self.target.kind} "
                               "target; use make_space(pipeline, target)")
         self.options = options or SpaceOptions()
+        if self.options.derivation not in DERIVATIONS:
+            raise SearchError(f"unknown derivation {self.options.derivation!r}; choose one of "
+                              f"{', '.join(DERIVATIONS)}")
+        self._fresh = self.options.derivation == "fresh"
         self.builder = ScheduleBuilder(pipeline, self.target)
         self.nodes = list(self.dag.nodes)
         self.total_decisions = 2 * len(self.nodes)
@@ -290,15 +301,19 @@ class SearchSpace:
         s = c.parent
         t0 = time.perf_counter()
         try:
-            plan = Plan.extend(s.plan, c.tree)
+            plan = (Plan(self.dag, c.tree, self.target, complete=False) if self._fresh else
+                    Plan.extend(s.plan, c.tree))
         except ScheduleError:
             self.timing.enumerate_s += time.perf_counter() - t0
             return None
         t1 = time.perf_counter()
         self.timing.enumerate_s += t1 - t0
-        feats = schedule_features(plan, self.target, c.pending, parent=s.features, parent_pending=s.pending)
+        if self._fresh:
+            feats = schedule_features(plan, self.target, c.pending)
+        else:
+            feats = schedule_features(plan, self.target, c.pending, parent=s.features, parent_pending=s.pending)
         self.timing.featurize_s += time.perf_counter() - t1
-        if not self._acceptable(feats, plan.changed or set()):
+        if not self._acceptable(feats, None if self._fresh else plan.changed or set()):
             return None
         return plan, feats
 
@@ -315,11 +330,12 @@ class SearchSpace:
             self.timing.enumerate_s += time.perf_counter() - t0
         return Candidate(s, func, d, tree, s.pending if pending is None else pending)
 
-    def _acceptable(self, feats, changed) -> bool:
+    def _acceptable(self, feats, changed: set[str] | None) -> bool:
         """adams2019's calculate_cost rejections: points computed plus inlined calls beyond 8x the minimum
-        (wrappers exempt), or 256 inlined calls per point needed."""
+        (wrappers exempt), or 256 inlined calls per point needed. Checked for the Funcs scheduled differently
+        from the parent (`changed`; the others passed when they last changed), or for all (None)."""
         for (func, stage), v in feats.items():
-            if func not in changed:
+            if changed is not None and func not in changed:
                 continue
             minimum = max(float(v[_MINIMUM]), 1.0)
             if v[_INLINED] >= MAX_INLINED_CALLS * minimum:
