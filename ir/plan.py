@@ -32,6 +32,7 @@ MAX_VECTOR = 64  # lanes of one SIMD loop
 CHAIN_MEMO_LIMIT = 20_000
 
 Region = list[tuple[Lin, Lin]]  # inclusive (lo, hi) forms per dimension
+_MISSING = object()  # a memo miss (None is a region: nothing reads the Func there)
 
 
 @dataclass
@@ -268,8 +269,9 @@ class Plan:
         produce each time round (Halide's `LoopNest::get_bounds`).
         """
         key = (func, self.keys[id(n)])
-        if key in self._memo:
-            return self._memo[key]
+        hit = self._memo.get(key, _MISSING)
+        if hit is not _MISSING:
+            return hit
         node = self.dag.node(func)
         box: Region | None = None
         if node.is_output and n.is_root:
@@ -411,26 +413,29 @@ class Plan:
         stored = walk.stored
         for f, hs in heads.items():
             node = self.dag.node(f)
-            stages = sorted(h.stage for h, _ in hs)
-            if stages != list(range(len(node.stages))):
-                raise ScheduleError(f"{f}: each of its {len(node.stages)} stages must be computed exactly once, "
-                                    f"found stages {stages}")
-            sites = {id(s) for _, s in hs}
-            if len(sites) != 1:
-                raise ScheduleError(f"{f}: all its stages must be computed at the same level")
             site = hs[0][1]
-            if len(hs) > 1:
-                pos = [next(i for i, c in enumerate(site.children) if c is h)
-                       for h, _ in sorted(hs, key=lambda t: t[0].stage)]
+            if len(hs) == 1 and len(node.stages) == 1 and hs[0][0].stage == 0:  # the common case, checked at once
+                chains = [Chain(f, node.stages[0], hs[0][0], site, [], [], [])]
+            else:
+                stages = sorted(h.stage for h, _ in hs)
+                if stages != list(range(len(node.stages))):
+                    raise ScheduleError(f"{f}: each of its {len(node.stages)} stages must be computed exactly once, "
+                                        f"found stages {stages}")
+                sites = {id(s) for _, s in hs}
+                if len(sites) != 1:
+                    raise ScheduleError(f"{f}: all its stages must be computed at the same level")
+                ordered = sorted(hs, key=lambda t: t[0].stage)
+                pos = [next(i for i, c in enumerate(site.children) if c is h) for h, _ in ordered]
                 if pos != sorted(pos):
                     raise ScheduleError(f"{f}: its stages must be computed in order")
+                chains = [Chain(f, node.stages[h.stage], h, site, [], [], []) for h, _ in ordered]
             if node.is_output and not site.is_root:
                 raise ScheduleError(f"{f} is an output; outputs are computed at root")
             if f not in stored:
                 raise ScheduleError(f"{f} is computed but stored nowhere; list it in store_at of its compute level "
                                     "or a coarser one")
             fp = FuncPlan(f, node, site=site, store=stored[f])
-            fp.chains = [Chain(f, node.stages[h.stage], h, site, [], [], []) for h, _ in sorted(hs, key=lambda t: t[0].stage)]
+            fp.chains = chains
             self.funcs[f] = fp
         for f in stored:
             if f not in heads:
