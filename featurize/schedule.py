@@ -71,6 +71,7 @@ class _Featurizer:
         if len(memo.vectors) > _MEMO_LIMIT:
             memo.vectors.clear()
         self._regions_memo, self._vectors_memo, self._counts_memo = memo.regions, memo.vectors, memo.counts
+        self._siblings_memo = memo.siblings
 
     # -- tree arithmetic -------------------------------------------------------------------------
 
@@ -143,16 +144,25 @@ class _Featurizer:
     # -- the walk --------------------------------------------------------------------------------
 
     def run(self, parent=None, parent_pending: frozenset = frozenset()) -> dict[tuple[str, int], np.ndarray]:
-        redo = None
+        redo = changed = sibling_key = shared = None
         if parent is not None and self.plan.changed is not None:
-            redo = self.affected(set(self.plan.changed) | (self.pending ^ parent_pending))
+            changed = set(self.plan.changed) | (self.pending ^ parent_pending)
+            redo = self.affected(changed)
+            sibling_key = self.sibling_key(parent, changed, parent_pending)
+            hit = self._siblings_memo.get(sibling_key)
+            if hit is not None and hit[0] is parent:
+                shared = hit[1]
         final: set[tuple[str, int]] = set()  # keys whose array is already the returned one
         for name, fp in self.plan.funcs.items():
             if not fp.inlined:
                 for ch in fp.chains:
                     key = (name, ch.stage.index)
                     if redo is None or name in redo or key not in parent:
-                        self.feats[key] = self.stage(fp, ch)
+                        if shared is not None and key in shared:
+                            self.feats[key] = shared[key]
+                            final.add(key)
+                        else:
+                            self.feats[key] = self.stage(fp, ch)
                     else:
                         v = self.feats[key] = self.patch_working_sets(parent[key], fp, ch)
                         if v.dtype == DTYPE:
@@ -166,7 +176,32 @@ class _Featurizer:
                     v = self.feats[key] = self.patch_root_working_set(parent[key])
                     if v.dtype == DTYPE:
                         final.add(key)
-        return {k: v if k in final else v.astype(DTYPE) for k, v in self.feats.items()}
+        out = {k: v if k in final else v.astype(DTYPE) for k, v in self.feats.items()}
+        if sibling_key is not None and shared is None:
+            memo = self._siblings_memo
+            if len(memo) > _MEMO_LIMIT:
+                memo.clear()
+            funcs = self.plan.funcs
+            memo[sibling_key] = (parent, {k: out[k] for k in out if k[0] in redo and k[0] not in changed
+                                          and not funcs[k[0]].inlined})
+        return out
+
+    def sibling_key(self, parent: dict, changed: set[str], parent_pending: frozenset) -> tuple:
+        """What the features of the other recomputed stages depend on among the children of one parent: the
+        changed Funcs' placement (site, storage, layout, regions), not their own loops. Children that differ
+        only in a changed Func's tiling (a beam step's siblings) share those stages' features."""
+        keys, funcs = self.plan.keys, self.plan.funcs
+        placed = []
+        for f in sorted(changed):
+            fp = funcs.get(f)
+            if fp is None:
+                placed.append((f, None))
+            elif fp.inlined:
+                placed.append((f, "inlined"))
+            else:
+                placed.append((f, keys[id(fp.site)], keys[id(fp.store)], fp.layout, tuple(fp.extents),
+                               tuple(fp.storage_extents), fp.sliding is not None))
+        return id(parent), tuple(placed), self.pending, parent_pending
 
     def callers_redone(self, name: str, redo: set[str]) -> bool:
         """Whether an inlined Func or a Func calling it (directly or through inlined Funcs) was recomputed."""
@@ -664,6 +699,9 @@ class _Memo:
         self.vectors: dict[tuple, tuple] = {}
         # (func, stage, inlined, SIMD loop, unrolled extents, producer layouts) -> load counts (no ids: no pins)
         self.counts: dict[tuple, dict[str, float]] = {}
+        # (id(parent features), changed Funcs' placement, pending sets) -> (parent features, {stage: features}):
+        # the stages a child recomputed besides its changed Funcs, shared with its siblings (_Featurizer.run)
+        self.siblings: dict[tuple, tuple] = {}
 
 
 def _static_facts(dag: FunctionDAG) -> _StaticFacts:
