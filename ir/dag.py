@@ -128,10 +128,10 @@ class Node:
     region: Box = ()
     consumers: tuple[str, ...] = ()  # Funcs that call this one (not itself)
     producers: tuple[str, ...] = ()  # Funcs and Inputs this one calls (not itself)
+    name: str = field(init=False)  # the Func's: read per node per search state, so a field, not a property
 
-    @property
-    def name(self) -> str:
-        return self.func.name
+    def __post_init__(self):
+        self.name = self.func.name
 
     @property
     def dims(self) -> tuple[str, ...]:
