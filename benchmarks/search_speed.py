@@ -23,13 +23,13 @@ per pipeline) and the model's loading are paid before the searches and not count
     python benchmarks/search_speed.py --apps unsharp,harris,hist_eq,max_filter,iir_blur --random 1 \
         --beam-size 8 --passes 2 --derivation-ab          # incremental vs from-scratch derivation, side by side
 
-How long a run takes (apps at size small, analytical model, this 2-core machine, ~4-12 ms per state
-today): the smoke run above ~6 s; the beam-8 x 2-pass run ~40 s of search (~7 k states); greedy over all
-17 apps and 3 random pipelines ~20 s (~3 k states). Beam 32 x 5 passes evaluates ~70-125x the states of
-greedy on the same pipeline (unsharp 2.6 k, iir_blur 3.6 k, harris 7.6 k states: ~65 s for the three), so
-the full default, greedy and beam over everything, is ~300 k states: roughly 40-60 minutes, dominated by
-the big apps (local_laplacian, lens_blur, camera_pipe, stencil_chain, interpolate at 24-41 Funcs and
-8-12 ms per state). Size a run with --apps / --random / --beam-size / --passes. "random20" pipelines are
+How long a run takes (apps at size small, analytical model, this 2-core machine, 2026-11-27: ~0.5-0.6 ms
+per state on the small apps, ~1.3 ms on the big ones): the smoke run above ~2 s; the beam-8 x 2-pass run
+~5 s of search (7.7 k states); the big apps (local_laplacian, lens_blur, camera_pipe, stencil_chain,
+interpolate at 24-41 Funcs) at beam 8 x 2 ~40 s (32 k states). Beam 32 x 5 passes evaluates ~70-125x the
+states of greedy on the same pipeline, so the full default, greedy and beam over everything, is ~300 k
+states: roughly 10-20 minutes, dominated by the big apps. --derivation-ab adds the from-scratch runs, 2.5-4x
+slower. Size a run with --apps / --random / --beam-size / --passes. "random20" pipelines are
 generated with max_stages=20; stages the output does not reach are dropped, so they have fewer Funcs.
 Times are single runs on a shared machine: read the ratios and the split, not the last digit.
 """
