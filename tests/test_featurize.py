@@ -288,22 +288,15 @@ def test_chains_remembered_by_value_equal_fresh_ones(pipeline):
     """Plan.extend takes a stage's loops from the search-wide chain memo when its region forms and level shapes
     recur on another tree (ir.plan.dag_chain_memo); every level of every searched state must equal a fresh plan's
     all the same. The states: all children of a few states per step of a search, down to complete schedules."""
-    import random
-
-    from generator.apps import get_app
-    from generator.random_pipeline import random_pipeline
     from ir.plan import Plan, dag_chain_memo
     from scheduler.space import make_space
 
-    kind, _, seed = pipeline.partition(":")
-    p = random_pipeline(int(seed), 20, (64, 48, 3)) if kind == "random" else get_app(kind).build("small")
+    from .search_walk import pipeline_from_spec, sampled_search_children
+
+    p = pipeline_from_spec(pipeline)
     space = make_space(p, TARGET)
-    rng = random.Random(pipeline)
-    frontier, checked = [space.initial()], 0
-    while frontier:
-        children = [c for s in frontier for c in space.expand(s)]
-        for c in children:
-            assert _levels(c.plan) == _levels(Plan(p.dag, c.tree, complete=False))
-            checked += 1
-        frontier = rng.sample(children, min(3, len(children)))
+    checked = 0
+    for c in sampled_search_children(space, pipeline, 3):
+        assert _levels(c.plan) == _levels(Plan(p.dag, c.tree, complete=False))
+        checked += 1
     assert checked > 20 and len(dag_chain_memo(p.dag)) > 0

@@ -10,52 +10,43 @@ must return the same schedule at the same cost with either derivation.
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pytest
 
 from featurize.schedule import schedule_features
 from generator.apps import APPS, get_app
-from generator.random_pipeline import random_pipeline
 from ir.plan import Plan
 from scheduler import autoschedule
 from scheduler.space import SearchError, SpaceOptions, make_space
+
+from .search_walk import pipeline_from_spec as _pipeline
+from .search_walk import sampled_search_children
 
 TARGET = "i9-7960x"  # 16 cores, AVX-512
 RANDOM_SEEDS = range(8)  # random pipelines of up to 20 stages
 STATES_WANTED = 500  # over all pipelines of the property below (CI runs it whole: ~1 minute)
 
 
-def _pipeline(spec: str):
-    kind, _, seed = spec.partition(":")
-    return random_pipeline(int(seed), 20, (64, 48, 3)) if kind == "random" else get_app(kind).build("small")
-
-
 def _children_checked(p, seed: str, per_step: int = 2) -> int:
     """Walk a search of `p`: all children of `per_step` random states per decision, each compared with a fresh
     plan and full featurization; the number of children compared."""
     space = make_space(p, TARGET)
-    rng = random.Random(seed)
-    frontier, checked = [space.initial()], 0
-    while frontier:
-        children = [c for s in frontier for c in space.expand(s)]
-        for c in children:
-            fresh = Plan(p.dag, c.tree, space.target, complete=False)
-            full = schedule_features(fresh, space.target, c.pending)
-            assert full.keys() == c.features.keys(), (p.name, c.num_decisions)
-            for k, v in full.items():
-                got = c.features[k]
-                assert got.dtype == v.dtype and np.array_equal(got, v), \
-                    (p.name, c.num_decisions, k, np.flatnonzero(got != v).tolist())
-            for name, fp in fresh.funcs.items():
-                ep = c.plan.funcs[name]
-                assert ep.inlined == fp.inlined
-                if not fp.inlined:
-                    assert (ep.extents, ep.storage_extents, ep.strides, ep.layout) == \
-                           (fp.extents, fp.storage_extents, fp.strides, fp.layout), (p.name, name)
-            checked += 1
-        frontier = rng.sample(children, min(per_step, len(children)))
+    checked = 0
+    for c in sampled_search_children(space, seed, per_step):
+        fresh = Plan(p.dag, c.tree, space.target, complete=False)
+        full = schedule_features(fresh, space.target, c.pending)
+        assert full.keys() == c.features.keys(), (p.name, c.num_decisions)
+        for k, v in full.items():
+            got = c.features[k]
+            assert got.dtype == v.dtype and np.array_equal(got, v), \
+                (p.name, c.num_decisions, k, np.flatnonzero(got != v).tolist())
+        for name, fp in fresh.funcs.items():
+            ep = c.plan.funcs[name]
+            assert ep.inlined == fp.inlined
+            if not fp.inlined:
+                assert (ep.extents, ep.storage_extents, ep.strides, ep.layout) == \
+                       (fp.extents, fp.storage_extents, fp.strides, fp.layout), (p.name, name)
+        checked += 1
     return checked
 
 
