@@ -178,6 +178,8 @@ class Plan:
             if n.name in changed or not self._same_geometry(fp, old, parent):
                 changed.add(n.name)
                 self._check_placement(fp)
+                if not rc:
+                    self._seed_regions(fp, parent)
                 self._plan_func(fp)
                 self.replanned.add(n.name)
             else:
@@ -192,6 +194,19 @@ class Plan:
                     self._check_level_flags(fp, ch, lvl)
         self._check_limits()
         return self
+
+    def _seed_regions(self, fp: FuncPlan, parent: "Plan") -> None:
+        """A Func placed anew whose readers are the parent's: its region at its site and storage levels is the
+        parent's (a region depends on the readers' loops, not on the Func's own), which the builder asked the
+        parent plan for when it placed it. Only when every reader is scheduled: with one that is not, the parent
+        skipped it and this plan must raise."""
+        if not all(c in self.funcs for c in fp.node.consumers):
+            return
+        for n in (fp.site, fp.store):
+            key = (fp.name, self.keys[id(n)])
+            v = parent._memo.get(key, _MISSING)
+            if v is not _MISSING:
+                self._memo.setdefault(key, v)
 
     def _inherit_regions(self, parent: "Plan", stale: set[str]) -> None:
         """The parent's region forms that nothing they depend on changed (neither the Func nor the stage
