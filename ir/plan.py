@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from itertools import repeat
 
 from .bounds import Env
 from .dag import FunctionDAG, Node, Stage
@@ -35,7 +36,7 @@ Region = list[tuple[Lin, Lin]]  # inclusive (lo, hi) forms per dimension
 _MISSING = object()  # a memo miss (None is a region: nothing reads the Func there)
 
 
-@dataclass
+@dataclass(slots=True)
 class Loop:
     """One loop of one level of a stage."""
 
@@ -54,7 +55,7 @@ class Loop:
         return self.count_form.is_const and self.ext.is_const
 
 
-@dataclass
+@dataclass(slots=True)
 class Level:
     """One node of a stage chain: a tiling level (or the innermost, point level)."""
 
@@ -69,7 +70,7 @@ class Level:
         return {l.name: (l.base, l.base + l.ext - 1) for l in self.loops}
 
 
-@dataclass
+@dataclass(slots=True)
 class Chain:
     """All levels of one stage, computed at `site`."""
 
@@ -83,7 +84,7 @@ class Chain:
     levels: list[Level] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class FuncPlan:
     name: str
     node: Node
@@ -108,7 +109,7 @@ class FuncPlan:
         return math.prod(self.storage_extents)
 
 
-@dataclass
+@dataclass(slots=True)
 class Sliding:
     """A Func stored outside the loop it is computed in: each iteration computes only new rows."""
 
@@ -167,7 +168,7 @@ class Plan:
         changed: set[str] = set()
         readers_changed: dict[str, bool] = {}  # a Func's (filled consumers first, so each is one look per consumer)
         for n in self.dag.nodes:  # consumers before producers
-            readers_changed[n.name] = rc = self._readers_changed(n.name, changed, parent, readers_changed)
+            readers_changed[n.name] = rc = self._readers_changed(n, changed, parent, readers_changed)
             fp, old = self.funcs.get(n.name), parent.funcs.get(n.name)
             if fp is None:
                 continue
@@ -223,12 +224,12 @@ class Plan:
             if why is not None:
                 raise ScheduleError(why)
 
-    def _readers_changed(self, func: str, changed: set[str], parent: "Plan", known: dict[str, bool]) -> bool:
+    def _readers_changed(self, node: Node, changed: set[str], parent: "Plan", known: dict[str, bool]) -> bool:
         """Whether a reader of `func` (directly or through inlined Funcs) is scheduled differently from the
         parent's: `known` holds the answer for every consumer already (they come first in dag.nodes), and
         `changed` their final status."""
         funcs, old = self.funcs, parent.funcs
-        for c in self.dag.node(func).consumers:
+        for c in node.consumers:
             if c in changed:
                 return True
             cp = funcs.get(c)
@@ -254,12 +255,19 @@ class Plan:
         fp.region, fp.extents = old.region, old.extents
         fp.storage, fp.storage_extents = old.storage, old.storage_extents
         fp.layout, fp.strides = old.layout, old.strides
+        levels = self.levels
         for ch, och in zip(fp.chains, old.chains):
             ch.bounds, ch.extents, ch.exact = och.bounds, och.extents, och.exact
+            append = ch.levels.append
+            if ch.head is och.head:  # the same (immutable) subtree: the same nodes
+                for olvl in och.levels:
+                    n = olvl.node
+                    append(lvl := Level(n, ch, olvl.depth, olvl.loops, olvl.order))
+                    levels[id(n)] = lvl
+                continue
             for n, olvl in zip(ch.head.chain(), och.levels):
-                lvl = Level(n, ch, olvl.depth, olvl.loops, olvl.order)
-                ch.levels.append(lvl)
-                self.levels[id(n)] = lvl
+                append(lvl := Level(n, ch, olvl.depth, olvl.loops, olvl.order))
+                levels[id(n)] = lvl
         if old.sliding is not None:  # the sliding loop belongs to a level planned before this Func
             old_lvl = old.sliding.level
             key = (old_lvl.chain.func, old_lvl.chain.stage.index, old_lvl.depth)
@@ -354,7 +362,7 @@ class Plan:
             if n.innermost and p is not None:
                 walk.innermost.append(n)
             if n.children:
-                stack.extend((c, n) for c in reversed(n.children))
+                stack.extend(zip(reversed(n.children), repeat(n)))
 
     def _encloses(self, outer: LoopNest, n: LoopNest) -> bool:
         """Whether `outer` is a strict ancestor of node n."""
@@ -414,17 +422,21 @@ class Plan:
         heads: dict[str, list[tuple[LoopNest, LoopNest]]] = {}
         for head, site in walk.heads:
             heads.setdefault(head.func, []).append((head, site))
+        inlined_plans = _inlined_func_plans(self.dag)
         for f in walk.inlined:
             if f not in self.dag:
                 raise ScheduleError(f"the loop nest inlines {f}, which is not a Func of the pipeline")
             if f in heads:
                 raise ScheduleError(f"{f} is both inlined and computed")
-            node = self.dag.node(f)
-            if node.is_output:
-                raise ScheduleError(f"{f} is an output; outputs are computed at root, never inlined")
-            if not node.inlinable:
-                raise ScheduleError(f"{f} has update definitions and cannot be inlined")
-            self.funcs[f] = FuncPlan(f, node, inlined=True)
+            fp = inlined_plans.get(f)
+            if fp is None:
+                node = self.dag.node(f)
+                if node.is_output:
+                    raise ScheduleError(f"{f} is an output; outputs are computed at root, never inlined")
+                if not node.inlinable:
+                    raise ScheduleError(f"{f} has update definitions and cannot be inlined")
+                fp = inlined_plans[f] = FuncPlan(f, node, inlined=True)
+            self.funcs[f] = fp
         stored = walk.stored
         for f, hs in heads.items():
             node = self.dag.node(f)
@@ -811,6 +823,12 @@ def dag_chain_memo(dag: FunctionDAG) -> dict:
 def _geometry(n: LoopNest) -> tuple:
     """What of a node shapes its own loops (not its children)."""
     return (n.func, n.stage, n.size, n.innermost, n.kind, n.vector_dim, n.vectorized_loop)
+
+
+def _inlined_func_plans(dag: FunctionDAG) -> dict[str, FuncPlan]:
+    """One FuncPlan per inlined Func of `dag`, shared by every plan: an inlined Func has no loops, regions or
+    storage of its own, so its plan is the same in every schedule (and nothing writes to it)."""
+    return dag.analysis("ir.plan.inlined_func_plans", dict)
 
 
 def _inlined_calls_cached(dag: FunctionDAG, inlined: frozenset) -> dict:
