@@ -34,25 +34,24 @@ APPS = ("unsharp", "harris", "iir_blur", "hist_eq", "max_filter", "camera_pipe",
 
 @contextlib.contextmanager
 def digesting(sink: dict, current: list):
-    """Every SearchSpace.realize in the block adds its state to sink[current[0]] = [sha256, count]."""
+    """Every legal state SearchSpace.realize gives in the block adds to sink[current[0]] = [sha256, count]."""
     from scheduler.space import SearchSpace
 
     realize = SearchSpace.realize
 
     def recorded(self, candidate):
         s = realize(self, candidate)
+        if s is None:  # an illegal candidate: whether it is refused before or after placing it is not a result
+            return s
         h = sink.setdefault(current[0], [hashlib.sha256(), 0])
-        if s is None:
-            h[0].update(b"none")
-        else:
-            for k in sorted(s.features):
-                h[0].update(repr(k).encode())
-                h[0].update(np.ascontiguousarray(s.features[k]).tobytes())
-            for f in sorted(s.plan.funcs):
-                fp = s.plan.funcs[f]
-                shape = [(ch.extents, [[(lp.count, lp.tile, lp.tail) for lp in lv.loops] for lv in ch.levels])
-                         for ch in fp.chains]
-                h[0].update(repr((f, fp.inlined, fp.extents, fp.storage_extents, shape)).encode())
+        for k in sorted(s.features):
+            h[0].update(repr(k).encode())
+            h[0].update(np.ascontiguousarray(s.features[k]).tobytes())
+        for f in sorted(s.plan.funcs):
+            fp = s.plan.funcs[f]
+            shape = [(ch.extents, [[(lp.count, lp.tile, lp.tail) for lp in lv.loops] for lv in ch.levels])
+                     for ch in fp.chains]
+            h[0].update(repr((f, fp.inlined, fp.extents, fp.storage_extents, shape)).encode())
         h[1] += 1
         return s
 

@@ -635,6 +635,21 @@ class Plan:
                 raise ScheduleError(f"{fp.name} must be computed before {ch.func}.s{ch.stage.index} reads it "
                                     f"(order of the children of {describe(site)})")
 
+    def read_only_inside(self, func: str, site: LoopNest) -> bool:
+        """Whether every computed stage that reads `func` (directly or through inlined Funcs) runs inside the loops
+        of `site`, a node of this plan: the first rule of _check_placement, asked of a parent plan before a search
+        places `func` at `site` (its readers are placed first and do not move). True when a reader is not
+        scheduled yet: then the plan of the placed schedule decides."""
+        try:
+            chains = self._reading_chains(func)
+        except KeyError:
+            return True
+        lvl = self.levels.get(id(site))
+        for ch in chains:
+            if not ((lvl is not None and lvl.chain is ch) or site is ch.site or self._encloses(site, ch.site)):
+                return False
+        return True
+
     def _reading_chains(self, func: str) -> list[Chain]:
         """Chains of computed stages that read `func`, directly or through inlined Funcs."""
         out: list[Chain] = []

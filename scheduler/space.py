@@ -371,6 +371,7 @@ class SearchSpace:
             except KeyError:
                 continue
             previous = None
+            inside = True  # every other reader runs inside this level (once false, false deeper too)
             for level in range(len(chain) - 1):
                 region = s.plan.region_at(node.name, chain[level])
                 if region is None:
@@ -379,17 +380,20 @@ class SearchSpace:
                 if ext == previous:  # descending here does not shrink what is computed
                     continue
                 previous = ext
+                # a level some other reader runs outside of: every placement there would fail Plan's check
+                # (None, as _try would give, so the candidate lists and what draws from them stay the same)
+                inside = inside and s.plan.read_only_inside(node.name, chain[level])
                 for v in self._vector_choices(node, ext):
                     vd, width = self._vector(node, v)
                     own = [None] + (tilings.inner_tilings(ext, vd, width, AT_TILINGS) if tiled else [])
                     for tile in own:
                         spec = self._spec(node, v, [tile] if tile else [], parallel=False)
                         out.append(self._try(s, node.name, FuncDecision("at", consumer, cstage, level,
-                                                                        specs={0: spec})))
+                                                                        specs={0: spec})) if inside else None)
                     if self._can_slide(node, chain[level]):
                         d = FuncDecision("at", consumer, cstage, level, level - 1,
                                          specs={0: StageSpec(vectorize=v)})
-                        out.append(self._try(s, node.name, d))
+                        out.append(self._try(s, node.name, d) if inside else None)
         return out
 
     def _can_slide(self, node, level: LoopNest) -> bool:

@@ -151,6 +151,47 @@ def test_no_descent_where_the_region_does_not_shrink():
     assert levels == {0, 1}  # level 2 (the 1x1 level) computes the same 16x3 region as level 1
 
 
+def two_readers() -> Pipeline:
+    """f read by g (a stencil) and by h, the output, which also reads g."""
+    inp = Input("inp", f32, 2)
+    f, g, h = Func("f"), Func("g"), Func("h")
+    f[x, y] = inp[x, y] * 2
+    g[x, y] = f[x, y] + f[x + 1, y]
+    h[x, y] = g[x, y - 1] + g[x, y + 1] + f[x, y]
+    return Pipeline([h], {h: (64, 64)})
+
+
+def placements_of_f(sp: SearchSpace, g_kind: str):
+    """The candidates for f after h (the output, first tiling) and g (`g_kind`: root or at) are placed."""
+    s = first_state(sp)
+    for s1 in sp.expand(s):
+        if s1.decisions[-1][1].kind == g_kind:
+            s2 = next(iter(sp.expand(s1)))
+            assert s2.decisions[-1][0] == "g" and sp.func_of(s2).name == "f"
+            return s2, candidates(sp, s2)
+    raise AssertionError(f"no state with g placed {g_kind}")
+
+
+def test_no_compute_at_a_level_another_reader_runs_outside(monkeypatch):
+    """With g at root, every level of g or h leaves a reader of f outside: nothing is offered there (Plan would
+    refuse each one). With g inside h, f may go inside h's loops too."""
+    sp = SearchSpace(two_readers())
+    s, cands = placements_of_f(sp, "root")
+    assert not [c for c in cands if c.decision.kind == "at"]
+    _, at_h = placements_of_f(sp, "at")
+    assert {c.decision.consumer for c in at_h if c.decision.kind == "at"} == {"h"}
+    for c in at_h:
+        if c.decision.store_level is None:  # (a sliding window may be refused for its own reasons)
+            Plan.extend(c.parent.plan, c.tree)
+
+    monkeypatch.setattr(Plan, "read_only_inside", lambda self, func, site: True)  # the rule off
+    unpruned = [c for c in candidates(SearchSpace(two_readers()), s) if c.decision.kind == "at"]
+    assert unpruned
+    for c in unpruned:
+        with pytest.raises(ScheduleError, match="reads it outside that loop"):
+            Plan.extend(s.plan, c.tree)
+
+
 def vector_pipeline(height: int) -> Pipeline:
     inp = Input("inp", f32, 2)
     f, g = Func("f"), Func("g")
