@@ -427,11 +427,28 @@ def test_prior_2_counts_pages_faulted_in():
     others = [i for i in range(len(TERMS)) if i != A._PAGE_FAULTS]
     assert torch.equal(new[..., others], old[..., others])
     assert A.coefficients(2)[A._PAGE_FAULTS] == A.PAGE_FAULT_NS and A.coefficients(1)[A._PAGE_FAULTS] == 0.0005
-    with pytest.raises(ValueError, match="unknown analytical prior 3; priors: 1, 2") as e:
-        A.coefficients(3)
+    with pytest.raises(ValueError, match="unknown analytical prior 4; priors: 1, 2, 3") as e:
+        A.coefficients(4)
     assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="prior"):
         ModelConfig(kind="residual", prior=0)
+
+
+def test_prior_3_charges_lines_at_the_measured_cost():
+    """Prior 3 is prior 2 with every term that counts lines (read or written) LINE_SCALE times dearer; its terms
+    are prior 2's, so a residual model of either reads the same features."""
+    from train import analytical as A
+
+    assert [TERMS[i] for i in A.LINE_TERMS] == ["load_lines_per_realization", "unique_lines_per_task",
+                                                "store_lines_parallel", "store_lines_output", "store_lines_other"]
+    c2, c3 = A.coefficients(2), A.coefficients(3)
+    lines = list(A.LINE_TERMS)
+    others = [i for i in range(len(TERMS)) if i not in A.LINE_TERMS]
+    assert A.LINE_SCALE > 1 and np.array_equal(c3[lines], c2[lines] * A.LINE_SCALE)
+    assert np.array_equal(c3[others], c2[others])
+    sf = torch.rand(2, 3, len(featurize.schema.SCHEDULE_FEATURES), dtype=torch.float64) * 100
+    pf = torch.rand(3, *PIPELINE_SHAPE)
+    assert torch.equal(A.analytical_terms(pf, sf, 4.0, 3), A.analytical_terms(pf, sf, 4.0, 2))
 
 
 def test_residual_models_keep_the_prior_they_were_trained_on(apps):

@@ -33,12 +33,16 @@ COEFFICIENTS = np.array([
 ])
 PAGE_BYTES = 4096
 _PAGE_FAULTS = 22  # the page-fault term's index in train.model.TERMS (tests/test_train_model.py checks it)
-PRIORS = (1, 2)
+PRIORS = (1, 2, 3)
 PRIOR = 2  # the analytical model's prior; ModelConfig.prior says which one a residual model corrects
 MMAP_THRESHOLD = 32 << 20  # bytes: glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit (mallopt(3): dynamic threshold)
 PAGE_FAULT_NS = 250.0  # prior 2: nanoseconds per 4 KiB page faulted in (measured here: 210-280 ns, benchmarks/page_fault_prior.py)
 PARALLEL_TERMS = slice(0, 21)  # compute, loads and stores divide among the cores running tasks
 COMPUTE_TERMS = slice(0, 4)
+# the terms that count lines (contiguous runs along a buffer's innermost storage dimension) read and written:
+# load_lines_per_realization, unique_lines_per_task, store_lines_parallel / _output / _other
+LINE_TERMS = (4, 14, 15, 16, 17)
+LINE_SCALE = 4.0  # prior 3: what a line costs on this machine over prior 2's charge (benchmarks/line_cost_prior.py)
 OPS = [PIPELINE_ROWS.index(op) for op in OP_TYPES if op not in ("Variable", "Param", "Const", "Let")]
 
 
@@ -48,6 +52,8 @@ def coefficients(prior: int = PRIOR) -> np.ndarray:
     c = COEFFICIENTS.copy()
     if prior >= 2:
         c[_PAGE_FAULTS] = PAGE_FAULT_NS
+    if prior >= 3:
+        c[list(LINE_TERMS)] *= LINE_SCALE
     return c
 
 
