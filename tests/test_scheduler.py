@@ -307,18 +307,19 @@ def test_cost_model_registry_toy_model_and_unknown_name(monkeypatch):
 
 
 def test_analytical_priors_by_name():
-    """`analytical` is the current prior, `analytical:1` the earlier one (side by side in benchmarks); the two price
-    the same schedule differently only through the page-fault term; an unknown prior is a one-line error."""
+    """`analytical` is the current prior, `analytical:1` and `analytical:2` earlier ones (side by side in benchmarks);
+    an unknown prior is a one-line error."""
     from train.analytical import PRIOR
 
     target = get_target("host")
-    current, first = load_model("analytical", target), load_model("analytical:1", target)
-    assert (current.prior, first.prior) == (PRIOR, 1) and first.name == "analytical:1"
+    current, first, second = (load_model(m, target) for m in ("analytical", "analytical:1", "analytical:2"))
+    assert (current.prior, first.prior, second.prior) == (PRIOR, 1, 2) and first.name == "analytical:1"
+    assert current.name == "analytical" and second.name == "analytical:2"
     p = get_app("blur").build("small")
     s = autoschedule(p, model="analytical:1", algorithm="greedy")
     assert s.stats.model == "analytical:1"
     assert_correct(p, s.loopnest)
-    with pytest.raises(SearchError, match=r"no analytical prior '7'; write analytical \(prior 2\) or analytical:<prior>"):
+    with pytest.raises(SearchError, match=r"no analytical prior '7'; write analytical \(prior 3\) or analytical:<prior>"):
         load_model("analytical:7", target)
 
 

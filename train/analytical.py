@@ -12,6 +12,11 @@ Priors are versioned, because the `residual` model learns corrections to one of 
      250 ns each (the kernel's fault path and zeroing 4 KiB; measured, benchmarks/page_fault_prior.py); a smaller
      allocation comes from the heap, where glibc's dynamic threshold keeps it once it has been freed, so in
      steady state (how every schedule is measured) it faults in nothing. The output's buffer belongs to the caller. Halide's term is not in it.
+  3. prior 2 with lines at a cost nearer this machine's: the five terms that count lines (contiguous runs along a
+     buffer's innermost storage dimension) read and written cost LINE_SCALE = 4x prior 2's. Measured on a chain of
+     32 5x5 stencils compiled by Halide (benchmarks/line_cost_prior.py), column strips 32-96 wide cost 4.7-10.7x
+     what prior 2 charges for their extra lines; 4 is below that range, so prior 3 still undercharges rather than
+     over. Without it beam search chose column strips for stencil_chain, 1.7x slower than row tasks.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ COEFFICIENTS = np.array([
 PAGE_BYTES = 4096
 _PAGE_FAULTS = 22  # the page-fault term's index in train.model.TERMS (tests/test_train_model.py checks it)
 PRIORS = (1, 2, 3)
-PRIOR = 2  # the analytical model's prior; ModelConfig.prior says which one a residual model corrects
+PRIOR = 3  # the analytical model's prior; ModelConfig.prior says which one a residual model corrects
 MMAP_THRESHOLD = 32 << 20  # bytes: glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit (mallopt(3): dynamic threshold)
 PAGE_FAULT_NS = 250.0  # prior 2: nanoseconds per 4 KiB page faulted in (measured here: 210-280 ns, benchmarks/page_fault_prior.py)
 PARALLEL_TERMS = slice(0, 21)  # compute, loads and stores divide among the cores running tasks
