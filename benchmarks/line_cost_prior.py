@@ -57,13 +57,12 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="measure the batch this many times; the best of each")
     a = ap.parse_args(argv)
 
-    import torch
-
     from featurize import featurize
     from generator.apps import stencil_chain
     from ir.target import get_target
     from scheduler.modes import measure_loopnests, reference
-    from train.analytical import LINE_SCALE, LINE_TERMS, analytical_terms, coefficients
+    from train.analytical import LINE_SCALE, LINE_TERMS, analytical_term_costs
+    from train.model import TERMS
 
     target = get_target("host")
     p = stencil_chain.build("full", stages=a.stages)
@@ -75,12 +74,9 @@ def main(argv=None) -> int:
 
     def terms(ln, prior):
         f = featurize(p, ln, target)
-        pf = torch.as_tensor(np.asarray(f.pipeline, dtype=np.float32))
-        t = analytical_terms(pf, torch.as_tensor(np.asarray(f.schedule)[None], dtype=torch.float64), target.cores,
-                             prior).numpy()[0]
-        return (t * coefficients(prior)).sum(0) * 1e-9  # seconds per term
+        return analytical_term_costs(f.pipeline, f.schedule, target.cores, prior)
 
-    line = np.zeros(len(coefficients(2)), dtype=bool)
+    line = np.zeros(len(TERMS), dtype=bool)
     line[list(LINE_TERMS)] = True
     base2, base3 = terms(loopnests[0], 2), terms(loopnests[0], 3)
     print(f"{p.name} at full size ({a.stages} stages of 5x5), every stage at root, compiled by {a.backend}, "

@@ -24,18 +24,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def term_costs(features, cores: int, prior: int) -> np.ndarray:
-    """Seconds per Appendix B term (27), summed over the schedule's stages, as the analytical model of `prior`
-    charges."""
-    import torch
-
-    from train.analytical import analytical_terms, coefficients
-
-    t = analytical_terms(torch.as_tensor(features.pipeline), torch.as_tensor(features.schedule[None],
-                                                                             dtype=torch.float64), cores, prior)
-    return (t.numpy()[0] * coefficients(prior) * 1e-9).sum(0)
-
-
 def main(argv=None) -> int:
     from ir.logs import quiet_third_party
 
@@ -55,6 +43,7 @@ def main(argv=None) -> int:
     from ir.target import get_target
     from scheduler import autoschedule
     from scheduler.cost import load_model
+    from train.analytical import analytical_term_costs
     from train.model import TERMS
 
     target = get_target("host")
@@ -79,8 +68,9 @@ def main(argv=None) -> int:
             prior = getattr(model, "prior", None)
             if prior is None:
                 continue
-            extra = (term_costs(feats["expert"], target.cores, prior)
-                     - term_costs(feats[f"beam[{m}]"], target.cores, prior))
+            e, b = feats["expert"], feats[f"beam[{m}]"]
+            extra = (analytical_term_costs(e.pipeline, e.schedule, target.cores, prior)
+                     - analytical_term_costs(b.pipeline, b.schedule, target.cores, prior))
             order = np.argsort(-extra)[:a.top]
             print(f"{'':16s} {m}, expert over beam[{m}] by term: " +
                   ", ".join(f"{TERMS[i]} {extra[i] * 1e3:+.2f} ms" for i in order) +

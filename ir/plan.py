@@ -258,15 +258,10 @@ class Plan:
         levels = self.levels
         for ch, och in zip(fp.chains, old.chains):
             ch.bounds, ch.extents, ch.exact = och.bounds, och.extents, och.exact
-            append = ch.levels.append
-            if ch.head is och.head:  # the same (immutable) subtree: the same nodes
-                for olvl in och.levels:
-                    n = olvl.node
-                    append(lvl := Level(n, ch, olvl.depth, olvl.loops, olvl.order))
-                    levels[id(n)] = lvl
-                continue
-            for n, olvl in zip(ch.head.chain(), och.levels):
-                append(lvl := Level(n, ch, olvl.depth, olvl.loops, olvl.order))
+            # the same (immutable) subtree has the same nodes: no walk down the chain
+            nodes = [lvl.node for lvl in och.levels] if ch.head is och.head else ch.head.chain()
+            for n, olvl in zip(nodes, och.levels):
+                ch.levels.append(lvl := Level(n, ch, olvl.depth, olvl.loops, olvl.order))
                 levels[id(n)] = lvl
         if old.sliding is not None:  # the sliding loop belongs to a level planned before this Func
             old_lvl = old.sliding.level
@@ -619,17 +614,17 @@ class Plan:
         site = fp.site
         assert site is not None
         first_after = max(next(i for i, c in enumerate(site.children) if c is ch.head) for ch in fp.chains)
+        lvl = self.levels.get(id(site))
         for ch in self._reading_chains(fp.name):
-            lvl = self.levels.get(id(site))
+            if not self._runs_inside(ch, site, lvl):
+                raise ScheduleError(f"{fp.name} is computed inside {describe(site)} but {ch.func}.s{ch.stage.index} "
+                                    "reads it outside that loop")
             if lvl is not None and lvl.chain is ch:
                 child = ch.levels[lvl.depth + 1].node
-            elif site is ch.site or self._encloses(site, ch.site):
+            else:
                 child = ch.head
                 while self.parent[id(child)] is not site:
                     child = self.parent[id(child)]  # type: ignore[assignment]
-            else:
-                raise ScheduleError(f"{fp.name} is computed inside {describe(site)} but {ch.func}.s{ch.stage.index} "
-                                    "reads it outside that loop")
             pos = next(i for i, c in enumerate(site.children) if c is child)
             if pos <= first_after:
                 raise ScheduleError(f"{fp.name} must be computed before {ch.func}.s{ch.stage.index} reads it "
@@ -645,10 +640,12 @@ class Plan:
         except KeyError:
             return True
         lvl = self.levels.get(id(site))
-        for ch in chains:
-            if not ((lvl is not None and lvl.chain is ch) or site is ch.site or self._encloses(site, ch.site)):
-                return False
-        return True
+        return all(self._runs_inside(ch, site, lvl) for ch in chains)
+
+    def _runs_inside(self, ch: Chain, site: LoopNest, lvl: Level | None) -> bool:
+        """Whether stage chain `ch` runs inside the loops of `site` (whose level is `lvl`, None at the root): it is
+        the chain `site` is a level of, or it is computed at `site` or inside it."""
+        return (lvl is not None and lvl.chain is ch) or site is ch.site or self._encloses(site, ch.site)
 
     def _reading_chains(self, func: str) -> list[Chain]:
         """Chains of computed stages that read `func`, directly or through inlined Funcs."""

@@ -105,10 +105,10 @@ def analytical_terms(pipeline_features, schedule_features, cores: float, prior: 
     return terms
 
 
-def analytical_stage_costs(pipeline_features: np.ndarray, schedule_features: np.ndarray, cores: int,
-                           prior: int = PRIOR) -> np.ndarray:
-    """Seconds per stage, [schedules, stages], for schedule features [schedules, stages, 39] (or one schedule)
-    of a pipeline whose pipeline features are [stages, 40, 7]."""
+def analytical_charges_ns(pipeline_features: np.ndarray, schedule_features: np.ndarray, cores: int,
+                          prior: int = PRIOR) -> np.ndarray:
+    """Nanoseconds per stage per term, [schedules, stages, 27], for schedule features [schedules, stages, 39] (or
+    one schedule) of a pipeline whose pipeline features are [stages, 40, 7]: what the model of `prior` charges."""
     import torch
 
     schedule = np.asarray(schedule_features)
@@ -116,7 +116,20 @@ def analytical_stage_costs(pipeline_features: np.ndarray, schedule_features: np.
         schedule = schedule[None]
     pf = torch.as_tensor(np.asarray(pipeline_features, dtype=np.float32))
     terms = analytical_terms(pf, torch.as_tensor(schedule, dtype=torch.float64), cores, prior).numpy()
-    return (terms * coefficients(prior)).sum(-1) * 1e-9
+    return terms * coefficients(prior)
+
+
+def analytical_term_costs(pipeline_features: np.ndarray, schedule_features: np.ndarray, cores: int,
+                          prior: int = PRIOR) -> np.ndarray:
+    """Seconds per term (27) of one schedule, summed over its stages: what each term costs it under `prior`."""
+    return analytical_charges_ns(pipeline_features, schedule_features, cores, prior)[0].sum(0) * 1e-9
+
+
+def analytical_stage_costs(pipeline_features: np.ndarray, schedule_features: np.ndarray, cores: int,
+                           prior: int = PRIOR) -> np.ndarray:
+    """Seconds per stage, [schedules, stages], for schedule features [schedules, stages, 39] (or one schedule)
+    of a pipeline whose pipeline features are [stages, 40, 7]."""
+    return analytical_charges_ns(pipeline_features, schedule_features, cores, prior).sum(-1) * 1e-9
 
 
 class AnalyticalCost:
