@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     from ir.target import get_target
     from scheduler import autoschedule
     from scheduler.cost import load_model
-    from scheduler.modes import measure_loopnests, reference
+    from scheduler.modes import measure_loopnest_results, reference
 
     target = get_target("host")
     models = [m for m in a.models.split(",") if m]
@@ -65,7 +65,10 @@ def main(argv=None) -> int:
                              backend=a.backend, allow_mismatch=True)
             lns.append(s.loopnest)
         inputs, expected = reference(p)
-        runtimes = measure_loopnests(p, lns, target, inputs, expected, backend=a.backend)
+        results = measure_loopnest_results(p, lns, target, inputs, expected, backend=a.backend)
+        runtimes = [float(m.min_s) if m.ok else math.inf for m in results]
+        failures = [f"{c}: {m.status}" + (f" ({m.error.splitlines()[0][:160]})" if m.error else "")
+                    for c, m in zip(cols, results) if not m.ok]
         naive = runtimes[0]
         for c, t in zip(cols, runtimes):
             if math.isfinite(t) and math.isfinite(naive):
@@ -76,6 +79,8 @@ def main(argv=None) -> int:
                 ratios[m].append(ref / t)
         print(f"{name:16s} " + " ".join(f"{_cell(t, naive):>18s}" for t in runtimes) + "   " +
               " ".join(f"{_ratio(runtimes[-1], runtimes[cols.index(m)]):>24s}" for m in models[:-1]), flush=True)
+        for line in failures:
+            print(f"  {name} {line}", flush=True)
     print(f"{'geomean':16s} " + " ".join(f"{_geo(speedups[c]):>17.2f}x" for c in cols) + "   " +
           " ".join(f"{_geo(ratios[m]):>23.3f}x" for m in models[:-1]))
     print(f"(speedup over naive; a ratio > 1 means that model's schedule ran faster than {models[-1]}'s); "

@@ -34,7 +34,7 @@ class CompareConfig:
     data: str = "data"  # dataset root (holds target=<name>/batch-*.parquet)
     target: str = "host"  # dataset partition
     backend: str | None = None  # whose runtimes to learn (none: the data's only backend)
-    models: tuple[ModelKind, ...] = ("hybrid", "residual", "mlp")  # model kinds (train.model.MODEL_KINDS)
+    models: tuple[ModelKind, ...] = ("hybrid", "residual", "calibrated", "mlp")  # model kinds (train.model.MODEL_KINDS)
     losses: tuple[LossName, ...] = ("relative_throughput", "pairwise_rank", "lambdarank")  # train.loss.LOSSES
     fractions: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0)  # shares of the training pipelines: the learning curve's points
     epochs: int = TrainConfig.epochs  # passes over the training pipelines, every row

@@ -249,7 +249,7 @@ def check_contrasts(contrasts: int, schedules: int) -> None:
 
 @dataclass
 class PlannedSample:
-    sampler: str  # a baseline name | beam | contrast-<serial|scalar|rolled> | dropout | random
+    sampler: str  # a baseline name | beam | contrast-<serial|inline|scalar|rolled> | dropout | random
     loopnest: object  # ir.LoopNest
     features: object  # featurize.Features
     predicted: float  # the sampling model's cost (nan for a baseline or a random schedule)

@@ -1,5 +1,5 @@
-"""One-decision contrasts of a schedule: the same LoopNest with one level's parallel loop run serially, or one
-innermost level's SIMD lanes or unrolling turned off.
+"""One-decision contrasts of a schedule: the same LoopNest with one level's parallel loop run serially, one
+innermost level's SIMD lanes or unrolling turned off, or one computed Func inlined into its readers.
 
 Why: a pipeline's beam and dropout samples differ in many decisions at once, so a model trained on them cannot
 tell what one decision is worth. In the committed dataset the mostly-serial samples of a pipeline were not
@@ -7,6 +7,11 @@ slower than its mostly-parallel ones (1.08x), although serializing a pipeline's 
 (docs/train.md). A contrast measured next to the schedule it came from is a labelled pair that differs in
 exactly one decision, the kind of pair a ranking loss learns most from (adams2019 §5 samples near the beam
 for the same reason: the model must rank the schedules a search actually compares).
+
+Inlining is the decision models trained on the committed dataset got most wrong in search: the calibrated model
+learned that inlined work costs 1.5x its analytical charge and computed camera_pipe's and bgu's Funcs instead,
+2.1-2.7x slower measured (docs/train.md). An `inline` contrast inlines one computed Func whose levels hold no other
+Func (a single pure definition that is not an output), so the pair prices what inlining it costs or saves.
 
 Every contrast is a legal schedule of the same pipeline: each candidate is planned (ir.plan.Plan), and one
 the plan rejects is skipped.
@@ -19,9 +24,9 @@ from dataclasses import dataclass
 from ir.errors import ScheduleError
 from ir.loopnest import LoopKind, LoopNest
 
-# what a contrast turns off, in the order they are offered: parallelism first (the decision the dataset
-# could not separate), then SIMD lanes, then unrolling
-DECISIONS = ("serial", "scalar", "rolled")
+# what a contrast changes, in the order they are offered: parallelism first (the decision the dataset
+# could not separate), then inlining, then SIMD lanes, then unrolling
+DECISIONS = ("serial", "inline", "scalar", "rolled")
 
 
 @dataclass(frozen=True)
@@ -43,9 +48,33 @@ def _variants(n: LoopNest) -> list[tuple[str, LoopNest]]:
     return out
 
 
+def _without(n: LoopNest, func: str) -> LoopNest:
+    """`n` with every level of `func` and every allocation of it removed."""
+    kids = tuple(_without(c, func) for c in n.children if c.func != func)
+    store = tuple(f for f in n.store_at if f != func)
+    if store == n.store_at and all(a is b for a, b in zip(kids, n.children)) and len(kids) == len(n.children):
+        return n
+    return n.replace(children=kids, store_at=store)
+
+
+def _inlined_variants(pipeline, loopnest: LoopNest) -> list[tuple[str, str, LoopNest]]:
+    """(decision, where, schedule) for each computed Func that can be inlined and whose levels hold no other Func."""
+    from ir.builder import annotate_inlined
+
+    dag = pipeline.dag
+    inlined = loopnest.inlined_funcs()
+    hosts = {p.func for n, p in loopnest.nodes() if p is not None and p.func is not None and n.func != p.func}
+    out = []
+    for f in loopnest.computed_funcs():
+        if f in hosts or not dag.node(f).inlinable:
+            continue
+        out.append(("inline", f"{f}", annotate_inlined(_without(loopnest, f), dag, inlined | {f})))
+    return out
+
+
 def one_decision_contrasts(pipeline, loopnest: LoopNest, target, limit: int | None = None) -> list[Contrast]:
-    """Legal schedules that each differ from `loopnest` in one level's loop kind, parallel levels first, then
-    pre-order; at most `limit` (None: all)."""
+    """Legal schedules that each differ from `loopnest` in one decision: one level's loop kind or one Func inlined;
+    parallel levels first, then inlining, then pre-order; at most `limit` (None: all)."""
     from ir.plan import Plan
 
     found: dict[str, list[Contrast]] = {d: [] for d in DECISIONS}
@@ -58,6 +87,8 @@ def one_decision_contrasts(pipeline, loopnest: LoopNest, target, limit: int | No
         for decision, variant in _variants(n):
             found[decision].append(Contrast(decision, f"{n.func}.s{n.stage} depth {depth[id(n)]}",
                                             loopnest.replace_node(n, variant)))
+    for decision, where, tree in _inlined_variants(pipeline, loopnest):
+        found[decision].append(Contrast(decision, where, tree))
     out: list[Contrast] = []
     seen = {loopnest.fingerprint}
     for c in (c for d in DECISIONS for c in found[d]):

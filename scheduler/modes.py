@@ -17,15 +17,21 @@ def reference(pipeline) -> tuple[dict, dict]:
         return inputs, ir.interpret(pipeline, inputs)
 
 
-def measure_loopnests(pipeline, loopnests, target, inputs=None, expected=None, backend: str = "numba") -> list[float]:
-    """Best runtimes (seconds) of schedules of one pipeline, each checked against the interpreter, measured in
-    one batch through backends.measure_many; inf for a schedule that fails (its status says why)."""
+def measure_loopnest_results(pipeline, loopnests, target, inputs=None, expected=None, backend: str = "numba"):
+    """The Measurements (status, best and median runtimes, spread) of schedules of one pipeline, each checked
+    against the interpreter, measured in one batch through backends.measure_many with the full protocol."""
     from backends import MeasureInput, measure_many
 
     if inputs is None or expected is None:
         inputs, expected = reference(pipeline)
-    ms = measure_many([MeasureInput(pipeline, ln, inputs, expected) for ln in loopnests], target, backend=backend,
-                      protocol="full")
+    return measure_many([MeasureInput(pipeline, ln, inputs, expected) for ln in loopnests], target, backend=backend,
+                        protocol="full")
+
+
+def measure_loopnests(pipeline, loopnests, target, inputs=None, expected=None, backend: str = "numba") -> list[float]:
+    """Best runtimes (seconds) of schedules of one pipeline (measure_loopnest_results); inf for a schedule that
+    fails (its status says why)."""
+    ms = measure_loopnest_results(pipeline, loopnests, target, inputs, expected, backend)
     return [float(m.min_s) if m.ok else math.inf for m in ms]
 
 

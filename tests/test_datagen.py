@@ -106,7 +106,7 @@ def _differing_nodes(a: LoopNest, b: LoopNest) -> list[tuple[LoopNest, LoopNest]
 
 
 @pytest.mark.parametrize("app", ["blur", "unsharp", "harris", "conv_layer", "hist_eq"])
-def test_contrasts_differ_from_the_schedule_in_one_levels_kind_and_are_legal_and_correct(app):
+def test_contrasts_differ_from_the_schedule_in_one_decision_and_are_legal_and_correct(app):
     from generator.apps import get_app
     from generator.contrast import one_decision_contrasts
     from ir.loopnest import LoopKind
@@ -121,7 +121,18 @@ def test_contrasts_differ_from_the_schedule_in_one_levels_kind_and_are_legal_and
     contrasts = one_decision_contrasts(p, ln, tgt)
     assert contrasts and contrasts[0].decision == "serial", "a parallel level is offered first"
     assert len({c.loopnest.fingerprint for c in contrasts} | {ln.fingerprint}) == len(contrasts) + 1
+    inlines = [c for c in contrasts if c.decision == "inline"]
+    if app in ("blur", "unsharp", "harris"):  # their experts compute a single pure Func inside another's tiles
+        assert inlines
+    for c in inlines:  # one Func moved from its own loops into its readers; every other Func where it was
+        f = c.where
+        assert f in ln.computed_funcs() and f not in c.loopnest.computed_funcs()
+        assert c.loopnest.inlined_funcs() == ln.inlined_funcs() | {f}
+        assert [g for g in ln.computed_funcs() if g != f] == c.loopnest.computed_funcs()
+        assert all(f not in n.store_at for n, _ in c.loopnest.nodes())
     for c in contrasts:
+        if c.decision == "inline":
+            continue
         ((old, new),) = _differing_nodes(ln, c.loopnest)
         assert (old.func, old.stage, old.size, old.store_at, old.inlined, old.vector_dim) == \
             (new.func, new.stage, new.size, new.store_at, new.inlined, new.vector_dim)

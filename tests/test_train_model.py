@@ -25,6 +25,7 @@ from train.model import (
     NUM_TERMS,
     PIPELINE_SHAPE,
     TERMS,
+    CalibratedCostModel,
     CostNetwork,
     HybridCostModel,
     MLPCostModel,
@@ -88,7 +89,8 @@ def synthetic_runtime(pipeline: np.ndarray, schedules: np.ndarray) -> np.ndarray
 def test_shapes_and_positive_predictions(kind, unsharp):
     pipeline, schedules = unsharp
     model = build_model(ModelConfig(kind=kind, num_cores=8), seed=0)
-    assert type(model) is {"hybrid": HybridCostModel, "mlp": MLPCostModel, "residual": ResidualCostModel}[kind]
+    assert type(model) is {"hybrid": HybridCostModel, "mlp": MLPCostModel, "residual": ResidualCostModel,
+                           "calibrated": CalibratedCostModel}[kind]
     out = model(pipeline, schedules)
     assert out.shape == (schedules.shape[0],) and out.dtype == torch.float32
     assert torch.isfinite(out).all() and (out > 0).all()
@@ -124,7 +126,8 @@ def test_pipeline_embedding_computed_once_is_the_same(kind, unsharp):
     emb = model.embed_pipeline(pipeline)
     assert emb.shape[0] == pipeline.shape[0]
     torch.testing.assert_close(model(pipeline, schedules, emb), model(pipeline, schedules), rtol=1e-6, atol=0)
-    assert not torch.allclose(model(pipeline, schedules, emb * 2), model(pipeline, schedules))  # it is used
+    if kind != "calibrated":  # its terms read no embedding (it is [S, 0])
+        assert not torch.allclose(model(pipeline, schedules, emb * 2), model(pipeline, schedules))  # it is used
 
 
 @pytest.mark.parametrize("kind", MODEL_KINDS)
@@ -147,7 +150,8 @@ def test_same_seed_same_model(kind, unsharp):
     for k, v in a.state_dict().items():
         assert torch.equal(v, b.state_dict()[k]), k
     assert torch.equal(a(pipeline, schedules), b(pipeline, schedules))
-    assert not torch.equal(a(pipeline, schedules), c(pipeline, schedules))
+    if kind != "calibrated":  # it starts at the analytical model whatever the seed
+        assert not torch.equal(a(pipeline, schedules), c(pipeline, schedules))
 
 
 # -- the hand-designed terms ---------------------------------------------------------------------------
@@ -401,6 +405,45 @@ def test_residual_learns_what_the_analytical_model_misses(apps):
     after_train, after_held_out = _accuracy(model, apps, train), _accuracy(model, apps, held_out)
     assert after_train > max(0.85, before_train + 0.03), (before_train, after_train)
     assert after_held_out > max(0.75, before_held_out + 0.03), (before_held_out, after_held_out)
+
+
+def test_calibrated_starts_as_the_analytical_model_and_learns_term_weights(apps):
+    """The calibrated model is the analytical model times one bounded scale per term: untrained it predicts
+    exactly the analytical costs; trained on runtimes where one term costs 2.5x its analytical charge, it moves
+    that term's scale towards 2.5 and ranks held-out schedules of those runtimes better than it started."""
+    from train.analytical import analytical_stage_costs, analytical_terms, coefficients
+
+    model = build_model(ModelConfig(kind="calibrated", num_cores=8, prior=3), seed=0)
+    for pipeline, schedules in apps:
+        np.testing.assert_allclose(model.predict(pipeline, schedules),
+                                   analytical_stage_costs(pipeline, schedules, 8, 3).sum(-1), rtol=1e-5)
+    k = TERMS.index("load_bytes_per_realization")
+    weights = coefficients(3).copy()
+    weights[k] *= 2.5
+
+    def runtime(p, s):
+        terms = analytical_terms(torch.from_numpy(p), torch.from_numpy(s).double(), 8.0, 3).numpy()
+        return 1e-9 * (terms * weights).sum(axis=(-1, -2))
+
+    def accuracy(part):
+        return ranking_metrics([(model.predict(p, s[part]), runtime(p, s[part])) for p, s in apps]).pairwise_accuracy
+
+    train, held_out = slice(0, TRAIN), slice(TRAIN, None)
+    before = accuracy(held_out)
+    batches = [(torch.from_numpy(p), torch.from_numpy(s[train]), torch.from_numpy(runtime(p, s[train])).float())
+               for p, s in apps]
+    opt = torch.optim.Adam(model.parameters(), lr=2e-2)
+    loss_fn = get_loss("relative_throughput")
+    for step in range(300):
+        p, s, t = batches[step % len(batches)]
+        opt.zero_grad()
+        loss_fn(model(p, s), t).backward()
+        opt.step()
+    scales = model.scales().detach().numpy()
+    assert scales[k] / np.median(scales) > 1.5, scales  # the loss is scale-free: only ratios are pinned down
+    assert (scales <= math.e * (1 + 1e-6)).all() and (scales >= 1 / math.e * (1 - 1e-6)).all()
+    assert accuracy(held_out) > before, (before, accuracy(held_out))
+    assert scales[TERMS.index("working_set")] * coefficients(3)[TERMS.index("working_set")] == 0
 
 
 # -- analytical priors: the page-fault term -----------------------------------------------------------------

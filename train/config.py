@@ -8,7 +8,7 @@ from typing import Literal
 from ir.progress import ProgressSetting
 
 # the names a config accepts, one place for every config that names them (the job's, evaluate.compare's)
-ModelKind = Literal["hybrid", "mlp", "residual"]  # train.model.MODEL_KINDS
+ModelKind = Literal["hybrid", "mlp", "residual", "calibrated"]  # train.model.MODEL_KINDS
 LossName = Literal["relative_throughput", "pairwise_rank", "lambdarank"]  # train.loss.LOSSES
 AnalyticalPrior = Literal[1, 2, 3]  # train.analytical.PRIORS
 
@@ -20,6 +20,7 @@ class TrainConfig:
     backend: str | None = None  # whose runtimes to learn (numba, halide); none: the data's only backend
     model: ModelKind = "hybrid"  # hybrid: adams2019's per-stage network; mlp: a plain MLP baseline;
                                  #   residual: the analytical model's coefficients with learned corrections
+                                 #   per stage; calibrated: one learned scale per analytical term
     loss: LossName = "relative_throughput"  # train.loss.LOSSES
     epochs: int = 30  # passes over the training pipelines
     lr: float = 1e-3  # Adam learning rate

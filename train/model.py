@@ -44,6 +44,12 @@ Three kinds (MODEL_KINDS):
   +-residual_range (a trust region around the prior) and starting near 0: an untrained model ranks as the
   analytical model does, and training corrects it where the measurements disagree. Small datasets teach corrections to a sound prior more easily than costs from nothing.
 
+* ``calibrated`` — the analytical model with its 27 coefficients rescaled by exp(r), one r per term for every
+  stage of every pipeline (no network), bounded to +-residual_range and starting at 0. The residual model's
+  corrections depend on each stage's features, so they can fit the training pipelines' quirks and move
+  wherever a search leads; these 27 numbers can only re-weigh the terms, which is what a dataset of a few
+  hundred pipelines can pin down.
+
 Models are versioned with the feature schema: model_from_state refuses a config whose schema_version is not
 featurize.SCHEMA_VERSION (check_schema).
 """
@@ -63,7 +69,7 @@ from featurize.schema import SCHEDULE_FEATURES, SCHEDULE_INDEX
 
 from .analytical import PAGE_BYTES, PRIOR, analytical_terms, check_prior, coefficients
 
-MODEL_KINDS = ("hybrid", "mlp", "residual")
+MODEL_KINDS = ("hybrid", "mlp", "residual", "calibrated")
 PIPELINE_SHAPE: tuple[int, int] = featurize.SCHEMA.pipeline_shape  # (40, 7)
 NUM_SCHEDULE_FEATURES = len(SCHEDULE_FEATURES)  # 39
 COST_SCALE = 1e-9  # Halide: per-stage cost * 1e-9
@@ -91,14 +97,14 @@ class SchemaMismatch(ValueError):
 
 @dataclass(frozen=True)
 class ModelConfig:
-    kind: str = "hybrid"  # "hybrid" (Adams 2019) | "mlp" | "residual" (analytical prior)
+    kind: str = "hybrid"  # "hybrid" (Adams 2019) | "mlp" | "residual" | "calibrated" (analytical prior)
     embedding: int = 24  # hybrid: schedule-embedding width (Halide head2: 24)
     hidden: int = 64  # mlp: hidden width
     schema_version: int = featurize.SCHEMA_VERSION
     algorithm_embedding: int = 8  # hybrid: algorithm-embedding width (Halide head1: 8; 8 + 24 = Halide's 32)
     num_cores: int = 16  # hybrid: cores of the target (idle-core wastage); seeds/adams2019 used 16
-    residual_range: float = 1.0  # residual: a correction scales an analytical coefficient by e^-r..e^r at most
-    prior: int = PRIOR  # residual: the analytical prior it corrects (train.analytical; saved configs without it: 1)
+    residual_range: float = 1.0  # residual, calibrated: a correction scales an analytical coefficient by e^-r..e^r at most
+    prior: int = PRIOR  # residual, calibrated: the analytical prior corrected (train.analytical; saved configs without it: 1)
 
     def __post_init__(self):
         if self.kind not in MODEL_KINDS:
@@ -342,6 +348,35 @@ class ResidualCostModel(HybridCostModel):
         return (coeff * terms).sum(-1) * COST_SCALE
 
 
+class CalibratedCostModel(CostNetwork):
+    """The analytical model with one learned scale per term: coefficient i = COEFFICIENTS[i] * exp(r_i), r a
+    27-vector shared by every stage, bounded to +-residual_range, starting at 0 (the analytical model itself).
+    Weight decay pulls r towards the prior. A term whose analytical coefficient is 0 (the working set) stays 0."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        self.log_scale = nn.Parameter(torch.zeros(NUM_TERMS))
+        self.register_buffer("analytical_coefficients", torch.as_tensor(coefficients(config.prior),
+                                                                        dtype=torch.float32), persistent=False)
+
+    def reset_parameters(self, generator: torch.Generator) -> None:
+        nn.init.zeros_(self.log_scale)
+
+    def scales(self) -> Tensor:
+        """[27] factors on the analytical coefficients, each within e^-r..e^r."""
+        r = float(self.config.residual_range)
+        return torch.exp(r * torch.tanh(self.log_scale / r))
+
+    def embed_pipeline(self, pipeline_features: Tensor) -> Tensor:
+        return pipeline_features.new_zeros((pipeline_features.shape[0], 0))  # the terms need no embedding
+
+    def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
+                    pipeline_embedding: Tensor | None = None) -> Tensor:
+        _check_inputs(pipeline_features, schedule_features)
+        terms = analytical_terms(pipeline_features, schedule_features, float(self.config.num_cores), self.config.prior)
+        return (self.analytical_coefficients * self.scales() * terms).sum(-1) * COST_SCALE
+
+
 class MLPCostModel(CostNetwork):
     """Baseline without hand-designed terms: per-stage MLP, softplus, summed over stages."""
 
@@ -375,7 +410,7 @@ class MLPCostModel(CostNetwork):
 
 
 _CLASSES: dict[str, type[CostNetwork]] = {"hybrid": HybridCostModel, "mlp": MLPCostModel,
-                                          "residual": ResidualCostModel}
+                                          "residual": ResidualCostModel, "calibrated": CalibratedCostModel}
 
 
 def build_model(config: ModelConfig, seed: int | None = None) -> CostNetwork:

@@ -72,8 +72,10 @@ class JobConfig:
     dropout: float = 1.0  # % chance that a dropout sample is the fully greedy schedule (HL_RANDOM_DROPOUT)
     baselines: tuple[str, ...] = ()  # generator.batch.BASELINES planned before the beam sample (naive, simple)
     random_fill: bool = False  # random schedules (ir.sampling) when beam + dropout find too few distinct ones
+    first_sampler: str = "random"  # what samples round 0: random (random weights, as adams2019 §5 starts), analytical
+    #   or analytical:N (a prior: beam samples worth contrasting), or a registered models:/... version
     contrasts: int = 0  # one-decision contrasts of the beam sample (generator.contrast: a parallel level run
-    #   serially, SIMD or unrolling off), planned after it in place of dropout samples; 0 keeps the batch names
+    #   serially, a Func inlined, SIMD or unrolling off), planned after it in place of dropout samples; 0 keeps the batch names
     protocol: Literal["quick", "full", "check", "default"] = "full"  # backends.PROTOCOLS ("default" = full); full:
     #   labels agree on 0.87 of pairs in two job runs, quick on 0.80, at the same wall time (docs/generator.md)
     compile_timeout: float = 600.0  # seconds per compilation (adams2019 §5: a 10-minute kill)
@@ -108,6 +110,9 @@ class JobConfig:
         from generator.batch import check_contrasts
 
         check_contrasts(self.contrasts, self.schedules_per_pipeline)
+        s = self.first_sampler
+        if not (s in ("random", "analytical") or s.startswith(("analytical:", "models:/"))):
+            raise ValueError(f"first_sampler must be random, analytical[:N] or models:/<name>/<version>, got {s!r}")
         for name in ("compile_timeout", "benchmark_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0 seconds, got {getattr(self, name)}")

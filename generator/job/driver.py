@@ -173,7 +173,12 @@ class Job:
         from train.registry import load_cost_model, newest_version
 
         if r == 0:
-            return SamplingModel(f"random:{self.cfg.seed}")
+            first = self.cfg.first_sampler
+            if first == "random":
+                return SamplingModel(f"random:{self.cfg.seed}")
+            if first.startswith("models:/"):  # loaded here: workers never open the MLflow store
+                return SamplingModel(first, load_cost_model(first, self.tracking))
+            return SamplingModel(first)  # an analytical prior, built where it samples
         marker = self.marker(r - 1)
         uri = json.loads(marker.read_text())["model"] if marker.exists() else newest_version(self.tgt.name,
                                                                                             self.tracking)
