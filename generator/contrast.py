@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from ir.errors import ScheduleError
 from ir.loopnest import LoopKind, LoopNest
 
-# what a contrast changes, in the order they are offered: parallelism first (the decision the dataset
-# could not separate), then inlining, then SIMD lanes, then unrolling
+# what a contrast changes, offered in turn: parallelism first (the decision the dataset could not separate),
+# then inlining, then SIMD lanes, then unrolling
 DECISIONS = ("serial", "inline", "scalar", "rolled")
 
 
@@ -74,7 +74,8 @@ def _inlined_variants(pipeline, loopnest: LoopNest) -> list[tuple[str, str, Loop
 
 def one_decision_contrasts(pipeline, loopnest: LoopNest, target, limit: int | None = None) -> list[Contrast]:
     """Legal schedules that each differ from `loopnest` in one decision: one level's loop kind or one Func inlined;
-    parallel levels first, then inlining, then pre-order; at most `limit` (None: all)."""
+    taken in turn from each decision (DECISIONS order: serial, inline, scalar, rolled), each in pre-order; at most
+    `limit` (None: all)."""
     from ir.plan import Plan
 
     found: dict[str, list[Contrast]] = {d: [] for d in DECISIONS}
@@ -91,7 +92,9 @@ def one_decision_contrasts(pipeline, loopnest: LoopNest, target, limit: int | No
         found[decision].append(Contrast(decision, where, tree))
     out: list[Contrast] = []
     seen = {loopnest.fingerprint}
-    for c in (c for d in DECISIONS for c in found[d]):
+    # round robin over the decisions, so that a few contrasts cover several kinds of decision
+    ordered = [found[d][k] for k in range(max(map(len, found.values()))) for d in DECISIONS if k < len(found[d])]
+    for c in ordered:
         if limit is not None and len(out) >= limit:
             break
         if c.loopnest.fingerprint in seen:

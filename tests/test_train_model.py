@@ -221,21 +221,27 @@ def _accuracy(model: CostNetwork, data, part: slice) -> float:
     return ranking_metrics(groups).pairwise_accuracy
 
 
+def _fit(model: CostNetwork, data, part: slice, runtime, lr: float = 1e-2, loss: str = "relative_throughput",
+         steps: int = 300) -> None:
+    """Adam on `runtime`(pipeline, schedules) of each pipeline's schedules `part`, one pipeline per batch (as Halide)."""
+    batches = [(torch.from_numpy(p), torch.from_numpy(s[part]), torch.from_numpy(runtime(p, s[part])).float())
+               for p, s in data]
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    loss_fn = get_loss(loss)
+    for step in range(steps):
+        p, s, t = batches[step % len(batches)]
+        opt.zero_grad()
+        loss_fn(model(p, s), t).backward()
+        opt.step()
+
+
 @pytest.mark.parametrize("kind,loss", [("hybrid", "relative_throughput"), ("mlp", "pairwise_rank")])
 def test_fits_a_synthetic_problem_on_real_features(kind, loss, apps):
     model = build_model(ModelConfig(kind=kind, num_cores=8), seed=0)
     train, held_out = slice(0, TRAIN), slice(TRAIN, None)
     before = _accuracy(model, apps, train)
     assert abs(before - 0.5) < 0.2  # an untrained model ranks about at random
-    batches = [(torch.from_numpy(p), torch.from_numpy(s[train]),
-                torch.from_numpy(synthetic_runtime(p, s[train])).float()) for p, s in apps]
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    loss_fn = get_loss(loss)
-    for step in range(300):
-        p, s, t = batches[step % len(batches)]  # one pipeline per batch, as in Halide
-        opt.zero_grad()
-        loss_fn(model(p, s), t).backward()
-        opt.step()
+    _fit(model, apps, train, synthetic_runtime, loss=loss)
     assert _accuracy(model, apps, train) > 0.85
     assert _accuracy(model, apps, held_out) > 0.75
 
@@ -393,15 +399,7 @@ def test_residual_learns_what_the_analytical_model_misses(apps):
     model = build_model(ModelConfig(kind="residual", num_cores=8, prior=2), seed=0)
     train, held_out = slice(0, TRAIN), slice(TRAIN, None)
     before_train, before_held_out = _accuracy(model, apps, train), _accuracy(model, apps, held_out)
-    batches = [(torch.from_numpy(p), torch.from_numpy(s[train]),
-                torch.from_numpy(synthetic_runtime(p, s[train])).float()) for p, s in apps]
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    loss_fn = get_loss("relative_throughput")
-    for step in range(300):
-        p, s, t = batches[step % len(batches)]
-        opt.zero_grad()
-        loss_fn(model(p, s), t).backward()
-        opt.step()
+    _fit(model, apps, train, synthetic_runtime)
     after_train, after_held_out = _accuracy(model, apps, train), _accuracy(model, apps, held_out)
     assert after_train > max(0.85, before_train + 0.03), (before_train, after_train)
     assert after_held_out > max(0.75, before_held_out + 0.03), (before_held_out, after_held_out)
@@ -430,15 +428,7 @@ def test_calibrated_starts_as_the_analytical_model_and_learns_term_weights(apps)
 
     train, held_out = slice(0, TRAIN), slice(TRAIN, None)
     before = accuracy(held_out)
-    batches = [(torch.from_numpy(p), torch.from_numpy(s[train]), torch.from_numpy(runtime(p, s[train])).float())
-               for p, s in apps]
-    opt = torch.optim.Adam(model.parameters(), lr=2e-2)
-    loss_fn = get_loss("relative_throughput")
-    for step in range(300):
-        p, s, t = batches[step % len(batches)]
-        opt.zero_grad()
-        loss_fn(model(p, s), t).backward()
-        opt.step()
+    _fit(model, apps, train, runtime, lr=2e-2)
     scales = model.scales().detach().numpy()
     assert scales[k] / np.median(scales) > 1.5, scales  # the loss is scale-free: only ratios are pinned down
     assert (scales <= math.e * (1 + 1e-6)).all() and (scales >= 1 / math.e * (1 - 1e-6)).all()
