@@ -393,6 +393,24 @@ def test_outside_a_terminal_the_log_is_one_line_per_event(tmp_path):
 # -- one data-generation path: the local run writes the job's files --------------------------------------
 
 
+def test_round_0_samples_with_the_first_sampler_asked_for(tmp_path):
+    """first_sampler: random weights by default (adams2019 §5), or an analytical prior, whose beam samples (and
+    their one-decision contrasts) are schedules worth measuring; its name is what every sample records."""
+    from generator.job.driver import Job
+    from ir.target import get_target
+
+    tgt = get_target("host")
+    cfg = JobConfig(pipelines_per_round=1, seed=3, schedules_per_pipeline=4, max_stages=4, output_size=(32, 24, 3),
+                    naive_runtime=None, backend="numba", beam_size=2, passes=1, out=str(tmp_path), contrasts=2)
+    assert Job(cfg, tmp_path, "sqlite:///unused.db", tgt, 1.0).sampling_model(0).name == "random:3"
+    cfg = dataclasses.replace(cfg, first_sampler="analytical:2")
+    model = Job(cfg, tmp_path, "sqlite:///unused.db", tgt, 1.0).sampling_model(0)
+    assert model.name == "analytical:2" and model.cost_model(tgt).prior == 2
+    (key,) = BatchSpec.of_job(cfg, 0).keys()
+    plan = plan_batch(key, model)
+    assert plan.model == "analytical:2" and plan.samples[0].sampler == "beam"
+
+
 def test_a_local_run_writes_the_batches_and_schedules_the_job_plans_for_the_same_config(tmp_path, capsys):
     """The job's round-0 batches of a config (its keys, its sampling model, plan_batch) against what the
     command line writes with the same settings: the same file names, schedules, samplers and model. A job
