@@ -217,10 +217,11 @@ def read_dataset(root: Path | str, target: str, statuses: tuple[str, ...] | None
                  schema: FeatureSchema | None = None) -> Dataset:
     """Read every batch of `target` with polars, checking the files' feature schema (name and version) against
     the registered schema of that name, and against `schema` if given; rows that cannot be trained on
-    (non-finite or negative features, absurd runtimes) are excluded and listed in `rejected`."""
+    (non-finite or negative features, absurd runtimes) are excluded and listed in `rejected`. `root` may name
+    several dataset roots, comma-separated (datasets made by separate jobs, read as one)."""
     import polars as pl
 
-    files = target_files(root, target)
+    files = [f for r in dataset_roots(root) for f in target_files(r, target)]
     found = check_files(files, target, schema)
     df = pl.scan_parquet([str(f) for f in files], hive_partitioning=False).collect()
     if statuses is not None:
@@ -229,6 +230,16 @@ def read_dataset(root: Path | str, target: str, statuses: tuple[str, ...] | None
     stages = _explode_stages(df, found)
     samples = df.drop(["schedule_features", "pipeline_features", "stage_func", "stage_index", "inlined"])
     return Dataset(samples, stages, rejected, files, found)
+
+
+def dataset_roots(root: Path | str) -> list[Path]:
+    """The roots named by `root`: one path, or several joined by commas."""
+    if isinstance(root, Path):
+        return [root]
+    roots = [Path(r.strip()) for r in str(root).split(",") if r.strip()]
+    if not roots:
+        raise DatasetError("no dataset root given: name a directory (or several, comma-separated)")
+    return roots
 
 
 def target_files(root: Path | str, target: str) -> list[Path]:

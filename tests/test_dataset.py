@@ -187,3 +187,19 @@ def test_a_v1_dataset_file_still_loads():
         st = ds.stages.filter(ds.stages["sample_id"] == r["sample_id"]).sort("stage_pos")
         got = np.stack([st[f"s_{n}"].to_numpy() for n in SCHEDULE_FEATURES], axis=1).astype(np.float32)
         assert np.array_equal(got, f.schedule)
+
+
+def test_several_roots_read_as_one_dataset(tmp_path):
+    """Datasets made by separate jobs (e.g. datasets/random-host-halide and its -contrasts sibling) train together:
+    `data=a,b` reads every batch of both; a root with no batches is still a one-line error naming it."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_batch(a, "host", "0001", make_samples(1))
+    write_batch(b, "host", "0002", make_samples(2))
+    both = read_dataset(f"{a},{b}", "host")
+    assert len(both.files) == 2
+    assert both.samples.height == read_dataset(a, "host").samples.height + read_dataset(b, "host").samples.height
+    with pytest.raises(DatasetError, match="holds no dataset") as e:
+        read_dataset(f"{a},{tmp_path / 'empty'}", "host")
+    assert str(tmp_path / "empty") in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(DatasetError, match="no dataset root given"):
+        read_dataset(" , ", "host")

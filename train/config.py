@@ -15,7 +15,7 @@ AnalyticalPrior = Literal[1, 2, 3]  # train.analytical.PRIORS
 
 @dataclass(frozen=True)
 class TrainConfig:
-    data: str = "data"  # dataset root (holds target=<name>/batch-*.parquet)
+    data: str = "data"  # dataset root (holds target=<name>/batch-*.parquet), or several, comma-separated
     target: str = "host"  # dataset partition, and the registered model's name: schedlab-<target>
     backend: str | None = None  # whose runtimes to learn (numba, halide); none: the data's only backend
     model: ModelKind = "hybrid"  # hybrid: adams2019's per-stage network; mlp: a plain MLP baseline;
