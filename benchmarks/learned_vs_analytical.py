@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     from ir.target import get_target
     from scheduler import autoschedule
     from scheduler.cost import load_model
-    from scheduler.modes import measure_loopnest_results, reference
+    from scheduler.modes import best_runtimes, measure_loopnest_results, reference
 
     target = get_target("host")
     models = [m for m in a.models.split(",") if m]
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
             lns.append(s.loopnest)
         inputs, expected = reference(p)
         results = measure_loopnest_results(p, lns, target, inputs, expected, backend=a.backend)
-        runtimes = [float(m.min_s) if m.ok else math.inf for m in results]
+        runtimes = best_runtimes(results)
         failures = [f"{c}: {m.status}" + (f" ({m.error.splitlines()[0][:160]})" if m.error else "")
                     for c, m in zip(cols, results) if not m.ok]
         naive = runtimes[0]

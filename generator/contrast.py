@@ -57,19 +57,16 @@ def _without(n: LoopNest, func: str) -> LoopNest:
     return n.replace(children=kids, store_at=store)
 
 
-def _inlined_variants(pipeline, loopnest: LoopNest) -> list[tuple[str, str, LoopNest]]:
-    """(decision, where, schedule) for each computed Func that can be inlined and whose levels hold no other Func."""
+def _inline_contrasts(pipeline, loopnest: LoopNest) -> list[Contrast]:
+    """`loopnest` with one computed Func inlined, for each one that can be inlined and whose levels hold no other
+    Func (unplanned; `where` names the Func)."""
     from ir.builder import annotate_inlined
 
     dag = pipeline.dag
     inlined = loopnest.inlined_funcs()
     hosts = {p.func for n, p in loopnest.nodes() if p is not None and p.func is not None and n.func != p.func}
-    out = []
-    for f in loopnest.computed_funcs():
-        if f in hosts or not dag.node(f).inlinable:
-            continue
-        out.append(("inline", f"{f}", annotate_inlined(_without(loopnest, f), dag, inlined | {f})))
-    return out
+    return [Contrast("inline", f, annotate_inlined(_without(loopnest, f), dag, inlined | {f}))
+            for f in loopnest.computed_funcs() if f not in hosts and dag.node(f).inlinable]
 
 
 def one_decision_contrasts(pipeline, loopnest: LoopNest, target, limit: int | None = None) -> list[Contrast]:
@@ -88,8 +85,7 @@ def one_decision_contrasts(pipeline, loopnest: LoopNest, target, limit: int | No
         for decision, variant in _variants(n):
             found[decision].append(Contrast(decision, f"{n.func}.s{n.stage} depth {depth[id(n)]}",
                                             loopnest.replace_node(n, variant)))
-    for decision, where, tree in _inlined_variants(pipeline, loopnest):
-        found[decision].append(Contrast(decision, where, tree))
+    found["inline"] = _inline_contrasts(pipeline, loopnest)
     out: list[Contrast] = []
     seen = {loopnest.fingerprint}
     # round robin over the decisions, so that a few contrasts cover several kinds of decision

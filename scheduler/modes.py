@@ -31,8 +31,12 @@ def measure_loopnest_results(pipeline, loopnests, target, inputs=None, expected=
 def measure_loopnests(pipeline, loopnests, target, inputs=None, expected=None, backend: str = "numba") -> list[float]:
     """Best runtimes (seconds) of schedules of one pipeline (measure_loopnest_results); inf for a schedule that
     fails (its status says why)."""
-    ms = measure_loopnest_results(pipeline, loopnests, target, inputs, expected, backend)
-    return [float(m.min_s) if m.ok else math.inf for m in ms]
+    return best_runtimes(measure_loopnest_results(pipeline, loopnests, target, inputs, expected, backend))
+
+
+def best_runtimes(measurements) -> list[float]:
+    """Each Measurement's best runtime (seconds); inf for one that failed."""
+    return [float(m.min_s) if m.ok else math.inf for m in measurements]
 
 
 def measure_loopnest(pipeline, loopnest, target, inputs=None, expected=None, backend: str = "numba") -> float:

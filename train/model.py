@@ -314,6 +314,17 @@ class HybridCostModel(CostNetwork):
         return (coeff * terms).sum(-1) * COST_SCALE
 
 
+def _trust_region(raw: Tensor, r: float) -> Tensor:
+    """exp of `raw` squashed into [-r, r]: a factor within e^-r..e^r, exp(raw) near 0."""
+    return torch.exp(r * torch.tanh(raw / r))
+
+
+def _register_prior(module: nn.Module, prior: int) -> None:
+    """The analytical coefficients of `prior` as a constant buffer: not a parameter, not in the state dict."""
+    module.register_buffer("analytical_coefficients", torch.as_tensor(coefficients(prior), dtype=torch.float32),
+                           persistent=False)
+
+
 class ResidualCostModel(HybridCostModel):
     """The analytical model with learned corrections: coefficient i = COEFFICIENTS[i] * exp(r_i), where r is
     adams2019's network (the same heads and trunk as `hybrid`) bounded to +-residual_range, and the terms are
@@ -325,9 +336,8 @@ class ResidualCostModel(HybridCostModel):
     term whose analytical coefficient is 0 (the working set) stays 0."""
 
     def __init__(self, config: ModelConfig):
-        super().__init__(config)  # the analytical coefficients: a constant, not a parameter, not in the state dict
-        self.register_buffer("analytical_coefficients", torch.as_tensor(coefficients(config.prior),
-                                                                        dtype=torch.float32), persistent=False)
+        super().__init__(config)
+        _register_prior(self, config.prior)
 
     def reset_parameters(self, generator: torch.Generator) -> None:
         super().reset_parameters(generator)
@@ -337,9 +347,8 @@ class ResidualCostModel(HybridCostModel):
 
     def coefficients(self, pipeline_features: Tensor, schedule_features: Tensor,
                      pipeline_embedding: Tensor | None = None) -> Tensor:
-        r = float(self.config.residual_range)
-        residual = r * torch.tanh(self.trunk_output(pipeline_features, schedule_features, pipeline_embedding) / r)
-        return self.analytical_coefficients * torch.exp(residual)
+        raw = self.trunk_output(pipeline_features, schedule_features, pipeline_embedding)
+        return self.analytical_coefficients * _trust_region(raw, float(self.config.residual_range))
 
     def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
                     pipeline_embedding: Tensor | None = None) -> Tensor:
@@ -356,16 +365,14 @@ class CalibratedCostModel(CostNetwork):
     def __init__(self, config: ModelConfig):
         super().__init__(config)
         self.log_scale = nn.Parameter(torch.zeros(NUM_TERMS))
-        self.register_buffer("analytical_coefficients", torch.as_tensor(coefficients(config.prior),
-                                                                        dtype=torch.float32), persistent=False)
+        _register_prior(self, config.prior)
 
     def reset_parameters(self, generator: torch.Generator) -> None:
         nn.init.zeros_(self.log_scale)
 
     def scales(self) -> Tensor:
         """[27] factors on the analytical coefficients, each within e^-r..e^r."""
-        r = float(self.config.residual_range)
-        return torch.exp(r * torch.tanh(self.log_scale / r))
+        return _trust_region(self.log_scale, float(self.config.residual_range))
 
     def embed_pipeline(self, pipeline_features: Tensor) -> Tensor:
         return pipeline_features.new_zeros((pipeline_features.shape[0], 0))  # the terms need no embedding

@@ -172,19 +172,18 @@ class Job:
     def sampling_model(self, r: int) -> SamplingModel:
         from train.registry import load_cost_model, newest_version
 
+        random = f"random:{self.cfg.seed}"
         if r == 0:
             first = self.cfg.first_sampler
-            if first == "random":
-                return SamplingModel(f"random:{self.cfg.seed}")
-            if first.startswith("models:/"):  # loaded here: workers never open the MLflow store
-                return SamplingModel(first, load_cost_model(first, self.tracking))
-            return SamplingModel(first)  # an analytical prior, built where it samples
-        marker = self.marker(r - 1)
-        uri = json.loads(marker.read_text())["model"] if marker.exists() else newest_version(self.tgt.name,
-                                                                                            self.tracking)
-        if uri is None or not uri.startswith("models:/"):
-            return SamplingModel(f"random:{self.cfg.seed}")
-        return SamplingModel(uri, load_cost_model(uri, self.tracking))  # travels in the round's ray.put
+            name = random if first == "random" else first
+        else:
+            marker = self.marker(r - 1)
+            uri = json.loads(marker.read_text())["model"] if marker.exists() else newest_version(self.tgt.name,
+                                                                                                self.tracking)
+            name = uri if uri is not None and uri.startswith("models:/") else random
+        if name.startswith("models:/"):  # loaded here (workers never open the MLflow store); travels in ray.put
+            return SamplingModel(name, load_cost_model(name, self.tracking))
+        return SamplingModel(name)  # random weights or an analytical prior, built where it samples
 
     def marker(self, r: int) -> Path:
         return self.out / "job" / f"target={self.tgt.name}" / f"round-{r}.json"
