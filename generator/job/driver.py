@@ -289,7 +289,7 @@ class Job:
         for i in range(n):
             fault = self.faults.get((b.key.seed, i), "")
             cref = compile_task.options(num_cpus=1, max_retries=self.cfg.max_retries, scheduling_strategy=where).remote(
-                b.plan_ref, i, self.cfg.compile_timeout, "die" if fault == "die" else "", self.cfg.quiet_measurement)
+                [b.plan_ref], i, self.cfg.compile_timeout, "die" if fault == "die" else "", self.cfg.quiet_measurement)
             pending[cref] = ("compile", b, i, None)
         return False
 
