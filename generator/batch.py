@@ -98,11 +98,12 @@ class BatchKey:
     random_fill: bool = False  # random schedules after the dropout draws, up to `schedules`
     naive_runtime: tuple[float, float] = ()  # (lo, hi) s: output_size is the largest, scaled (generator.sizing)
     contrasts: int = 0  # one-decision contrasts of the beam sample (generator.contrast) planned after it
+    contrast_kinds: tuple[str, ...] = ()  # the kinds of those contrasts, in turn (): generator.contrast.DECISIONS
 
     @property
     def batch_id(self) -> str:
         fields = asdict(self)
-        for name in ("baselines", "random_fill", "naive_runtime", "contrasts"):
+        for name in ("baselines", "random_fill", "naive_runtime", "contrasts", "contrast_kinds"):
             if not fields[name]:
                 del fields[name]  # batches written before these options existed keep their names
         blob = json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
@@ -146,6 +147,7 @@ class BatchSpec:
     random_fill: bool = True  # random schedules after the dropout draws, up to schedules_per_pipeline
     naive_runtime: tuple[float, float] | None = None  # (lo, hi) s: size each pipeline (generator.sizing)
     contrasts: int = 0  # one-decision contrasts of the beam sample, planned right after it (generator.contrast)
+    contrast_kinds: tuple[str, ...] = ()  # their kinds, in turn (generator.contrast.KINDS); (): DECISIONS
 
     def __post_init__(self):
         from backends.protocols import get_protocol
@@ -161,6 +163,7 @@ class BatchSpec:
         if self.schedules_per_pipeline < 1:
             raise ValueError(f"schedules_per_pipeline must be >= 1, got {self.schedules_per_pipeline}")
         check_contrasts(self.contrasts, self.schedules_per_pipeline)
+        object.__setattr__(self, "contrast_kinds", normal_contrast_kinds(self.contrast_kinds))
         get_protocol(self.protocol)  # a ProtocolError (a ValueError) listing the names
         if len(self.output_size) != 3 or min(self.output_size) < 1:
             raise ValueError(f"output_size must be three positive ints, got {self.output_size}")
@@ -176,13 +179,13 @@ class BatchSpec:
                    compile_timeout=cfg.compile_timeout, round=round_, beam_size=cfg.beam_size, passes=cfg.passes,
                    dropout=cfg.dropout, baselines=tuple(cfg.baselines), backend=cfg.backend,
                    benchmark_timeout=cfg.benchmark_timeout, random_fill=cfg.random_fill,
-                   naive_runtime=cfg.naive_runtime, contrasts=cfg.contrasts)
+                   naive_runtime=cfg.naive_runtime, contrasts=cfg.contrasts, contrast_kinds=tuple(cfg.contrast_kinds))
 
     def key(self, seed: int) -> BatchKey:
         return BatchKey(self.target, self.round, int(seed), self.schedules_per_pipeline, self.max_stages,
                         self.output_size, self.markov, self.beam_size, self.passes, self.dropout, self.schedule_seed,
                         self.protocol, self.check_outputs, self.backend, self.baselines, self.random_fill,
-                        self.naive_runtime or (), self.contrasts)
+                        self.naive_runtime or (), self.contrasts, self.contrast_kinds)
 
     def keys(self) -> tuple[BatchKey, ...]:
         return tuple(self.key(s) for s in self.seeds)
@@ -240,6 +243,18 @@ class SamplingModel:
         return LearnedModel(self.network, name=self.name)
 
 
+def normal_contrast_kinds(kinds) -> tuple[str, ...]:
+    """Contrast kinds as batch keys hold them: () for the default order (generator.contrast.DECISIONS), so that
+    batches written before the option existed keep their names; a one-line ValueError for an unknown kind."""
+    from .contrast import DECISIONS, check_kinds
+
+    kinds = tuple(kinds)
+    if not kinds:
+        return ()
+    kinds = check_kinds(kinds)
+    return () if kinds == DECISIONS else kinds
+
+
 def check_contrasts(contrasts: int, schedules: int) -> None:
     """One line when `contrasts` cannot fit next to the beam sample in `schedules` per pipeline."""
     if not 0 <= contrasts < schedules:
@@ -279,7 +294,7 @@ def plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
     from scheduler import autoschedule
     from scheduler.api import fewer_collections
 
-    from .contrast import one_decision_contrasts
+    from .contrast import DECISIONS, one_decision_contrasts
 
     t0 = time.perf_counter()
     tgt = get_target(key.target)
@@ -311,7 +326,7 @@ def plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
                          seed=derived_seed(key.job_seed, key.seed, 0))
         add("beam", s.loopnest, s.predicted_cost)
         if key.contrasts:
-            for c in one_decision_contrasts(p, s.loopnest, tgt, key.contrasts):
+            for c in one_decision_contrasts(p, s.loopnest, tgt, key.contrasts, key.contrast_kinds or DECISIONS):
                 add(f"contrast-{c.decision}", c.loopnest)
         for draw in range(1, DRAWS_PER_SAMPLE * key.schedules + 1):
             if full():

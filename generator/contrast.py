@@ -11,7 +11,11 @@ for the same reason: the model must rank the schedules a search actually compare
 Inlining is the decision models trained on the committed dataset got most wrong in search: the calibrated model
 learned that inlined work costs 1.5x its analytical charge and computed camera_pipe's and bgu's Funcs instead,
 2.1-2.7x slower measured (docs/train.md). An `inline` contrast inlines one computed Func whose levels hold no other
-Func (a single pure definition that is not an output), so the pair prices what inlining it costs or saves.
+Func (a single pure definition that is not an output), so the pair prices what inlining it costs or saves. A
+`compute` contrast is the other direction: one inlined Func computed instead, once per innermost tile of the one
+stage that reads it (at root when that stage is not tiled), vectorized as the search would. With `inline` alone, a
+dataset sampled by a model that computes what it should inline never shows that inlining was right: a beam sample
+whose inlining is right yields no inline contrast, only its computed Funcs do.
 
 Every contrast is a legal schedule of the same pipeline: each candidate is planned (ir.plan.Plan), and one
 the plan rejects is skipped.
@@ -25,8 +29,18 @@ from ir.errors import ScheduleError
 from ir.loopnest import LoopKind, LoopNest
 
 # what a contrast changes, offered in turn: parallelism first (the decision the dataset could not separate),
-# then inlining, then SIMD lanes, then unrolling
+# then inlining, then SIMD lanes, then unrolling: the default, which batches written before `compute` existed keep
 DECISIONS = ("serial", "inline", "scalar", "rolled")
+KINDS = ("serial", "inline", "compute", "scalar", "rolled")  # every kind a job may ask for (contrast_kinds)
+
+
+def check_kinds(kinds) -> tuple[str, ...]:
+    """`kinds` as a tuple of known contrast kinds, each once; a one-line ValueError naming what to fix."""
+    kinds = tuple(kinds)
+    bad = [k for k in kinds if k not in KINDS]
+    if bad or not kinds or len(set(kinds)) != len(kinds):
+        raise ValueError(f"contrast_kinds must list distinct kinds among {', '.join(KINDS)}, got {list(kinds)}")
+    return kinds
 
 
 @dataclass(frozen=True)
@@ -69,13 +83,57 @@ def _inline_contrasts(pipeline, loopnest: LoopNest) -> list[Contrast]:
             for f in loopnest.computed_funcs() if f not in hosts and dag.node(f).inlinable]
 
 
-def one_decision_contrasts(pipeline, loopnest: LoopNest, target, limit: int | None = None) -> list[Contrast]:
-    """Legal schedules that each differ from `loopnest` in one decision: one level's loop kind or one Func inlined;
-    taken in turn from each decision (DECISIONS order: serial, inline, scalar, rolled), each in pre-order; at most
-    `limit` (None: all)."""
+def _compute_contrasts(pipeline, loopnest: LoopNest, target) -> list[Contrast]:
+    """`loopnest` with one inlined Func computed instead, for each inlined Func that one computed stage reads
+    (directly or through other inlined Funcs): at that stage's innermost tiling level, or at root when its chain
+    has none, before the first child there that reads it; vectorized along its first dimension at least one native
+    vector wide (unplanned; `where` names the Func)."""
+    from ir.builder import ScheduleBuilder, StageSpec, _insert, annotate_inlined, readers
+    from ir.errors import ScheduleError
     from ir.plan import Plan
 
-    found: dict[str, list[Contrast]] = {d: [] for d in DECISIONS}
+    dag = pipeline.dag
+    inlined = loopnest.inlined_funcs()
+    if not inlined:
+        return []
+    plan = Plan(dag, loopnest, target)
+    builder = ScheduleBuilder(pipeline, target)
+    out = []
+    for f in sorted(inlined, key=lambda g: dag.nodes.index(dag.node(g))):  # consumers first, as decided
+        rest = inlined - {f}
+        reading = readers(dag, f, rest)
+        if len(reading) != 1:
+            continue
+        ((consumer, cstage),) = reading
+        chain = loopnest.find_chain(consumer, cstage)
+        site = chain[-2] if len(chain) > 1 else loopnest
+        region = plan.region_at(f, site)
+        if region is None:
+            continue
+        node = dag.node(f)
+        extents = [Plan._extent(lo, hi, node.region_extent(d)) for d, (lo, hi) in enumerate(region)]
+        width = builder.target.natural_vector_size(node.type)
+        v = next((d for d in range(node.dimensions) if extents[d] >= width), -1)
+        spec = StageSpec(vectorize=node.dims[v] if v >= 0 else None)
+        try:
+            head = builder._chain(f, node.stages[0], spec, extents, v, site.is_root)
+            path = loopnest.path_to(site)
+            tree = _insert(loopnest, path, path, [head], f, dag, rest)
+        except ScheduleError:
+            continue
+        out.append(Contrast("compute", f, annotate_inlined(tree, dag, rest)))
+    return out
+
+
+def one_decision_contrasts(pipeline, loopnest: LoopNest, target, limit: int | None = None,
+                           kinds: tuple[str, ...] = DECISIONS) -> list[Contrast]:
+    """Legal schedules that each differ from `loopnest` in one decision: one level's loop kind, one Func inlined or
+    one inlined Func computed; taken in turn from each of `kinds` (default DECISIONS: serial, inline, scalar,
+    rolled), each in pre-order; at most `limit` (None: all)."""
+    from ir.plan import Plan
+
+    kinds = check_kinds(kinds)
+    found: dict[str, list[Contrast]] = {d: [] for d in KINDS}
     depth: dict[int, int] = {}
     for n, p in loopnest.nodes():
         if n.is_root:
@@ -85,11 +143,14 @@ def one_decision_contrasts(pipeline, loopnest: LoopNest, target, limit: int | No
         for decision, variant in _variants(n):
             found[decision].append(Contrast(decision, f"{n.func}.s{n.stage} depth {depth[id(n)]}",
                                             loopnest.replace_node(n, variant)))
-    found["inline"] = _inline_contrasts(pipeline, loopnest)
+    if "inline" in kinds:
+        found["inline"] = _inline_contrasts(pipeline, loopnest)
+    if "compute" in kinds:
+        found["compute"] = _compute_contrasts(pipeline, loopnest, target)
     out: list[Contrast] = []
     seen = {loopnest.fingerprint}
-    # round robin over the decisions, so that a few contrasts cover several kinds of decision
-    ordered = [found[d][k] for k in range(max(map(len, found.values()))) for d in DECISIONS if k < len(found[d])]
+    # round robin over the kinds, so that a few contrasts cover several kinds of decision
+    ordered = [found[d][k] for k in range(max(map(len, found.values()))) for d in kinds if k < len(found[d])]
     for c in ordered:
         if limit is not None and len(out) >= limit:
             break

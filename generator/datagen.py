@@ -255,6 +255,8 @@ class DatagenConfig:
     baselines: tuple[str, ...] = ("naive", "simple")  # generator.batch.BASELINES planned first ('': none; the job's: none)
     random_fill: bool = True  # random schedules when beam + dropout find fewer distinct ones than asked (the job's: false)
     contrasts: int = 0  # one-decision contrasts of the beam sample (generator.contrast), planned after it
+    contrast_kinds: tuple[str, ...] = ("serial", "inline", "scalar", "rolled")  # their kinds, in turn
+    #   (generator.contrast.KINDS: serial, inline, compute, scalar, rolled)
     model: str | None = None  # sampling model: random:<seed> or a model URI (none: random:<seed>, the job's round 0)
     markov: bool = False  # draw stage kinds from the GPU variant's Markov transition matrix (generator.random_pipeline)
     check_outputs: bool = True  # every schedule's output against the reference interpreter
@@ -316,7 +318,8 @@ def _run(a: DatagenConfig) -> int:
                      output_size=a.output_size, target=a.target, protocol=a.protocol, schedule_seed=a.seed,
                      markov=a.markov, check_outputs=a.check_outputs, round=a.round, beam_size=a.beam_size,
                      passes=a.passes, dropout=a.dropout, baselines=a.baselines, random_fill=a.random_fill,
-                     backend=a.backend, naive_runtime=a.naive_runtime, contrasts=a.contrasts)
+                     backend=a.backend, naive_runtime=a.naive_runtime, contrasts=a.contrasts,
+                     contrast_kinds=a.contrast_kinds)
     model = SamplingModel(a.model or spec.random_model)
     try:
         model.cost_model(_target(a.target, a.backend))  # a model that cannot load is one error, not a failure per seed

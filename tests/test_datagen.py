@@ -151,6 +151,63 @@ def test_contrasts_differ_from_the_schedule_in_one_decision_and_are_legal_and_co
     assert one_decision_contrasts(p, ln, tgt, limit=1) == contrasts[:1]
 
 
+def _placements(ln: LoopNest) -> dict[tuple[str, int], list]:
+    """Per stage, its levels as (size, kind, SIMD loop, stored Funcs) and the stage its chain is computed inside."""
+    out: dict[tuple[str, int], list] = {}
+    for n, p in ln.nodes():
+        if not n.is_root:
+            out.setdefault((n.func, n.stage), []).append((n.size, n.kind, n.vectorized_loop, n.store_at,
+                                                          None if p.is_root else (p.func, p.stage)))
+    return out
+
+
+@pytest.mark.parametrize("app", ["unsharp", "harris", "bilateral_grid"])
+def test_compute_contrasts_compute_one_inlined_func_and_leave_the_rest(app):
+    from generator.apps import get_app
+    from generator.contrast import KINDS, one_decision_contrasts
+    from ir.target import get_target
+    import backends
+    from ir import interpret
+
+    tgt = get_target("host")
+    a = get_app(app)
+    p = a.build("small")
+    ln = a.schedule(p, tgt)
+    assert one_decision_contrasts(p, ln, tgt) == [c for c in one_decision_contrasts(
+        p, ln, tgt, kinds=("serial", "inline", "scalar", "rolled"))]  # the default kinds, in their order
+    assert not [c for c in one_decision_contrasts(p, ln, tgt) if c.decision == "compute"]  # only when asked
+    computes = [c for c in one_decision_contrasts(p, ln, tgt, kinds=KINDS) if c.decision == "compute"]
+    assert computes, f"{app}'s expert inlines Funcs that one stage reads"
+    before = _placements(ln)
+    for c in computes:
+        f = c.where
+        assert f in ln.inlined_funcs() and c.loopnest.inlined_funcs() == ln.inlined_funcs() - {f}
+        assert sorted(c.loopnest.computed_funcs()) == sorted(ln.computed_funcs() + [f])
+        after = _placements(c.loopnest)
+        for key, levels in before.items():  # every other stage keeps its levels; a level may store f too
+            assert [(s, k, v, tuple(g for g in st if g != f), at) for s, k, v, st, at in after[key]] == levels
+        assert sum(f in n.store_at for n, _ in c.loopnest.nodes()) == 1
+    inputs = p.random_inputs(1)
+    expected = interpret(p, inputs)
+    ms = backends.measure_many([backends.MeasureInput(p, c.loopnest, inputs, expected) for c in computes], tgt,
+                               backend="llvm", protocol="check")
+    assert [m.status for m in ms] == ["ok"] * len(computes), [m.error for m in ms]
+
+
+def test_contrast_kinds_keep_the_default_batch_names_and_refuse_unknown_kinds():
+    spec = dataclasses.replace(SPEC, schedules_per_pipeline=8, baselines=(), random_fill=False, contrasts=3)
+    assert dataclasses.replace(spec, contrast_kinds=("serial", "inline", "scalar", "rolled")).batch_ids == \
+        spec.batch_ids  # the default order, spelled out, is the default
+    asked = dataclasses.replace(spec, contrast_kinds=("inline", "compute"))
+    assert asked.batch_ids != spec.batch_ids and asked.contrast_kinds == ("inline", "compute")
+    for bad in (("parallel",), ("inline", "inline")):
+        with pytest.raises(ValueError, match="contrast_kinds must list distinct kinds among serial, inline, compute"):
+            dataclasses.replace(spec, contrast_kinds=bad)
+    with pytest.raises(ValueError, match="contrast_kinds must list distinct kinds"):
+        JobConfig(contrasts=2, contrast_kinds=("serial", "unroll"))
+    assert JobConfig(contrasts=2, contrast_kinds=("compute", "inline")).contrast_kinds == ("compute", "inline")
+
+
 def test_a_batch_with_contrasts_measures_them_right_after_the_beam_sample():
     spec = dataclasses.replace(SPEC, schedules_per_pipeline=8, baselines=(), random_fill=False, contrasts=3)
     base = dataclasses.replace(spec, contrasts=0)

@@ -122,3 +122,38 @@ def test_a_compile_task_unpickles_its_plan_inside_the_quiet_lock(tmp_path, monke
             ray.get(compile_task.options(max_retries=0).remote([ref], 0, 300.0, "", False), timeout=600)
     finally:
         ray.shutdown()
+
+
+CLI = [sys.executable, "-m", "generator.job.quiet"]
+
+
+def _cli_env(tmp_path):
+    import os
+
+    return {**os.environ, "SCHEDLAB_QUIET_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+
+
+def test_a_command_run_quietly_holds_the_lock_shared_and_keeps_measurements_waiting(tmp_path):
+    probe = ("import sys; from pathlib import Path; from generator.job.quiet import NodeQuiet; "
+             f"q = NodeQuiet(Path({str(tmp_path)!r})); print(q.busy(), q.gate_closed()); sys.exit(7)")
+    r = subprocess.run(CLI + ["--", sys.executable, "-c", probe], env=_cli_env(tmp_path), capture_output=True,
+                       text=True, timeout=60)
+    assert (r.returncode, r.stdout.split()) == (7, ["True", "False"])  # its exit status; held, gate open
+    assert not NodeQuiet(tmp_path).busy()
+    # while a measurement holds the node, the command does not start
+    m = _holder(tmp_path, "exclusive")
+    p = subprocess.Popen(CLI + [sys.executable, "-c", "print('ran')"], env=_cli_env(tmp_path),
+                         stdout=subprocess.PIPE, text=True)
+    with pytest.raises(subprocess.TimeoutExpired):
+        p.wait(timeout=2)
+    _release(m)
+    assert p.communicate(timeout=60)[0].strip() == "ran" and p.returncode == 0
+
+
+@pytest.mark.parametrize("args, status, message", [
+    ([], 2, "usage: python -m generator.job.quiet"),
+    (["--", "no-such-command-here"], 127, "error: no such command: no-such-command-here"),
+])
+def test_quiet_cli_errors_are_one_line(tmp_path, args, status, message):
+    r = subprocess.run(CLI + args, env=_cli_env(tmp_path), capture_output=True, text=True, timeout=60)
+    assert r.returncode == status and message in r.stderr.splitlines()[0]

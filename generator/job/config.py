@@ -76,6 +76,8 @@ class JobConfig:
     #   or analytical:N (a prior: beam samples worth contrasting), or a registered models:/... version
     contrasts: int = 0  # one-decision contrasts of the beam sample (generator.contrast: a parallel level run
     #   serially, a Func inlined, SIMD or unrolling off), planned after it in place of dropout samples; 0 keeps the batch names
+    contrast_kinds: tuple[str, ...] = ("serial", "inline", "scalar", "rolled")  # the contrasts' kinds, taken in turn
+    #   (generator.contrast.KINDS; add compute: an inlined Func computed); the default keeps the batch names
     protocol: Literal["quick", "full", "check", "default"] = "full"  # backends.PROTOCOLS ("default" = full); full:
     #   labels agree on 0.87 of pairs in two job runs, quick on 0.80, at the same wall time (docs/generator.md)
     compile_timeout: float = 600.0  # seconds per compilation (adams2019 §5: a 10-minute kill)
@@ -110,6 +112,9 @@ class JobConfig:
         from generator.batch import check_contrasts
 
         check_contrasts(self.contrasts, self.schedules_per_pipeline)
+        from generator.batch import normal_contrast_kinds
+
+        normal_contrast_kinds(self.contrast_kinds)
         s = self.first_sampler
         if not (s in ("random", "analytical") or s.startswith(("analytical:", "models:/"))):
             raise ValueError(f"first_sampler must be random, analytical[:N] or models:/<name>/<version>, got {s!r}")

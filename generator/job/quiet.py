@@ -8,12 +8,19 @@ measurement. Exclusive waits for the running tasks to finish and, through a gate
 new ones from starting meanwhile (writer preference: measurements are not starved by a queue of compiles).
 flock locks belong to open files, so they work across processes, Ray workers and nodes of one machine, and
 die with their holder.
+
+Other work on a machine where a data job measures takes the same lock from the command line, so it never runs
+beside a measurement (the job pauses its measurements while it runs instead):
+
+    python -m generator.job.quiet -- python -m pytest tests/test_plan.py
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import subprocess
+import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -86,3 +93,28 @@ def maybe(enabled: bool, kind: str):
     q = NodeQuiet()
     with (q.shared() if kind == "shared" else q.exclusive()):
         yield
+
+
+USAGE = "usage: python -m generator.job.quiet [--] COMMAND [ARG ...]"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run COMMAND holding this machine's quiet lock shared, as the job's planning and compile tasks do: it starts
+    once no measurement is waiting or running, and measurements wait until it ends. Its exit status is returned."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--"]:
+        args = args[1:]
+    if not args or args[0] in ("-h", "--help"):
+        print(f"{USAGE}\n  runs COMMAND so that it never overlaps a measurement of a data job on this machine",
+              file=sys.stderr if not args else sys.stdout)
+        return 2 if not args else 0
+    with NodeQuiet().shared():
+        try:
+            return subprocess.call(args)
+        except FileNotFoundError:
+            print(f"python -m generator.job.quiet: error: no such command: {args[0]}", file=sys.stderr)
+            return 127
+
+
+if __name__ == "__main__":
+    sys.exit(main())
