@@ -10,9 +10,11 @@ an entry used within `min_age_s` (another process may be about to run it); Halid
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 KERNEL_KINDS = ("halide", "numba", "llvm", "cuda")  # cache_dir kinds that hold one entry per compiled kernel
@@ -27,6 +29,24 @@ def cache_dir(kind: str) -> Path:
     d = cache_root() / kind
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+def source_digest(root: Path, packages) -> str:
+    """sha256 of every .py file of `packages` (directories under `root`), with its relative path (order-free): what
+    a cache entry keyed by its inputs alone would miss when the code that turns them into a kernel changes."""
+    h = hashlib.sha256()
+    for pkg in packages:
+        for f in sorted((root / pkg).rglob("*.py")):
+            h.update(str(f.relative_to(root)).encode())
+            h.update(b"\0")
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+@lru_cache(maxsize=None)
+def translator_digest(*packages: str) -> str:
+    """source_digest of schedlab's own `packages` as this process imports them, computed once per process."""
+    return source_digest(Path(__file__).resolve().parent.parent, packages)
 
 
 def touch(path: Path) -> None:

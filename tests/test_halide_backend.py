@@ -66,6 +66,27 @@ def test_integer_and_float_corner_cases_are_schedlab_semantics():
     check(p, naive_schedule(p), inputs)
 
 
+def test_a_divisor_that_becomes_a_constant_zero_in_halide_compiles():
+    """A float divisor that is a Func call here and the constant 0.0 once Halide inlines it: Halide's code generator
+    refuses a division by constant zero (random pipeline 1080's padded divisor lost every schedule inlining it)."""
+    from ir.builder import ScheduleBuilder
+
+    x = Var("x")
+    a = Input("a", f32, 1)
+    zero, pad = Func("zero"), Func("pad")
+    zero[x] = cast(f32, 0.0)
+    pad[x] = select(x < 3, a[x], 0.0)  # zero beyond its input's first columns
+    q = Func("q")
+    q[x] = a[x] / zero[x] + a[x] % zero[x] + cast(f32, cast(i16, a[x] % pad[x])) - a[x] / -zero[x]
+    p = Pipeline([q], {q: (16,)})
+    b = ScheduleBuilder(p)
+    b.root("q", vectorize="x")
+    b.inline("zero").inline("pad")
+    inputs = {"a": np.array([1.5, -2.0, 0.0, np.nan, np.inf, -np.inf, 3.0, -0.0] * 2, np.float32)}
+    check(p, b.build(), inputs)
+    check(p, naive_schedule(p), inputs)
+
+
 def test_outputs_read_by_other_funcs_and_scatters_beyond_the_output():
     x = Var("x")
     img = Input("img", u8, 1)

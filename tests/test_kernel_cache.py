@@ -64,3 +64,31 @@ def test_a_use_marks_the_entry_and_numba_still_loads_its_cache(tmp_path, monkeyp
     assert path.stat().st_mtime == source_mtime
     assert all(f.stat().st_mtime > old + 3600 for f in indexes)
     assert prune_kernels(0, min_age_s=3600, root=tmp_path).removed == 0  # just used: spared
+
+
+def test_a_halide_kernel_compiled_by_other_translation_code_is_another_entry(tmp_path, monkeypatch):
+    """The Halide cache keys on the pipeline and LoopNest; the code that translates them for Halide is part of the key
+    too, or a fixed translation would keep loading the kernels the code before compiled (it did: a division by a
+    constant zero kept failing from the cache after the fix)."""
+    import shutil
+
+    import pytest
+
+    pytest.importorskip("halide")
+    from backends.cache import source_digest, translator_digest
+    from backends.halide import aot
+
+    root = Path(__file__).resolve().parent.parent
+    for pkg in aot.TRANSLATOR_PACKAGES:
+        shutil.copytree(root / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    before = source_digest(tmp_path, aot.TRANSLATOR_PACKAGES)
+    assert before == translator_digest(*aot.TRANSLATOR_PACKAGES)  # this checkout's code, as imported
+    with open(tmp_path / "backends/halide/translate.py", "a") as f:
+        f.write("\n# another translation\n")
+    after = source_digest(tmp_path, aot.TRANSLATOR_PACKAGES)
+    assert after != before
+    keys = []
+    for digest in (before, after):
+        monkeypatch.setattr(aot, "translator_digest", lambda *packages, d=digest: d)
+        keys.append(aot._digest(["pipeline", "loopnest"]))
+    assert keys[0] != keys[1]

@@ -16,8 +16,9 @@ Kernels are compiled without the Halide runtime (compiling it into every object 
 much as the kernel); the node compiles Halide's standalone runtime once, and a process maps it into an
 engine that then takes up to `GENERATION` kernels, which resolve their runtime calls to it. A process keeps
 the last `LOADED` kernels mapped; an engine whose kernels are all dropped shuts its thread pool down and
-frees its code. The digest covers the pipeline, the LoopNest, StrictFloat, the host target string and the
-Halide version.
+frees its code. The digest covers the pipeline, the LoopNest, StrictFloat, the host target string, the
+Halide version and schedlab's code that translates and schedules for Halide (backends/halide, ir): a change to the
+translation compiles anew instead of loading the kernel of the code before.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cache import cache_dir, touch
+from ..cache import cache_dir, touch, translator_digest
 from .diagnostics import planned_warnings_filtered
 
 LOADED = 16  # kernels a process keeps mapped
@@ -91,9 +92,14 @@ class ObjectInfo:
 def _digest(*parts) -> str:
     import halide as hl
 
-    blob = json.dumps([*parts, hl.get_host_target().to_string(), getattr(hl, "__version__", "")], sort_keys=True,
-                      default=str).encode()
+    blob = json.dumps([*parts, hl.get_host_target().to_string(), getattr(hl, "__version__", ""),
+                       translator_digest(*TRANSLATOR_PACKAGES)], sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:32]
+
+
+# the code that decides what Halide is given for a (pipeline, LoopNest): the translation and the schedule's bounds
+# (a kernel compiled by other code is another kernel; the numba, llvm and cuda caches key on their generated source)
+TRANSLATOR_PACKAGES = ("backends/halide", "ir")
 
 
 def object_path(spec) -> Path:

@@ -288,11 +288,26 @@ def _constant(e: Expr) -> float | None:
 
 
 def _float_div(x: hl.Expr, y: hl.Expr, y_const: float | None) -> hl.Expr:
-    """IEEE x / y; Halide rejects a division by constant zero, which is x times a signed infinity."""
-    if y_const is None or y_const != 0:
-        return x / y
-    inf = math.copysign(math.inf, y_const)
-    return x * (hl.Expr(inf) if x.type().bits() == 32 else hl.f64(hl.Expr(inf)))
+    """IEEE x / y; Halide rejects a division by constant zero, which is x times a signed infinity.
+
+    A divisor that is not a constant here may become one in Halide's lowering: a padded Func (zero outside its
+    input) inlined into the divisor folds to 0.0 where Halide proves a loop runs outside the input, and its code
+    generator then refuses the whole pipeline (random pipeline 1080: every schedule that inlined the pad). Under
+    strict_float the simplifier folds neither the comparison nor the division, so the divisor itself is guarded:
+    x / select(y == 0, 1, y), and the signed infinity selected where y is zero."""
+    bits = x.type().bits()
+
+    def signed_inf(negative):
+        pos, neg = (hl.Expr(math.inf), hl.Expr(-math.inf)) if bits == 32 else \
+            (hl.f64(hl.Expr(math.inf)), hl.f64(hl.Expr(-math.inf)))
+        return hl.select(negative, neg, pos)
+
+    if y_const is not None:
+        return x / y if y_const != 0 else x * signed_inf(hl.Expr(math.copysign(1.0, y_const) < 0))
+    u = hl.UInt(bits)
+    negative = (hl.reinterpret(u, y) >> hl.cast(u, hl.Expr(bits - 1))) != hl.cast(u, hl.Expr(0))
+    is_zero = y == hl.cast(y.type(), hl.Expr(0.0))
+    return hl.select(is_zero, x * signed_inf(negative), x / hl.select(is_zero, hl.cast(y.type(), hl.Expr(1.0)), y))
 
 
 def _wrapping(op: str, x: hl.Expr, y: hl.Expr, a: _Val, b: _Val, t: Type) -> _Val:

@@ -12,7 +12,6 @@ line naming the node and what to install, before any batch is planned.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.metadata
 import platform
@@ -50,13 +49,9 @@ class NodeReport:
 
 def code_digest(root: Path) -> str:
     """sha256 of every .py file of schedlab's packages under `root`, with its relative path (order-free)."""
-    h = hashlib.sha256()
-    for pkg in PACKAGES:
-        for f in sorted((root / pkg).rglob("*.py")):
-            h.update(str(f.relative_to(root)).encode())
-            h.update(b"\0")
-            h.update(f.read_bytes())
-    return h.hexdigest()
+    from backends.cache import source_digest
+
+    return source_digest(root, PACKAGES)
 
 
 def _version(name: str) -> str | None:
