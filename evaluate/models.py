@@ -38,6 +38,7 @@ class EvalResult:
     seconds: float
     split_note: str = ""  # how split=val was chosen (from the model's own training run)
     model_version: str = ""  # the registered version `model` resolved to: models:/schedlab-<target>/<n> ('' if none)
+    decisions: tuple = ()  # evaluate.decisions.DecisionAccuracy per one-decision contrast kind in the scored pipelines
 
     def summary(self) -> str:
         m = self.metrics
@@ -48,6 +49,8 @@ class EvalResult:
             (f"pairwise accuracy {m.pairwise_accuracy:.3f}, top-1 score {m.top1_score:.3f}, top-5 "
              f"{m.top5_score:.3f}, Kendall tau {m.kendall_tau:.3f}, ordering@1.3x {m.ordering_rate_1_3:.3f}, "
              f"R2(log) {m.r2_log_runtime:.3f}"),
+            *([("one decision, contrast vs its beam sample ordered as measured: "
+                + "; ".join(d.describe() for d in self.decisions))] if self.decisions else []),
             *([f"{self.model} resolved to {self.model_version}"] if self._resolved else []),
             *([self.split_note] if self.split_note else []),
             f"MLflow run {self.run_id} (experiment {self.experiment_id}) in {self.tracking_uri}",
@@ -118,8 +121,8 @@ def evaluate_model(cfg: EvalConfig) -> EvalResult:
     from train import lineage, plots
     from train.metrics import largest_group, ranking_metrics, topk_scores
     from train.registry import tracking_uri
-    from train.run import predict_groups
 
+    from .decisions import decision_accuracy, samplers_of, scored_pipelines
     from .plots import tracked_run
 
     t0 = time.time()
@@ -127,7 +130,9 @@ def evaluate_model(cfg: EvalConfig) -> EvalResult:
     batches, stats = load_split(cfg)
     network, name = load_network(cfg.model, cfg.target, cfg.tracking_uri)
     shown = Progress(len(batches), "batch", cfg.progress, desc="scoring", min_interval=10.0, leave=False)
-    groups = predict_groups(network, shown.iterate(batches))
+    scored = list(scored_pipelines(network, shown.iterate(batches)))
+    groups = {pid: (pred, true) for pid, _, pred, true in scored}
+    decisions = decision_accuracy(scored, samplers_of(cfg.data, cfg.target, groups))
     metrics = ranking_metrics(groups.values())
     # k beyond the largest pipeline's schedules scores 1 for any model: the curve stops there
     topk = topk_scores(groups.values(), range(1, min(cfg.max_k, largest_group(groups.values())) + 1))
@@ -145,12 +150,15 @@ def evaluate_model(cfg: EvalConfig) -> EvalResult:
     with tracked_run(cfg.tracking_uri, cfg.experiment, run_name, cfg, extra, description=about, dataset=dataset,
                      version=version) as run:
         run.log_metrics(metrics.scores(f"{PREFIX}/"))
+        for d in decisions:
+            run.log_metrics({f"{PREFIX}/decision_{d.decision}_accuracy": d.accuracy,
+                             f"{PREFIX}/decision_{d.decision}_pairs": d.pairs})
         for k, score in topk.items():
             run.log_metrics({f"{PREFIX}/topk_score": score}, step=k)
         plots.log_figures(run.run_id, _figures(groups, f"{name} on {cfg.split}", topk), tracking=run.tracking_uri)
     return EvalResult(run.run_id, run.experiment_id, run.tracking_uri, name, cfg.split, metrics, topk,
                       tuple(sorted(groups)), stats.fingerprint, time.time() - t0, split_note,
-                      version.uri if version else "")
+                      version.uri if version else "", decisions)
 
 
 def model_split(cfg: EvalConfig) -> tuple[EvalConfig, str]:

@@ -1,0 +1,92 @@
+"""How often a cost model orders one decision as the labels do: each one-decision contrast of a dataset
+(generator.contrast: the beam-search sample with one level run serially, one Func inlined or computed, SIMD lanes
+or unrolling off) against the beam-search sample it came from, per decision.
+
+Why: pairwise accuracy over a pipeline's schedules mixes pairs that differ in many decisions at once, while a
+search compares children that differ in one. A model can rank whole schedules well and still price one decision
+wrongly everywhere (the calibrated model learned inlined work 1.36-1.48x dearer and computed camera_pipe's Funcs
+where inlining them was 2x faster; docs/train.md); this metric shows that on the held-out pipelines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+APART = 0.10  # pairs whose measured runtimes differ by at least this much are reported apart (near-ties aside)
+
+
+@dataclass(frozen=True)
+class DecisionAccuracy:
+    decision: str  # serial | inline | compute | scalar | rolled (generator.contrast.KINDS)
+    pairs: int  # contrasts with their beam sample scored
+    correct: float  # ordered as measured (a predicted or measured tie counts half)
+    pairs_apart: int  # of them, measured at least APART apart
+    correct_apart: float
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.pairs if self.pairs else float("nan")
+
+    @property
+    def accuracy_apart(self) -> float:
+        return self.correct_apart / self.pairs_apart if self.pairs_apart else float("nan")
+
+    def describe(self) -> str:
+        return (f"{self.decision} {self.accuracy:.2f} of {self.pairs}"
+                + (f" ({self.accuracy_apart:.2f} of {self.pairs_apart} >= {100 * APART:.0f} % apart)"
+                   if self.pairs_apart else ""))
+
+
+def samplers_of(data: str | Path, target: str, pipeline_ids) -> dict[tuple[str, str], str]:
+    """(pipeline_id, schedule_id) -> the sampler that made that schedule (beam, dropout, contrast-<kind>, ...), for the
+    given pipelines of a dataset."""
+    import polars as pl
+
+    from ir.target import get_target
+
+    files = sorted((Path(data) / f"target={get_target(target).name}").glob("*.parquet"))
+    if not files:
+        return {}
+    ids = list(pipeline_ids)
+    t = (pl.scan_parquet(files).select("pipeline_id", "schedule_id", "sampler")
+         .filter(pl.col("pipeline_id").is_in(ids)).unique(["pipeline_id", "schedule_id"]).collect())
+    return {(p, s): k for p, s, k in t.iter_rows()}
+
+
+def decision_accuracy(scored, samplers: dict[tuple[str, str], str]) -> tuple[DecisionAccuracy, ...]:
+    """Per decision, how the predictions order each contrast against its pipeline's beam sample. `scored` yields
+    (pipeline_id, schedule_ids, predicted, measured) per pipeline; a pipeline without a beam sample is skipped."""
+    counts: dict[str, list[int]] = {}
+    for pipeline_id, schedule_ids, predicted, measured in scored:
+        kinds = [samplers.get((pipeline_id, s), "") for s in schedule_ids]
+        if "beam" not in kinds:
+            continue
+        b = kinds.index("beam")
+        for i, kind in enumerate(kinds):
+            if not kind.startswith("contrast-"):
+                continue
+            c = counts.setdefault(kind.removeprefix("contrast-"), [0, 0, 0, 0])
+            truth = np.sign(measured[i] - measured[b])
+            guess = np.sign(predicted[i] - predicted[b])
+            score = 1.0 if guess == truth else 0.5 if guess == 0 or truth == 0 else 0.0
+            c[0] += 1
+            c[1] += score
+            lo, hi = sorted((measured[i], measured[b]))
+            if hi >= (1 + APART) * lo:
+                c[2] += 1
+                c[3] += score
+    return tuple(DecisionAccuracy(k, v[0], v[1], v[2], v[3]) for k, v in sorted(counts.items()))
+
+
+def scored_pipelines(model, batches):
+    """(pipeline_id, schedule_ids, predicted, measured) per pipeline of `batches`, chunks of a pipeline joined."""
+    parts: dict[str, list] = {}
+    for b in batches:
+        pred = np.asarray(model.predict(b.pipeline_features.numpy(), b.schedule_features.numpy()), dtype=np.float64)
+        parts.setdefault(b.pipeline_id, []).append((list(b.schedule_ids), pred, b.runtimes.double().numpy()))
+    for pid, chunks in parts.items():
+        yield (pid, [s for ids, _, _ in chunks for s in ids], np.concatenate([p for _, p, _ in chunks]),
+               np.concatenate([t for _, _, t in chunks]))
