@@ -150,6 +150,18 @@ def test_a_command_run_quietly_holds_the_lock_shared_and_keeps_measurements_wait
     assert p.communicate(timeout=60)[0].strip() == "ran" and p.returncode == 0
 
 
+def test_a_command_run_exclusive_holds_the_node_alone(tmp_path):
+    probe = ("from pathlib import Path; from generator.job.quiet import NodeQuiet; "
+             f"q = NodeQuiet(Path({str(tmp_path)!r})); print(q.busy(), q.gate_closed())")
+    compile_ = _holder(tmp_path, "shared")  # a compile running: the command waits for it to end
+    p = subprocess.Popen(CLI + ["--exclusive", "--", sys.executable, "-c", probe], env=_cli_env(tmp_path),
+                         stdout=subprocess.PIPE, text=True)
+    with pytest.raises(subprocess.TimeoutExpired):
+        p.wait(timeout=2)
+    _release(compile_)
+    assert p.communicate(timeout=60)[0].split() == ["True", "True"] and p.returncode == 0  # held, gate closed
+
+
 @pytest.mark.parametrize("args, status, message", [
     ([], 2, "usage: python -m generator.job.quiet"),
     (["--", "no-such-command-here"], 127, "error: no such command: no-such-command-here"),

@@ -10,9 +10,11 @@ flock locks belong to open files, so they work across processes, Ray workers and
 die with their holder.
 
 Other work on a machine where a data job measures takes the same lock from the command line, so it never runs
-beside a measurement (the job pauses its measurements while it runs instead):
+beside a measurement (the job pauses its measurements while it runs instead); a benchmark of one's own takes it
+exclusive, as the job's measurements do, so that nothing of the job's runs beside it either:
 
     python -m generator.job.quiet -- python -m pytest tests/test_plan.py
+    python -m generator.job.quiet --exclusive -- python benchmarks/vs_halide.py --apps blur
 """
 
 from __future__ import annotations
@@ -95,20 +97,26 @@ def maybe(enabled: bool, kind: str):
         yield
 
 
-USAGE = "usage: python -m generator.job.quiet [--] COMMAND [ARG ...]"
+USAGE = "usage: python -m generator.job.quiet [--exclusive] [--] COMMAND [ARG ...]"
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run COMMAND holding this machine's quiet lock shared, as the job's planning and compile tasks do: it starts
-    once no measurement is waiting or running, and measurements wait until it ends. Its exit status is returned."""
+    once no measurement is waiting or running, and measurements wait until it ends. With --exclusive it holds the
+    lock as a measurement does: it starts once the running compiles end, and nothing else of a job runs beside it.
+    Its exit status is returned."""
     args = list(sys.argv[1:] if argv is None else argv)
+    exclusive = args[:1] == ["--exclusive"]
+    if exclusive:
+        args = args[1:]
     if args[:1] == ["--"]:
         args = args[1:]
     if not args or args[0] in ("-h", "--help"):
-        print(f"{USAGE}\n  runs COMMAND so that it never overlaps a measurement of a data job on this machine",
-              file=sys.stderr if not args else sys.stdout)
+        print(f"{USAGE}\n  runs COMMAND so that it never overlaps a measurement of a data job on this machine "
+              "(--exclusive: nor its compiles, for a measurement of your own)", file=sys.stderr if not args else sys.stdout)
         return 2 if not args else 0
-    with NodeQuiet().shared():
+    q = NodeQuiet()
+    with (q.exclusive() if exclusive else q.shared()):
         try:
             return subprocess.call(args)
         except FileNotFoundError:
