@@ -38,7 +38,7 @@ class EvalResult:
     seconds: float
     split_note: str = ""  # how split=val was chosen (from the model's own training run)
     model_version: str = ""  # the registered version `model` resolved to: models:/schedlab-<target>/<n> ('' if none)
-    decisions: tuple = ()  # evaluate.decisions.DecisionAccuracy per one-decision contrast kind in the scored pipelines
+    decisions: tuple = ()  # train.decisions.DecisionAccuracy per one-decision contrast kind in the scored pipelines
 
     def summary(self) -> str:
         m = self.metrics
@@ -122,7 +122,7 @@ def evaluate_model(cfg: EvalConfig) -> EvalResult:
     from train.metrics import largest_group, ranking_metrics, topk_scores
     from train.registry import tracking_uri
 
-    from .decisions import decision_accuracy, samplers_of, scored_pipelines
+    from train.decisions import decision_accuracy, samplers_of, scored_pipelines
     from .plots import tracked_run
 
     t0 = time.time()

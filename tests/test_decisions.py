@@ -1,4 +1,4 @@
-"""evaluate.decisions: a model's ordering of each one-decision contrast against its beam sample, per decision."""
+"""train.decisions: a model's ordering of each one-decision contrast against its beam sample, per decision."""
 
 from __future__ import annotations
 
@@ -6,8 +6,11 @@ import math
 
 import numpy as np
 import polars as pl
+import pytest
 
-from evaluate.decisions import decision_accuracy, samplers_of
+from featurize.dataset import DatasetError
+
+from train.decisions import decision_accuracy, samplers_of, side_by_side
 
 
 def test_each_contrast_is_scored_against_its_pipelines_beam_sample():
@@ -31,6 +34,10 @@ def test_each_contrast_is_scored_against_its_pipelines_beam_sample():
     assert (got["compute"].correct, got["compute"].pairs_apart) == (0.5, 1)
     assert got["serial"].describe() == "serial 0.50 of 2 (1.00 of 1 >= 10 % apart)"
     assert got["inline"].describe() == "inline 0.00 of 1"
+    flipped = [(p, ids, -pred, true) for p, ids, pred, true in scored]  # the opposite orders
+    assert side_by_side(decision_accuracy(scored, samplers), decision_accuracy(flipped, samplers)) == (
+        "compute 0.50 / 0.50 of 1 (0.50 / 0.50 of 1 >= 10 % apart); inline 0.00 / 1.00 of 1; "
+        "serial 0.50 / 0.50 of 2 (1.00 / 0.00 of 1 >= 10 % apart)")
 
 
 def test_samplers_are_read_from_the_dataset_for_the_pipelines_asked(tmp_path):
@@ -40,4 +47,53 @@ def test_samplers_are_read_from_the_dataset_for_the_pipelines_asked(tmp_path):
                   "sampler": ["beam", "contrast-compute", "beam"], "stage_index": [0, 0, 0]}).write_parquet(
         d / "batch-1.parquet")
     assert samplers_of(tmp_path, "host", ["p1"]) == {("p1", "a"): "beam", ("p1", "b"): "contrast-compute"}
-    assert samplers_of(tmp_path / "missing", "host", ["p1"]) == {}
+    with pytest.raises(DatasetError, match="missing holds no dataset"):
+        samplers_of(tmp_path / "missing", "host", ["p1"])
+
+
+def test_training_reports_each_decision_next_to_the_analytical_model(tmp_path):
+    """A dataset whose first schedules are labelled beam and contrasts: the training summary and its MLflow run
+    give this model's and the analytical model's one-decision accuracy on the validation pipelines' pairs."""
+    import mlflow
+
+    from backends import Measurement
+    from featurize import featurize
+    from featurize.dataset import Sample, write_batch
+    from generator.random_pipeline import generate
+    from ir.config import load_config
+    from ir.sampling import random_schedule
+    from train.config import TrainConfig
+    from train.run import train
+
+    from .test_train import ROOT, synthetic_runtime
+
+    samples = []
+    names = ["beam", "contrast-serial", "contrast-inline", "dropout", "dropout", "dropout"]
+    for seed in range(16):
+        p = generate(seed, 3, output_size=(32, 24, 3)).pipeline
+        seen: set[str] = set()
+        for k in range(40):
+            ln, _ = random_schedule(p, 1000 * seed + k)
+            if ln.fingerprint in seen:
+                continue
+            seen.add(ln.fingerprint)
+            f = featurize(p, ln)
+            t = synthetic_runtime(f)
+            samples.append(Sample.build(p, ln, f, Measurement("ok", t, t, 0.0, 1, 1, 0.0),
+                                        sampler=names[len(seen) - 1]))
+            if len(seen) == len(names):
+                break
+    write_batch(tmp_path / "data", "host", "0000", samples)
+    cfg = load_config(TrainConfig, ROOT / "conf" / "train.yaml", [
+        f"data={tmp_path / 'data'}", "model=calibrated", "epochs=2", "val_fraction=0.3", "min_schedules=4",
+        "register=false", "progress=false", f"tracking_uri=sqlite:///{tmp_path}/mlflow.db",
+        f"checkpoint_dir={tmp_path / 'ckpt'}"])
+    r = train(cfg)
+    pipelines_with_both = r.val_pipelines  # every pipeline drew at least its first three schedules
+    assert [d.decision for d in r.decisions] == ["inline", "serial"] == [d.decision for d in r.analytical_decisions]
+    assert all(d.pairs == pipelines_with_both for d in r.decisions + r.analytical_decisions)
+    assert "one decision (a contrast vs its beam sample, ordered as measured), this model / analytical: inline " \
+        in r.summary()
+    logged = mlflow.tracking.MlflowClient(r.tracking_uri).get_run(r.run_id).data.metrics
+    assert logged["best/decision_serial_accuracy"] == r.decisions[1].accuracy
+    assert logged["analytical/decision_inline_accuracy"] == r.analytical_decisions[0].accuracy

@@ -41,6 +41,8 @@ class TrainResult:
     seconds: float
     best_epoch: int = 0  # the epoch whose weights were registered (best validation top-1), from 0 as MLflow's steps
     promotion: object | None = None  # train.promotion.PromotionDecision
+    decisions: tuple = ()  # train.decisions.DecisionAccuracy of this model per contrast kind, on validation
+    analytical_decisions: tuple = ()  # the analytical model's, on the same pairs
 
     def summary(self) -> str:
         v, i = self.val, self.init_val
@@ -59,6 +61,11 @@ class TrainResult:
         if self.promotion is not None:
             lines.append("on the same validation pipelines:")
             lines += self.promotion.lines(self.val)
+        if self.decisions:
+            from .decisions import side_by_side
+
+            lines.append("one decision (a contrast vs its beam sample, ordered as measured), this model / analytical: "
+                         + side_by_side(self.decisions, self.analytical_decisions))
         r = self.registered
         if r is not None:
             alias = " -> alias champion" if r.promoted else ""
@@ -162,6 +169,10 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
 
     baselines = score_baselines(data.val, get_target(cfg.target), init, lambda: _champion(cfg, uri), predict_groups)
     decision = decide(val, baselines, cfg.register and cfg.promote, cfg.promotion)
+    decisions, analytical_decisions = _decisions(cfg, model, data.val)
+    for prefix, ds in ((HEADLINE, decisions), ("analytical", analytical_decisions)):
+        logger.log_metrics({f"{prefix}/decision_{d.decision}_accuracy": d.accuracy for d in ds if d.pairs},
+                           step=best_epoch)
     logger.experiment.set_tag(run_id, "promotion", decision.reason)
     logger.log_metrics(headline_metrics(val, best_epoch), step=best_epoch)
     _log_summary(logger.experiment, run_id, val, best_epoch, baselines)
@@ -194,7 +205,23 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
     return TrainResult(run_id, logger.experiment_id, uri, init, val,
                        stats.train_samples + stats.val_samples, stats.train_pipelines + stats.val_pipelines,
                        stats.train_pipelines, stats.val_pipelines, str(ckpt_dir / "last.ckpt"), registered,
-                       time.time() - t0, best_epoch, decision)
+                       time.time() - t0, best_epoch, decision, decisions, analytical_decisions)
+
+
+def _decisions(cfg: TrainConfig, model, val_batches) -> tuple[tuple, tuple]:
+    """train.decisions.DecisionAccuracy of `model` and of the analytical model on the one-decision contrasts of the
+    validation pipelines (both empty when the dataset has none)."""
+    from ir.target import get_target
+
+    from .analytical import AnalyticalCost
+    from .decisions import decision_accuracy, samplers_of, scored_pipelines
+
+    samplers = samplers_of(cfg.data, cfg.target, {b.pipeline_id for b in val_batches})
+    if not any(k.startswith("contrast-") for k in samplers.values()):
+        return (), ()
+    analytical = AnalyticalCost(getattr(get_target(cfg.target), "cores", 1))
+    return (decision_accuracy(scored_pipelines(model, val_batches), samplers),
+            decision_accuracy(scored_pipelines(analytical, val_batches), samplers))
 
 
 def _load_best(module, path: str, last_epoch: int) -> int:

@@ -42,14 +42,12 @@ class DecisionAccuracy:
 
 def samplers_of(data: str | Path, target: str, pipeline_ids) -> dict[tuple[str, str], str]:
     """(pipeline_id, schedule_id) -> the sampler that made that schedule (beam, dropout, contrast-<kind>, ...), for the
-    given pipelines of a dataset."""
+    given pipelines of a dataset (one root, or several comma-separated, as training reads them)."""
     import polars as pl
 
-    from ir.target import get_target
+    from featurize.dataset import dataset_roots, target_files
 
-    files = sorted((Path(data) / f"target={get_target(target).name}").glob("*.parquet"))
-    if not files:
-        return {}
+    files = [f for r in dataset_roots(data) for f in target_files(r, target)]
     ids = list(pipeline_ids)
     t = (pl.scan_parquet(files).select("pipeline_id", "schedule_id", "sampler")
          .filter(pl.col("pipeline_id").is_in(ids)).unique(["pipeline_id", "schedule_id"]).collect())
@@ -90,3 +88,18 @@ def scored_pipelines(model, batches):
     for pid, chunks in parts.items():
         yield (pid, [s for ids, _, _ in chunks for s in ids], np.concatenate([p for _, p, _ in chunks]),
                np.concatenate([t for _, _, t in chunks]))
+
+
+def side_by_side(mine, theirs) -> str:
+    """'serial 0.70 / 0.67 of 40 (0.85 / 0.80 of 20 >= 10 % apart); ...': two models' accuracies on the same pairs."""
+    other = {d.decision: d for d in theirs}
+    out = []
+    for d in mine:
+        o = other.get(d.decision)
+        a = f"{d.accuracy:.2f} / {o.accuracy:.2f}" if o else f"{d.accuracy:.2f}"
+        text = f"{d.decision} {a} of {d.pairs}"
+        if d.pairs_apart:
+            b = f"{d.accuracy_apart:.2f} / {o.accuracy_apart:.2f}" if o else f"{d.accuracy_apart:.2f}"
+            text += f" ({b} of {d.pairs_apart} >= {100 * APART:.0f} % apart)"
+        out.append(text)
+    return "; ".join(out)
