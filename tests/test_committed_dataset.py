@@ -21,3 +21,14 @@ def test_the_committed_dataset_reads_and_matches_its_readme():
     assert s.backend == "halide" and s.samples_read == 2624 and s.failed_dropped == 0
     assert s.train_pipelines + s.val_pipelines + s.pipelines_skipped == 164
     assert re.search(rf"fingerprint \| `{s.fingerprint}`", readme), s.fingerprint
+
+
+def test_the_contrasts_dataset_reads_and_matches_its_readme():
+    readme = (ROOT / "datasets" / "README.md").read_text()
+    data = TrainingData.load(DataConfig(path=str(ROOT / "datasets" / "random-host-halide-contrasts"), target="host",
+                                        val_fraction=0.2, max_spread=0.25))
+    data.check_schema(get_extractor("host").schema)
+    s = data.stats
+    assert s.backend == "halide" and s.samples_read == 2544 and s.failed_dropped == 0
+    assert s.train_pipelines + s.val_pipelines + s.pipelines_skipped == 159
+    assert re.search(rf"fingerprint \| `{s.fingerprint}`", readme), s.fingerprint
