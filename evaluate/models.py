@@ -120,9 +120,10 @@ def evaluate_model(cfg: EvalConfig) -> EvalResult:
     from ir.target import get_target
     from train import lineage, plots
     from train.metrics import largest_group, ranking_metrics, topk_scores
-    from train.registry import tracking_uri
-
     from train.decisions import decision_accuracy, samplers_of, scored_pipelines
+    from train.registry import tracking_uri
+    from train.run import groups_of
+
     from .plots import tracked_run
 
     t0 = time.time()
@@ -131,7 +132,7 @@ def evaluate_model(cfg: EvalConfig) -> EvalResult:
     network, name = load_network(cfg.model, cfg.target, cfg.tracking_uri)
     shown = Progress(len(batches), "batch", cfg.progress, desc="scoring", min_interval=10.0, leave=False)
     scored = list(scored_pipelines(network, shown.iterate(batches)))
-    groups = {pid: (pred, true) for pid, _, pred, true in scored}
+    groups = groups_of(scored)
     decisions = decision_accuracy(scored, samplers_of(cfg.data, cfg.target, groups))
     metrics = ranking_metrics(groups.values())
     # k beyond the largest pipeline's schedules scores 1 for any model: the curve stops there

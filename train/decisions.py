@@ -80,10 +80,11 @@ def decision_accuracy(scored, samplers: dict[tuple[str, str], str]) -> tuple[Dec
 
 
 def scored_pipelines(model, batches):
-    """(pipeline_id, schedule_ids, predicted, measured) per pipeline of `batches`, chunks of a pipeline joined."""
+    """(pipeline_id, schedule_ids, predicted, measured) per pipeline of `batches`, chunks of a pipeline joined (what
+    train.run.predict_groups gives, with the schedule ids the decisions need)."""
     parts: dict[str, list] = {}
     for b in batches:
-        pred = np.asarray(model.predict(b.pipeline_features.numpy(), b.schedule_features.numpy()), dtype=np.float64)
+        pred = model.predict(b.pipeline_features.numpy(), b.schedule_features.numpy())
         parts.setdefault(b.pipeline_id, []).append((list(b.schedule_ids), pred, b.runtimes.double().numpy()))
     for pid, chunks in parts.items():
         yield (pid, [s for ids, _, _ in chunks for s in ids], np.concatenate([p for _, p, _ in chunks]),

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sys
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,11 +77,14 @@ class TrainResult:
 
 def predict_groups(model, batches) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """{pipeline_id: (predicted, measured)} over `batches`, chunks of a pipeline joined."""
-    parts = defaultdict(list)
-    for b in batches:
-        pred = model.predict(b.pipeline_features.numpy(), b.schedule_features.numpy())
-        parts[b.pipeline_id].append((pred, b.runtimes.double().numpy()))
-    return {k: (np.concatenate([p for p, _ in v]), np.concatenate([t for _, t in v])) for k, v in parts.items()}
+    from .decisions import scored_pipelines
+
+    return groups_of(scored_pipelines(model, batches))
+
+
+def groups_of(scored) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """predict_groups' {pipeline_id: (predicted, measured)} from train.decisions.scored_pipelines' tuples."""
+    return {pid: (pred, true) for pid, _, pred, true in scored}
 
 
 def train(cfg: TrainConfig, *, parent_run_id: str | None = None) -> TrainResult:
@@ -106,6 +108,7 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
 
     from . import lineage, plots, registry
     from .data import CostModelDataModule, DataConfig, TrainingData
+    from .decisions import scored_pipelines
     from .metrics import largest_group, random_topk_scores, ranking_metrics, topk_scores
     from .module import CostModelModule, EpochLines
 
@@ -162,14 +165,15 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
 
     best_epoch = _load_best(module, best.best_model_path, trainer.current_epoch - 1)  # what gets registered
     model = module.model.eval()
-    groups = predict_groups(model, data.val)
+    scored = list(scored_pipelines(model, data.val))  # scored once: the ranking metrics and the decisions
+    groups = groups_of(scored)
     final = ranking_metrics(groups.values())
     val = final.as_dict("val_")
     from .promotion import decide, score_baselines
 
     baselines = score_baselines(data.val, get_target(cfg.target), init, lambda: _champion(cfg, uri), predict_groups)
     decision = decide(val, baselines, cfg.register and cfg.promote, cfg.promotion)
-    decisions, analytical_decisions = _decisions(cfg, model, data.val)
+    decisions, analytical_decisions = _decisions(cfg, scored, data.val)
     for prefix, ds in ((HEADLINE, decisions), ("analytical", analytical_decisions)):
         logger.log_metrics({f"{prefix}/decision_{d.decision}_accuracy": d.accuracy for d in ds if d.pairs},
                            step=best_epoch)
@@ -208,9 +212,9 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
                        time.time() - t0, best_epoch, decision, decisions, analytical_decisions)
 
 
-def _decisions(cfg: TrainConfig, model, val_batches) -> tuple[tuple, tuple]:
-    """train.decisions.DecisionAccuracy of `model` and of the analytical model on the one-decision contrasts of the
-    validation pipelines (both empty when the dataset has none)."""
+def _decisions(cfg: TrainConfig, scored: list, val_batches) -> tuple[tuple, tuple]:
+    """train.decisions.DecisionAccuracy of the model (its `scored` validation pipelines) and of the analytical model
+    on the one-decision contrasts of the validation pipelines (both empty when the dataset has none)."""
     from ir.target import get_target
 
     from .analytical import AnalyticalCost
@@ -220,7 +224,7 @@ def _decisions(cfg: TrainConfig, model, val_batches) -> tuple[tuple, tuple]:
     if not any(k.startswith("contrast-") for k in samplers.values()):
         return (), ()
     analytical = AnalyticalCost(getattr(get_target(cfg.target), "cores", 1))
-    return (decision_accuracy(scored_pipelines(model, val_batches), samplers),
+    return (decision_accuracy(scored, samplers),
             decision_accuracy(scored_pipelines(analytical, val_batches), samplers))
 
 
