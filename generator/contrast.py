@@ -85,10 +85,10 @@ def _inline_contrasts(pipeline, loopnest: LoopNest) -> list[Contrast]:
 
 def _compute_contrasts(pipeline, loopnest: LoopNest, target) -> list[Contrast]:
     """`loopnest` with one inlined Func computed instead, for each inlined Func that one computed stage reads
-    (directly or through other inlined Funcs): at that stage's innermost tiling level, or at root when its chain
-    has none, before the first child there that reads it; vectorized along its first dimension at least one native
-    vector wide (unplanned; `where` names the Func)."""
-    from ir.builder import ScheduleBuilder, StageSpec, _insert, annotate_inlined, readers
+    (directly or through other inlined Funcs): placed by the builder as the search places it, at that stage's
+    innermost tiling level (at root when its chain has none), vectorized along its first dimension at least one
+    native vector wide (unplanned; `where` names the Func)."""
+    from ir.builder import FuncDecision, ScheduleBuilder, StageSpec, readers
     from ir.errors import ScheduleError
     from ir.plan import Plan
 
@@ -111,17 +111,15 @@ def _compute_contrasts(pipeline, loopnest: LoopNest, target) -> list[Contrast]:
         if region is None:
             continue
         node = dag.node(f)
-        extents = [Plan._extent(lo, hi, node.region_extent(d)) for d, (lo, hi) in enumerate(region)]
         width = builder.target.natural_vector_size(node.type)
-        v = next((d for d in range(node.dimensions) if extents[d] >= width), -1)
-        spec = StageSpec(vectorize=node.dims[v] if v >= 0 else None)
+        v = next((d for d, (lo, hi) in enumerate(region) if Plan._extent(lo, hi, node.region_extent(d)) >= width), -1)
+        specs = {0: StageSpec(vectorize=node.dims[v] if v >= 0 else None)}
+        d = FuncDecision("at", consumer, cstage, len(chain) - 2, specs=specs) if len(chain) > 1 else \
+            FuncDecision("root", specs=specs)
         try:
-            head = builder._chain(f, node.stages[0], spec, extents, v, site.is_root)
-            path = loopnest.path_to(site)
-            tree = _insert(loopnest, path, path, [head], f, dag, rest)
+            out.append(Contrast("compute", f, builder.place(loopnest, f, d, frozenset(rest), plan=plan)))
         except ScheduleError:
             continue
-        out.append(Contrast("compute", f, annotate_inlined(tree, dag, rest)))
     return out
 
 

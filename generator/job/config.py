@@ -109,11 +109,9 @@ class JobConfig:
         object.__setattr__(self, "naive_runtime", check_naive_runtime(self.naive_runtime))
         if not 0 < self.dropout <= 100:
             raise ValueError(f"dropout must be a percentage in (0, 100], got {self.dropout}")
-        from generator.batch import check_contrasts
+        from generator.batch import check_contrasts, normal_contrast_kinds
 
         check_contrasts(self.contrasts, self.schedules_per_pipeline)
-        from generator.batch import normal_contrast_kinds
-
         normal_contrast_kinds(self.contrast_kinds)
         s = self.first_sampler
         if not (s in ("random", "analytical") or s.startswith(("analytical:", "models:/"))):
