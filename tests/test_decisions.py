@@ -56,33 +56,15 @@ def test_training_reports_each_decision_next_to_the_analytical_model(tmp_path):
     give this model's and the analytical model's one-decision accuracy on the validation pipelines' pairs."""
     import mlflow
 
-    from backends import Measurement
-    from featurize import featurize
-    from featurize.dataset import Sample, write_batch
-    from generator.random_pipeline import generate
+    from featurize.dataset import write_batch
     from ir.config import load_config
-    from ir.sampling import random_schedule
     from train.config import TrainConfig
     from train.run import train
 
-    from .test_train import ROOT, synthetic_runtime
+    from .test_train import ROOT, synthetic_samples
 
-    samples = []
     names = ["beam", "contrast-serial", "contrast-inline", "dropout", "dropout", "dropout"]
-    for seed in range(16):
-        p = generate(seed, 3, output_size=(32, 24, 3)).pipeline
-        seen: set[str] = set()
-        for k in range(40):
-            ln, _ = random_schedule(p, 1000 * seed + k)
-            if ln.fingerprint in seen:
-                continue
-            seen.add(ln.fingerprint)
-            f = featurize(p, ln)
-            t = synthetic_runtime(f)
-            samples.append(Sample.build(p, ln, f, Measurement("ok", t, t, 0.0, 1, 1, 0.0),
-                                        sampler=names[len(seen) - 1]))
-            if len(seen) == len(names):
-                break
+    samples = synthetic_samples(16, names, 40)
     write_batch(tmp_path / "data", "host", "0000", samples)
     cfg = load_config(TrainConfig, ROOT / "conf" / "train.yaml", [
         f"data={tmp_path / 'data'}", "model=calibrated", "epochs=2", "val_fraction=0.3", "min_schedules=4",

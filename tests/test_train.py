@@ -87,31 +87,41 @@ def synthetic_runtime(features) -> float:
     return 1e-9 * float(work.sum()) + 1e-6
 
 
-@pytest.fixture(scope="module")
-def synthetic(tmp_path_factory) -> Path:
-    """Random pipelines x random schedules, featurized for real, each 'measured' as synthetic_runtime."""
+def synthetic_samples(pipelines: int, samplers: list[str], attempts: int) -> list:
+    """Random pipelines (seeds 0..pipelines-1) x their first distinct random schedules (of `attempts` draws), one per
+    entry of `samplers` and labelled with it, featurized for real, each 'measured' as synthetic_runtime."""
     from backends import Measurement
     from featurize import featurize
-    from featurize.dataset import Sample, write_batch
+    from featurize.dataset import Sample
     from generator.random_pipeline import generate
     from ir.sampling import random_schedule
 
-    root = tmp_path_factory.mktemp("synthetic")
     samples = []
-    for seed in range(SYNTHETIC_PIPELINES):
+    for seed in range(pipelines):
         p = generate(seed, 3, output_size=(32, 24, 3)).pipeline
         seen: set[str] = set()
-        for k in range(3 * SYNTHETIC_SCHEDULES):
+        for k in range(attempts):
             ln, _ = random_schedule(p, 1000 * seed + k)
             if ln.fingerprint in seen:
                 continue
             seen.add(ln.fingerprint)
             f = featurize(p, ln)
             t = synthetic_runtime(f)
-            samples.append(Sample.build(p, ln, f, Measurement("ok", t, t, 0.0, 1, 1, 0.0), sampler="synthetic"))
-            if len(seen) == SYNTHETIC_SCHEDULES:
+            samples.append(Sample.build(p, ln, f, Measurement("ok", t, t, 0.0, 1, 1, 0.0),
+                                        sampler=samplers[len(seen) - 1]))
+            if len(seen) == len(samplers):
                 break
-    write_batch(root, "host", "0000", samples)
+    return samples
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory) -> Path:
+    """Random pipelines x random schedules, featurized for real, each 'measured' as synthetic_runtime."""
+    from featurize.dataset import write_batch
+
+    root = tmp_path_factory.mktemp("synthetic")
+    write_batch(root, "host", "0000", synthetic_samples(SYNTHETIC_PIPELINES, ["synthetic"] * SYNTHETIC_SCHEDULES,
+                                                        3 * SYNTHETIC_SCHEDULES))
     return root
 
 
