@@ -271,7 +271,7 @@ def test_halides_gpu_autoschedulers_give_gpu_schedules_and_ptx_for_a_cuda_target
 
     p = get_app("unsharp").build("small")
     s = autoschedule(p, scheduler, "h100")
-    assert s.halide_target == "host-cuda-cuda_capability_86" and s.ptx_arch == "sm_86" and s.kernels >= 1
+    assert s.halide_target.endswith("-cuda-cuda_capability_86") and s.ptx_arch == "sm_86" and s.kernels >= 1
     assert "gpu_blocks" in s.schedule_source or "gpu_tile" in s.schedule_source or scheduler == "Mullapudi2016"
     report = ptxas_check(s.ptx, "sm_90")
     assert report is None or "Used" in report  # None: no ptxas on this machine

@@ -51,6 +51,26 @@ def test_random_pipelines_under_random_schedules(seed):
         check(p, random_schedule(p, 1000 * seed + s, tgt)[0], seed=seed)
 
 
+def test_halide_host_target_has_only_the_x86_features_the_kernel_reports():
+    """Halide reads CPUID, which a hypervisor may fill with AVX-512 the guest kernel never enabled: such kernels
+    die with SIGILL. The target keeps what /proc/cpuinfo reports, and loses nothing it does."""
+    import halide as hl
+
+    from backends.halide.compiler import _X86_FEATURE_FLAGS, halide_host_target
+    from ir.target import _cpu_flags
+
+    flags, t = _cpu_flags(), halide_host_target()
+    if t.arch != hl.TargetArch.X86 or not flags:
+        pytest.skip("not an x86 Linux host")
+    for name, need in _X86_FEATURE_FLAGS.items():
+        feature = getattr(hl.TargetFeature, name, None)
+        if feature is not None and t.has_feature(feature):
+            assert all(f in flags for f in need), f"{name} needs {need}"
+    for name, flag in (("AVX2", "avx2"), ("FMA", "fma"), ("SSE41", "sse4_1"), ("AVX512", "avx512f")):
+        if flag in flags and hl.get_host_target().has_feature(getattr(hl.TargetFeature, name)):
+            assert t.has_feature(getattr(hl.TargetFeature, name)), name
+
+
 def test_integer_and_float_corner_cases_are_schedlab_semantics():
     x = Var("x")
     a, b = Input("a", f32, 1), Input("b", i32, 1)
@@ -272,7 +292,7 @@ def _jit_outputs(p, ln, inputs):
         param.set(buf)
     outs = {o: np.zeros(int(np.prod(p.output_sizes[o])), dtype=_dtype(p, o)) for o in hp.outputs}
     bufs = [hl.Buffer(outs[o].reshape(tuple(reversed(p.output_sizes[o])))) for o in hp.outputs]
-    pipe.realize(bufs if len(bufs) > 1 else bufs[0])
+    pipe.realize(bufs if len(bufs) > 1 else bufs[0], host_target(True))
     return outs, k, bound
 
 

@@ -92,7 +92,9 @@ class ObjectInfo:
 def _digest(*parts) -> str:
     import halide as hl
 
-    blob = json.dumps([*parts, hl.get_host_target().to_string(), getattr(hl, "__version__", ""),
+    from .compiler import halide_host_target
+
+    blob = json.dumps([*parts, halide_host_target().to_string(), getattr(hl, "__version__", ""),
                        translator_digest(*TRANSLATOR_PACKAGES)], sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:32]
 
@@ -112,12 +114,14 @@ def runtime_path() -> Path:
     the runtime itself refuses StrictFloat, which concerns the kernels' arithmetic only)."""
     import halide as hl
 
+    from .compiler import halide_host_target
+
     path = cache_dir("halide") / f"runtime-{_digest('runtime')}.o"
     if not path.exists():
         fd, tmp = tempfile.mkstemp(suffix=".o", dir=path.parent)
         os.close(fd)
         try:
-            hl.compile_standalone_runtime(tmp, hl.get_host_target())
+            hl.compile_standalone_runtime(tmp, halide_host_target())
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):

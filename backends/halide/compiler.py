@@ -46,10 +46,45 @@ class HalideSpec:
         return runner(self)
 
 
+# each x86 feature Halide may detect, and the /proc/cpuinfo flags the kernel must report before code may use it
+_X86_FEATURE_FLAGS = {
+    "SSE41": ("sse4_1",), "AVX": ("avx",), "AVX2": ("avx2",), "FMA": ("fma",), "FMA4": ("fma4",),
+    "F16C": ("f16c",), "AVXVNNI": ("avx_vnni",), "AVX512": ("avx512f",),
+    "AVX512_KNL": ("avx512f", "avx512er", "avx512pf"),
+    "AVX512_Skylake": ("avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512cd"),
+    "AVX512_Cannonlake": ("avx512f", "avx512ifma", "avx512vbmi"),
+    "AVX512_Zen4": ("avx512f", "avx512_bf16", "avx512_vnni", "avx512_vbmi2", "avx512_bitalg", "avx512_vpopcntdq"),
+    "AVX512_Zen5": ("avx512f", "avx512_bf16", "avx512_vp2intersect"),
+    "AVX512_SapphireRapids": ("avx512f", "avx512_fp16", "avx512_bf16"),
+    "AVX10_1": ("avx10",), "X86APX": ("apx",),
+}
+
+
+def halide_host_target():
+    """Halide's host target without the x86 features the operating system does not report.
+
+    Why: Halide reads CPUID, and under some hypervisors CPUID advertises AVX-512 (Halide: `avx512_zen4`) that the
+    guest kernel has not enabled (no `avx512f` in /proc/cpuinfo); the kernels then die with SIGILL (seen on an
+    "AMD EPYC" VM). The flags the kernel reports are what code may use, as for ir.target's vector width."""
+    import halide as hl
+
+    from ir.target import _cpu_flags
+
+    t = hl.get_host_target()
+    flags = _cpu_flags()
+    if t.arch != hl.TargetArch.X86 or not flags:
+        return t
+    for name, need in _X86_FEATURE_FLAGS.items():
+        feature = getattr(hl.TargetFeature, name, None)
+        if feature is not None and t.has_feature(feature) and not all(f in flags for f in need):
+            t = t.without_feature(feature)
+    return t
+
+
 def host_target(strict_float: bool = True):
     import halide as hl
 
-    t = hl.get_host_target()
+    t = halide_host_target()
     return t.with_feature(hl.TargetFeature.StrictFloat) if strict_float else t
 
 

@@ -60,7 +60,9 @@ def halide_cuda_target(target) -> str:
     """The Halide target string for a schedlab CUDA target (capability capped at Halide's newest, 8.6)."""
     cc = int(float(target.compute_capability) * 10)
     cap = max((c for c in HALIDE_CAPABILITIES if c <= cc), default=HALIDE_CAPABILITIES[0])
-    return f"host-cuda-cuda_capability_{cap}"
+    from .compiler import halide_host_target
+
+    return f"{halide_host_target().to_string()}-cuda-cuda_capability_{cap}"
 
 
 def autoschedule_gpu(pipeline, scheduler: str, target="h100", params: dict[str, str] | None = None, *,
