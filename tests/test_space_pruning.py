@@ -142,8 +142,11 @@ def test_only_inlinable_funcs_are_offered_inlining():
 
 
 def test_no_descent_where_the_region_does_not_shrink():
-    """g tiled 64x32 then 16x1: the 16x1 tile's single-point level computes what its parent level does."""
-    sp = SearchSpace(stencil("arith"))
+    """g tiled 64x32 then 16x1: the 16x1 tile's single-point level computes what its parent level does. The tilings
+    offered depend on the cores and the SIMD width, so the target is fixed: 2 cores, AVX-512 (16 f32 lanes)."""
+    from ir.target import CpuTarget
+
+    sp = SearchSpace(stencil("arith"), CpuTarget(name="avx512-2core", cores=2, vector_bytes=64))
     s = first_state(sp, tiles=[{"x": 64, "y": 32}, {"x": 16, "y": 1}])
     chain = s.tree.find_chain("g", 0)
     assert [lvl.size for lvl in chain] == [(1, 2), (4, 32), (1, 1), (16, 1)]
