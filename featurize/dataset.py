@@ -35,6 +35,7 @@ META_SCHEMA = b"schedlab.feature_schema"
 META_SCHEMA_NAME = b"schedlab.feature_schema_name"
 V1_SCHEMA_NAME = CPU_ADAMS2019.name  # files without a schema name were all written under it
 META_TARGET = b"schedlab.target"
+META_MACHINE = b"schedlab.machine"  # ir.target.machine_description() of the machine(s) that measured
 MAX_RUNTIME_S = 100.0  # Halide's loader drops samples slower than this as broken
 MAX_FEATURE = 1e14  # larger schedule features are overflow (Halide's loader)
 
@@ -96,6 +97,13 @@ def _arrow_schema():
     ])
 
 
+def file_machine(path: Path | str) -> str:
+    """Which machine measured a batch file's samples ("" for files written before machines were recorded)."""
+    import pyarrow.parquet as pq
+
+    return ((pq.read_schema(path).metadata or {}).get(META_MACHINE) or b"").decode()
+
+
 def partition_dir(root: Path | str, target: str) -> Path:
     return Path(root) / f"target={target}"
 
@@ -107,9 +115,10 @@ def batch_path(root: Path | str, target: str, batch_id: str) -> Path:
 
 
 def write_batch(root: Path | str, target: str, batch_id: str, samples: Iterable[Sample],
-                row_group_size: int = 64, schema: FeatureSchema = CPU_ADAMS2019) -> Path:
+                row_group_size: int = 64, schema: FeatureSchema = CPU_ADAMS2019, machine: str = "") -> Path:
     """Write one batch atomically under its deterministic name; a batch already written is left as is.
-    `schema` is the FeatureSchema the samples' features follow (the target's extractor's)."""
+    `schema` is the FeatureSchema the samples' features follow (the target's extractor's); `machine` says which
+    machine measured them (ir.target.machine_description(); "" when unknown), recorded in the file's metadata."""
     import pyarrow.parquet as pq
 
     path = batch_path(root, target, batch_id)
@@ -121,7 +130,8 @@ def write_batch(root: Path | str, target: str, batch_id: str, samples: Iterable[
     feature_schema = schema
     schema = _arrow_schema().with_metadata({
         META_VERSION: str(feature_schema.version).encode(), META_SCHEMA_NAME: feature_schema.name.encode(),
-        META_SCHEMA: json.dumps(feature_schema.to_dict()).encode(), META_TARGET: target.encode()})
+        META_SCHEMA: json.dumps(feature_schema.to_dict()).encode(), META_TARGET: target.encode(),
+        **({META_MACHINE: machine.encode()} if machine else {})})
     table = _table(samples, batch_id, target, schema, feature_schema)
     tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
     try:

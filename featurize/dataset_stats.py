@@ -8,6 +8,7 @@ best, minus one (backends.timing), so a spread of 0.02 means the best three repe
 
 from __future__ import annotations
 
+import collections
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,6 +99,7 @@ class PartitionStats:
     within_5pct: float
     rounds: tuple[RoundStats, ...] = ()
     contrasts: tuple[ContrastStats, ...] = ()
+    machines: tuple[tuple[str, int], ...] = ()  # (machine that measured, "" not recorded; files), most files first
 
     @property
     def ok(self) -> int:
@@ -130,6 +132,10 @@ class DatasetStats:
             else:
                 lines.append("  label spread: not recorded")
             lines.append(f"  compile time: {p.compile_s.describe(format_seconds)}")
+            lines.append("  measured on: " + "; ".join(f"[{m or 'not recorded (written before machines were)'}] "
+                                                      f"{n} files" for m, n in p.machines))
+            if len(p.machines) > 1:
+                lines.append("  warning: labels from different machines do not rank schedules alike; train on one")
             lines.extend(f"  {r.describe()}" for r in p.rounds)
             lines.extend(f"  {c.describe()}" for c in p.contrasts)
         return "\n".join(lines)
@@ -171,7 +177,14 @@ def _partition(target: str, files: list[Path], df) -> PartitionStats:
         compile_s=Distribution.of(df.get_column("compile_s")),
         within_1pct=float((spread <= 0.01).mean()) if spread.len() else math.nan,
         within_5pct=float((spread <= 0.05).mean()) if spread.len() else math.nan,
-        rounds=_rounds(ok), contrasts=_contrasts(ok))
+        rounds=_rounds(ok), contrasts=_contrasts(ok), machines=_machines(files))
+
+
+def _machines(files: list[Path]) -> tuple[tuple[str, int], ...]:
+    from .dataset import file_machine
+
+    counts = collections.Counter(file_machine(f) for f in files)
+    return tuple(sorted(counts.items(), key=lambda mn: (-mn[1], mn[0])))
 
 
 def _rounds(ok) -> tuple[RoundStats, ...]:

@@ -357,21 +357,22 @@ def batch_rows(plan: BatchPlan, measurements: list) -> list:
                          sampler=s.sampler, backend=plan.key.backend) for s, m in zip(plan.samples, measurements)]
 
 
-def write_rows(root: Path | str, target: str, key: BatchKey, rows: list, overwrite: bool = False) -> Path | None:
+def write_rows(root: Path | str, target: str, key: BatchKey, rows: list, overwrite: bool = False,
+               machine: str = "") -> Path | None:
     """Write a batch's rows atomically as batch-<key.batch_id>.parquet under `root`'s partition of the
     resolved `target`; no rows, no file (a rerun tries the batch again). An existing file is kept unless
     `overwrite`: then the new file is written under a private root and renamed over it, so a reader sees
-    the old file or the new one."""
+    the old file or the new one. `machine`: which machine measured the rows (featurize.dataset.write_batch)."""
     from featurize.dataset import batch_path, write_batch
 
     if not rows:
         return None
     path = batch_path(root, target, key.batch_id)
     if not (overwrite and path.exists()):
-        return write_batch(root, target, key.batch_id, rows)
+        return write_batch(root, target, key.batch_id, rows, machine=machine)
     staging = path.parent / f".overwrite-{key.batch_id}-{os.getpid()}"
     try:
-        os.replace(write_batch(staging, target, key.batch_id, rows), path)
+        os.replace(write_batch(staging, target, key.batch_id, rows, machine=machine), path)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return path

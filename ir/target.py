@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -152,6 +153,30 @@ def host_target() -> CpuTarget:
     else:
         vector_bytes = 16
     return CpuTarget(name="host", cores=cores, vector_bytes=vector_bytes, **_cache_sizes())
+
+
+@functools.cache
+def machine_description() -> str:
+    """The machine this process runs on, in one line: CPU model, usable cores, the widest SIMD its kernel enables,
+    L2 and L3. Why: `host` names whatever machine measures, and labels measured on an AVX-512 machine do not
+    describe an AVX2 one (docs/generator.md, "Which machine measured"); every batch file records this line."""
+    t = host_target()
+    flags = _cpu_flags()
+    simd = next((name for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"),
+                                          ("sse4_1", "SSE4.1"), ("asimd", "NEON")) if flag in flags), "no SIMD flags")
+    model = _cpu_model() or platform.machine() or "unknown CPU"
+    return (f"{model}; {t.cores} cores; {simd} ({t.vector_bytes}-byte vectors); "
+            f"L2 {t.l2_bytes >> 10} KiB, L3 {t.l3_bytes >> 20} MiB")
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("model name", "Model")):
+                return " ".join(line.split(":", 1)[1].split())
+    except OSError:  # pragma: no cover
+        pass
+    return ""
 
 
 def _cpu_flags() -> set[str]:

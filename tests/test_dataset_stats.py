@@ -154,3 +154,25 @@ def test_label_agreement_counts_pairs_by_hand():
     assert la.near_ties == pytest.approx(1 / 6) and la.agree_outside_ties == 1.0
     # relative differences a 0.1, b 0, c 0.05, d 1/3, e 0 -> median 0.05
     assert la.median_rel_diff == pytest.approx(0.05)
+
+
+def test_which_machine_measured_each_batch_is_recorded_and_reported(tmp_path, capsys):
+    """`host` is whichever machine measured: the file records it, and stats count the files per machine (and warn
+    when a partition mixes machines, whose labels do not rank schedules alike)."""
+    from featurize.dataset import file_machine
+    from ir.target import host_target, machine_description
+
+    here = machine_description()
+    assert f"{host_target().cores} cores" in here and f"{host_target().vector_bytes}-byte vectors" in here
+    old = write_batch(tmp_path, "host", "0000", _samples(1, [1e-3], [0.01]))
+    write_batch(tmp_path, "host", "0001", _samples(2, [2e-3], [0.01]), machine=here)
+    write_batch(tmp_path, "host", "0002", _samples(3, [3e-3], [0.01]), machine=here)
+    assert file_machine(old) == "" and file_machine(tmp_path / "target=host" / "batch-0001.parquet") == here
+    (host,) = dataset_stats(tmp_path).partitions
+    assert host.machines == ((here, 2), ("", 1))
+    assert main(["stats", f"data={tmp_path}"]) == 0
+    out = capsys.readouterr().out
+    assert f"measured on: [{here}] 2 files; [not recorded" in out and "warning: labels from different machines" in out
+    (tmp_path / "target=host" / "batch-0000.parquet").unlink()
+    assert main(["stats", f"data={tmp_path}"]) == 0
+    assert "warning" not in capsys.readouterr().out

@@ -134,6 +134,7 @@ class _Batch:
     plan: BatchPlan | None = None
     rows: list = field(default_factory=list)  # Measurement per sample, None until known
     compile_s: list = field(default_factory=list)
+    nodes: set = field(default_factory=set)  # the Ray node ids whose benchmarkers measured its samples
 
     @property
     def done(self) -> bool:
@@ -326,6 +327,8 @@ class Job:
             if self.measure_again(b, i, node, pending):
                 return False
             m = Measurement(WORKER_DIED, error=f"benchmarker: {first_line(e, last=True)}")
+        else:
+            b.nodes.add(node)
         m.compile_s = b.compile_s[i]  # the compile task's time, not the cache load before measuring
         if math.isfinite(m.measure_s):
             self.summary.measure_s += m.measure_s
@@ -369,13 +372,18 @@ class Job:
         """Write the batch's rows atomically; returns True (the batch left the window)."""
         p = b.plan
         rows = batch_rows(p, b.rows)
-        if write_rows(self.out, self.tgt.name, b.key, rows) is not None:
+        if write_rows(self.out, self.tgt.name, b.key, rows, machine=self.machine_of(b.nodes)) is not None:
             self.summary.batches_written += 1
             self.summary.samples_written += len(rows)
             self.summary.status.update(m.status for m in b.rows)
         ok = sum(m.ok for m in b.rows)
         self.note(f"batch {b.key.batch_id}: {len(rows)} samples, {ok} ok, planned in {format_seconds(p.seconds)}")
         return True
+
+    def machine_of(self, nodes: set) -> str:
+        """The machine description(s) of the nodes that measured a batch, distinct, joined by " | " ("" unknown)."""
+        known = {n.node_id: n.machine for n in self.summary.nodes}
+        return " | ".join(sorted({known[n] for n in nodes if known.get(n)}))
 
     def benchmarker(self, node: str):
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy

@@ -40,11 +40,14 @@ class NodeReport:
     code_root: str  # the directory this node imports schedlab from
     versions: tuple[tuple[str, str | None], ...]  # (distribution, version or None when it does not import)
     kernel_cache: str = ""  # backends.cache.PruneReport.describe() of the node's cache, once pruned
+    machine: str = ""  # ir.target.machine_description(): CPU model, cores, SIMD, caches
 
     def describe(self) -> str:
         have = ", ".join(f"{n} {v}" for n, v in self.versions if v is not None)
         cache = f"; kernel cache {self.kernel_cache}" if self.kernel_cache else ""
-        return f"{self.ip} ({self.node_id[:8]}): python {self.python}, {have}; code {self.code_digest[:12]}{cache}"
+        machine = f"{self.machine}; " if self.machine else ""
+        return (f"{self.ip} ({self.node_id[:8]}): {machine}python {self.python}, {have}; "
+                f"code {self.code_digest[:12]}{cache}")
 
 
 def code_digest(root: Path) -> str:
@@ -68,11 +71,12 @@ def _version(name: str) -> str | None:
 def local_report(packages: tuple[str, ...], node_id: str = "driver", ip: str = "") -> NodeReport:
     """This process's report: what it imports schedlab from, and which of `packages` import."""
     import ir
+    from ir.target import machine_description
 
     root = Path(ir.__file__).resolve().parent.parent
     return NodeReport(node_id=node_id, ip=ip or platform.node(), python=platform.python_version(),
                       code_digest=code_digest(root), code_root=str(root),
-                      versions=tuple((p, _version(p)) for p in packages))
+                      versions=tuple((p, _version(p)) for p in packages), machine=machine_description())
 
 
 def required(backend: str) -> tuple[str, ...]:
