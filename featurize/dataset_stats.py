@@ -177,10 +177,11 @@ def _partition(target: str, files: list[Path], df) -> PartitionStats:
         compile_s=Distribution.of(df.get_column("compile_s")),
         within_1pct=float((spread <= 0.01).mean()) if spread.len() else math.nan,
         within_5pct=float((spread <= 0.05).mean()) if spread.len() else math.nan,
-        rounds=_rounds(ok), contrasts=_contrasts(ok), machines=_machines(files))
+        rounds=_rounds(ok), contrasts=_contrasts(ok), machines=machine_counts(files))
 
 
-def _machines(files: list[Path]) -> tuple[tuple[str, int], ...]:
+def machine_counts(files: list[Path]) -> tuple[tuple[str, int], ...]:
+    """(machine that measured, files) for batch `files`, most files first; "" for files that do not say."""
     from .dataset import file_machine
 
     counts = collections.Counter(file_machine(f) for f in files)

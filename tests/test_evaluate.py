@@ -122,6 +122,10 @@ def test_evaluate_logs_metrics_and_figures_to_mlflow(evaluated, trained, trackin
     p = run.data.params
     assert p["model_uri"] == CHAMPION and p["split"] == "val"
     assert p["data_fingerprint"] == client.get_run(trained.run_id).data.params["data_fingerprint"]
+    # the training run says which machine measured its data (the fixture's data: generated on this host)
+    from ir.target import machine_description
+
+    assert client.get_run(trained.run_id).data.params["data_machines"].startswith(machine_description())
 
 
 def test_an_evaluation_names_and_links_the_version_it_scored(evaluated, trained, tracking):

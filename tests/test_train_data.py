@@ -18,6 +18,7 @@ from featurize.dataset import DatasetError, Sample, read_dataset, write_batch
 from generator.datagen import BatchSpec, generate_batch, sample_schedules
 from generator.random_pipeline import random_pipeline
 from ir import LoopNest, Pipeline
+from ir.target import machine_description
 from train.data import CostModelDataModule, DataConfig, PipelineBatch, TrainingData, is_validation
 
 SIZE, STAGES = (32, 24, 3), 3
@@ -84,6 +85,9 @@ def test_batches_are_one_pipeline_s_schedules_with_their_features(root):
     ds = read_dataset(root, "host")
     ok = {r["sample_id"]: r for r in ds.samples.iter_rows(named=True) if r["status"] == "ok"}
     assert data.stats.train_samples + data.stats.val_samples == len(ok)
+    # generate_batch recorded this host in every file; the stats (and the run's params and tags) say so
+    here = f"{machine_description()} ({len(ds.files)} files)"
+    assert data.stats.machines == here and f"measured on {here}" in str(data.stats)
     for b in data.train + data.val:
         assert isinstance(b, PipelineBatch) and len(b) == len(set(b.schedule_ids)) >= 3
         s = b.pipeline_features.shape[0]
@@ -145,6 +149,7 @@ def test_pipelines_with_too_few_schedules_are_skipped(root):
     data = TrainingData.load(config(root))
     assert pid not in {b.pipeline_id for b in data.train + data.val}
     assert (data.stats.pipelines_skipped, data.stats.schedules_skipped) == (1, 2)
+    assert data.stats.machines.endswith(" | not recorded (1 files)")  # write_batch was given no machine
     data = TrainingData.load(config(root, min_schedules=2))
     assert pid in {b.pipeline_id for b in data.train} and data.stats.pipelines_skipped == 0
 

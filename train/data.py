@@ -81,6 +81,14 @@ class DataConfig:
             raise DatasetError(f"batch_size must be >= 1, got {self.batch_size}")
 
 
+def machines_of(files) -> str:
+    """`<machine> (N files) | not recorded (M files)`: which machines measured `files`, most files first. Labels of
+    two machines do not rank schedules alike (docs/generator.md, "Which machine measured")."""
+    from featurize.dataset_stats import machine_counts
+
+    return " | ".join(f"{m or 'not recorded'} ({n} files)" for m, n in machine_counts(files))
+
+
 @dataclass
 class DataStats:
     files: int = 0
@@ -103,6 +111,7 @@ class DataStats:
     val_batches: int = 0
     fingerprint: str = ""
     rejected_reasons: dict[str, int] = field(default_factory=dict)
+    machines: str = ""  # which machines measured the files (featurize.dataset.file_machine), with their file counts
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -116,7 +125,7 @@ class DataStats:
                 + (f", {self.train_pipelines_left_out} outside train_fraction" if self.train_pipelines_left_out else "")
                 + f"; train {self.train_pipelines} "
                 f"pipelines / {self.train_samples} samples, validation {self.val_pipelines} / {self.val_samples}; "
-                f"fingerprint {self.fingerprint}")
+                f"fingerprint {self.fingerprint}; measured on {self.machines}")
 
 
 def is_validation(pipeline_id: str, fraction: float) -> bool:
@@ -170,7 +179,8 @@ class TrainingData:
         target = get_target(config.target).name
         ds = read_dataset(config.path, target)
         stats = DataStats(files=len(ds.files), samples_read=ds.samples.height + ds.rejected.height,
-                          rejected=ds.rejected.height, rejected_reasons=_reasons(ds.rejected))
+                          rejected=ds.rejected.height, rejected_reasons=_reasons(ds.rejected),
+                          machines=machines_of(ds.files))
         samples = _ok_merged(_one_backend(ds.samples, config, stats), stats, config.max_spread)
         stages = _stage_rows(ds.stages, samples, stats)
         samples, stages = _min_schedules(samples, stages, config.min_schedules, stats)

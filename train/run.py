@@ -42,12 +42,14 @@ class TrainResult:
     promotion: object | None = None  # train.promotion.PromotionDecision
     decisions: tuple = ()  # train.decisions.DecisionAccuracy of this model per contrast kind, on validation
     analytical_decisions: tuple = ()  # the analytical model's, on the same pairs
+    machines: str = ""  # which machines measured the data (train.data.machines_of)
 
     def summary(self) -> str:
         v, i = self.val, self.init_val
         lines = [
             (f"trained on {self.samples} schedules of {self.pipelines} pipelines "
-             f"({self.train_pipelines} train / {self.val_pipelines} validation) in {format_seconds(self.seconds)}"),
+             f"({self.train_pipelines} train / {self.val_pipelines} validation) in {format_seconds(self.seconds)}"
+             + (f", measured on {self.machines}" if self.machines else "")),
             (f"validation: pairwise accuracy {v['val_pairwise_accuracy']:.3f} "
              f"(untrained {i['val_pairwise_accuracy']:.3f}), "
              f"top-1 score {v['val_top1_score']:.3f} (untrained {i['val_top1_score']:.3f}), "
@@ -143,7 +145,7 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
         cfg.data, stats.fingerprint, get_target(cfg.target).name, samples, pipelines), "training")
     logger.log_hyperparams({**flat_items(cfg), "data_fingerprint": stats.fingerprint, "dataset_backend": stats.backend,
                             "feature_schema": schema.name, "feature_schema_version": schema.version,
-                            "data_samples": stats.train_samples + stats.val_samples,
+                            "data_samples": stats.train_samples + stats.val_samples, "data_machines": stats.machines,
                             "data_pipelines": stats.train_pipelines + stats.val_pipelines,
                             "train_pipelines": stats.train_pipelines, "val_pipelines": stats.val_pipelines,
                             "train_samples": stats.train_samples, "val_samples": stats.val_samples})
@@ -194,7 +196,7 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
     registered = None
     if cfg.register:
         first = data.val[0]
-        tags = {"dataset_fingerprint": stats.fingerprint, "dataset_samples": str(stats.train_samples + stats.val_samples),
+        tags = {"dataset_fingerprint": stats.fingerprint, "dataset_machines": stats.machines, "dataset_samples": str(stats.train_samples + stats.val_samples),
                 "dataset_pipelines": str(stats.train_pipelines + stats.val_pipelines), "model_kind": cfg.model,
                 "loss": cfg.loss, "feature_schema": schema.name, "dataset_backend": stats.backend,
                 "val_fraction": repr(cfg.val_fraction), "min_schedules": str(cfg.min_schedules),
@@ -209,7 +211,7 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
     return TrainResult(run_id, logger.experiment_id, uri, init, val,
                        stats.train_samples + stats.val_samples, stats.train_pipelines + stats.val_pipelines,
                        stats.train_pipelines, stats.val_pipelines, str(ckpt_dir / "last.ckpt"), registered,
-                       time.time() - t0, best_epoch, decision, decisions, analytical_decisions)
+                       time.time() - t0, best_epoch, decision, decisions, analytical_decisions, stats.machines)
 
 
 def _decisions(cfg: TrainConfig, scored: list, val_batches) -> tuple[tuple, tuple]:
