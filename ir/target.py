@@ -170,23 +170,24 @@ def machine_description() -> str:
 
 
 def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith(("model name", "Model")):
-                return " ".join(line.split(":", 1)[1].split())
-    except OSError:  # pragma: no cover
-        pass
-    return ""
+    return " ".join(_cpuinfo_field(("model name", "Model")))
 
 
-def _cpu_flags() -> set[str]:
+@functools.cache
+def _cpu_flags() -> frozenset[str]:
+    """The SIMD and other flags the kernel reports (read once: backends.halide asks for them per kernel digest)."""
+    return frozenset(_cpuinfo_field(("flags",)))
+
+
+def _cpuinfo_field(prefixes: tuple[str, ...]) -> list[str]:
+    """The words of the first /proc/cpuinfo line starting with one of `prefixes` ([] when there is none)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
+            if line.startswith(prefixes):
+                return line.split(":", 1)[1].split()
     except OSError:  # pragma: no cover
         pass
-    return set()
+    return []
 
 
 def _cache_sizes() -> dict:

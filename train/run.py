@@ -196,7 +196,8 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
     registered = None
     if cfg.register:
         first = data.val[0]
-        tags = {"dataset_fingerprint": stats.fingerprint, "dataset_machines": stats.machines, "dataset_samples": str(stats.train_samples + stats.val_samples),
+        tags = {"dataset_fingerprint": stats.fingerprint, "dataset_machines": stats.machines,
+                "dataset_samples": str(stats.train_samples + stats.val_samples),
                 "dataset_pipelines": str(stats.train_pipelines + stats.val_pipelines), "model_kind": cfg.model,
                 "loss": cfg.loss, "feature_schema": schema.name, "dataset_backend": stats.backend,
                 "val_fraction": repr(cfg.val_fraction), "min_schedules": str(cfg.min_schedules),
