@@ -24,7 +24,7 @@ import math
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .cost import CostModel, timed_score
 from .space import SearchError, SearchSpace, SpaceOptions, State, make_space
@@ -101,10 +101,13 @@ class SearchResult:
 
 class BeamSearch:
     def __init__(self, pipeline, target, model: CostModel, config: SearchConfig, progress=None,
-                 fixed: dict | None = None, derivation: str = "incremental"):
+                 fixed: dict | None = None, options: SpaceOptions | None = None):
         self.pipeline = pipeline
-        self.fixed = dict(fixed or {})  # Func -> FuncDecision the user imposes (a partial schedule)
-        self.derivation = derivation  # SpaceOptions.derivation of the spaces it makes
+        # what the spaces it makes offer (derivation, register tiles: the calling space's options), with `fixed`,
+        # Func -> FuncDecision the user imposes (a partial schedule), when given
+        base = options or SpaceOptions()
+        self.options = replace(base, frozen=dict(base.frozen if fixed is None else fixed))
+        self.fixed = self.options.frozen
         self.target = target
         self.model = model
         self.config = config
@@ -115,22 +118,19 @@ class BeamSearch:
     def run(self) -> SearchResult:
         t0 = time.perf_counter()
         cfg = self.config
-        space = make_space(self.pipeline, self.target, SpaceOptions(frozen=self.fixed, derivation=self.derivation))
+        space = make_space(self.pipeline, self.target, self.options)
         passes = cfg.passes if cfg.beam_size > 1 else 1
         spaces = [space]
         finals: list[Scored] = []
         frozen: list[str] = []
         first = 0
         if cfg.freeze and cfg.beam_size > 1 and len(space.nodes) > 1:
-            pre_space = make_space(self.pipeline, self.target,
-                                    SpaceOptions(root_or_inline_only=True, frozen=self.fixed,
-                                                 derivation=self.derivation))
+            pre_space = make_space(self.pipeline, self.target, replace(self.options, root_or_inline_only=True))
             spaces.append(pre_space)
             pre = self._pass(pre_space, -1, set())
             finals.extend(pre)
             decisions, frozen = _freeze(space, pre[0])
-            space = make_space(self.pipeline, self.target, SpaceOptions(frozen={**decisions, **self.fixed},
-                                                                        derivation=self.derivation))
+            space = make_space(self.pipeline, self.target, replace(self.options, frozen={**decisions, **self.fixed}))
             spaces.append(space)
             first = 1
         permitted: set[int] = set()

@@ -7,6 +7,8 @@ Funcs are decided from the outputs back to the inputs, two decisions each:
      vectorizable dimension (extent >= the native vector width; outputs vectorize their stride-1 x).
   1. for a Func computed at root: its parallel outer tiling (cores <= tasks <= 16 x cores, least idle-core
      wastage) and an inner tiling, or serial. Other Funcs skip this decision.
+  A reduction (a Func whose update iterates RVars) is also offered register tiles at each placement (its
+  innermost tile one vector by a few unrolled points: scheduler.tilings.register_tilings).
 schedlab chooses a Func's own tilings when the Func is placed (Halide retiles a consumer when a producer
 is computed inside it); the set of reachable LoopNests is the same up to the tilings offered.
 
@@ -157,6 +159,9 @@ class SpaceOptions:
     # the parent's; what searches use) or "fresh" (a new Plan and every stage featurized: the reference the
     # incremental path must agree with, which tests and benchmarks/search_speed.py compare it to)
     derivation: str = "incremental"
+    # a reduction's register tiles (scheduler.tilings.register_tilings) beside its other tilings; False gives the
+    # space before they were offered (benchmarks/register_tiles.py measures the two side by side)
+    register_tiles: bool = True
 
 
 DERIVATIONS = ("incremental", "fresh")
@@ -215,6 +220,8 @@ class SearchSpace:
         # Funcs with producers that can be computed inside them: worth offering tilings of their own loops
         self._tileable = {n.name for n in self.nodes
                           if any(p in self.dag and p not in self._must_inline for p in n.producers)}
+        # Funcs with an update that iterates RVars: offered register tiles for the accumulators it carries
+        self._reductions = {n.name for n in self.nodes if self.options.register_tiles and _is_reduction(n)}
         self._counter = 0
         self.timing = Timing()
         self._replays = _Replays()
@@ -385,7 +392,7 @@ class SearchSpace:
                 inside = inside and s.plan.read_only_inside(node.name, chain[level])
                 for v in self._vector_choices(node, ext):
                     vd, width = self._vector(node, v)
-                    own = [None] + (tilings.inner_tilings(ext, vd, width, AT_TILINGS) if tiled else [])
+                    own = [None] + self._own_tilings(node, ext, vd, width, AT_TILINGS, tiled)
                     for tile in own:
                         spec = self._spec(node, v, [tile] if tile else [], parallel=False)
                         out.append(self._try(s, node.name, FuncDecision("at", consumer, cstage, level,
@@ -412,7 +419,7 @@ class SearchSpace:
         out: list[Candidate | None] = []
         for par in tilings.parallel_tilings(ext, self.target.cores, vd, width) + [None]:
             task = list(par.outer) if par else ext
-            inner = tilings.inner_tilings(task, vd, width, ROOT_TILINGS) if tiled else []
+            inner = self._own_tilings(node, task, vd, width, ROOT_TILINGS, tiled)
             for tile in [None] + inner:
                 tiles = ([par.outer] if par else []) + ([tile] if tile else [])
                 spec = self._spec(node, v, tiles, parallel=par is not None)
@@ -421,6 +428,14 @@ class SearchSpace:
         return out
 
     # -- helpers ---------------------------------------------------------------------------------
+
+    def _own_tilings(self, node, ext: list[int], vd: int, width: int, limit: int, tiled: bool) -> list[tuple]:
+        """A Func's own tilings over `ext`: log-spaced ones if producers may be computed inside its tiles, and a
+        reduction's register tiles (each offered once)."""
+        out = tilings.inner_tilings(ext, vd, width, limit) if tiled else []
+        if node.name in self._reductions:
+            out = out + [t for t in tilings.register_tilings(ext, vd, width) if t not in out]
+        return out
 
     def _vector_choices(self, node, extents: list[int]) -> list[str | None]:
         w = self.target.natural_vector_size(node.type)
@@ -443,6 +458,11 @@ class SearchSpace:
                 last[vd] = 1
             spec.unroll = {node.dims[d]: k for d, k in tilings.unroll_extents(tuple(last), vd).items()}
         return spec
+
+
+def _is_reduction(node) -> bool:
+    """A Func with an update stage that iterates an RVar (matmul's sum, a histogram, a scan)."""
+    return any(not l.pure for s in node.stages[1:] for l in s.loop)
 
 
 def _is_wrapper(node) -> bool:

@@ -4,6 +4,8 @@ Inner tile extents are log-spaced (1, 2, 4, ...) per dimension and the full exte
 would waste more than 1/7 of the work to rounding is dropped; when the combinations across dimensions are
 too many, every other power of two is dropped (coarser spacing) until they fit. Parallel tilings are
 judged by their task count: between the core count and 16 x cores, ordered by idle-core wastage.
+Register tilings (a reduction's innermost tile: one vector by a few unrolled points of one other dimension) are
+offered beside them, because tiles of log-spaced sizes spread over a large region rarely include one.
 """
 
 from __future__ import annotations
@@ -90,6 +92,38 @@ def parallel_tilings(extents: list[int], cores: int, vector_dim: int = -1, vecto
     # least wastage, then fewer tasks (less overhead), then splitting outer dimensions rather than x
     out.sort(key=lambda p: (round(p.idle_core_wastage, 3), p.tasks, [-s for s in p.outer[:1]]))
     return out[:limit]
+
+
+REGISTER_UNROLLS = (4, 8, UNROLL_LIMIT)  # points of the unrolled dimension in a register tile
+
+
+def register_tilings(extents: list[int], vector_dim: int = -1, vector_width: int = 1) -> list[tuple[int, ...]]:
+    """Innermost tiles that keep a reduction's accumulators in registers (register blocking): one SIMD vector
+    (or one point without SIMD) along `vector_dim` by k unrolled points of one other dimension, 1 elsewhere.
+
+    Why: an update that iterates an RVar inside its pure loops carries its accumulator across the RVar loop.
+    With one vector innermost that is one chain of dependent adds, bound by the add's latency, and every load of
+    an operand invariant along another dimension is repeated; k unrolled points give k independent chains and
+    amortize those loads k-fold (matmul: 3.2x, measured with Halide; docs/scheduler.md). The unroll heuristic
+    (unroll_extents) unrolls exactly these tiles, so k stays within UNROLL_LIMIT; a k that wastes more than 1/7
+    of the dimension to rounding (as _sizes judges it) is not offered."""
+    out = []
+    for d, e in enumerate(extents):
+        if d == vector_dim:
+            continue
+        ks = {k for k in REGISTER_UNROLLS if k < e and -(-e // k) * k * 7 <= e * 8}
+        if 1 < e <= UNROLL_LIMIT:
+            ks.add(e)  # the whole dimension (e.g. three channels)
+        for k in sorted(ks):
+            tile = [1] * len(extents)
+            if vector_dim >= 0:
+                if vector_width > extents[vector_dim]:
+                    return []
+                tile[vector_dim] = vector_width
+            tile[d] = k
+            if tile != list(extents):  # the whole region is no tiling
+                out.append(tuple(tile))
+    return out
 
 
 def unroll_extents(tile: tuple[int, ...], vector_dim: int) -> dict[int, int]:

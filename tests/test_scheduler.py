@@ -253,6 +253,32 @@ def test_random_models_differ_by_seed_and_analytical_needs_no_training():
     assert np.all(c > 0) and c[0] == pytest.approx(res.finals[0].cost)
 
 
+def test_beam_keeps_a_matmul_accumulator_tile_in_registers_and_it_computes_the_product():
+    """With register tiles (scheduler.tilings.register_tilings) the analytical model's beam search gives matmul's
+    sum an innermost tile of one vector by several unrolled columns, predicted cheaper than the best schedule of
+    the space without them (one vector, the k loop around it); the LoopNest compiles and equals the interpreter."""
+    from ir import Func, Input, Pipeline, RDom, Var, f32
+    from ir.loopnest import LoopKind
+    from ir.target import CpuTarget
+
+    i, j = Var("i"), Var("j")
+    a, b = Input("A", f32, 2), Input("B", f32, 2)
+    k = RDom((0, 64), name="k")
+    prod, c = Func("prod"), Func("C")
+    prod[i, j] = 0.0
+    prod[i, j] += a[i, k] * b[k, j]
+    c[i, j] = prod[i, j]
+    p = Pipeline([c], {c: (64, 64)}, name="matmul64")
+    target = CpuTarget(name="avx2-2core", cores=2, vector_bytes=32)  # 8 f32 lanes; what the tiles depend on
+    found = {on: autoschedule(p, target, model="analytical", register_tiles=on, **FAST) for on in (False, True)}
+    inner = found[True].loopnest.find_chain("prod", 1)[-1]
+    assert inner.kind == LoopKind.UNROLLED and inner.vectorized_loop == 0
+    assert inner.size[0] == 8 and inner.size[1] > 1  # one vector of i by unrolled columns j, the RVar k outside
+    assert found[False].loopnest.find_chain("prod", 1)[-1].size[1] == 1
+    assert found[True].predicted_cost < found[False].predicted_cost
+    assert_correct(p, found[True].loopnest)
+
+
 def test_analytical_predict_on_fresh_features_equals_the_search_score():
     """predict() on features featurize computes from scratch == what score() gave the search's states."""
     from featurize import featurize

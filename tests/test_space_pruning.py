@@ -356,3 +356,63 @@ def test_unroll_limit_is_halides_cpu_value_and_plan_enforces_it():
         else:
             with pytest.raises(ScheduleError, match="exceeds 12"):
                 Plan(p.dag, tree, get_target("host"), complete=False)
+
+
+# -- register tiles ---------------------------------------------------------------------------------
+
+
+def matmul(n: int = 256) -> Pipeline:
+    """C = A B through prod, a reduction over k: prod's producers are inputs, so it is not tileable for them."""
+    a, b = Input("A", f32, 2), Input("B", f32, 2)
+    k = RDom((0, n), name="k")
+    prod, c = Func("prod"), Func("C")
+    prod[x, y] = 0.0
+    prod[x, y] += a[x, k] * b[k, y]
+    c[x, y] = prod[x, y]
+    return Pipeline([c], {c: (n, n)})
+
+
+def test_register_tiles_are_one_vector_by_a_few_unrolled_points_of_one_other_dimension():
+    ts = tilings.register_tilings([512, 256], 0, 8)
+    assert ts == [(8, 4), (8, 8), (8, 12)]
+    assert all(tilings.unroll_extents(t, 0) for t in ts)  # the unroll heuristic unrolls every one
+    # 20 rows: 8 and 12 would compute 24 (a sixth more, over the seventh _sizes allows); 4 divides them
+    assert tilings.register_tilings([16, 20], 0, 16) == [(16, 4)]
+    # a dimension of at most UNROLL_LIMIT is unrolled whole (three channels); never the whole region
+    assert tilings.register_tilings([64, 5, 3], 0, 16) == [(16, 5, 1), (16, 1, 3)]
+    assert tilings.register_tilings([16, 10], 0, 16) == []
+    assert tilings.register_tilings([4, 64], 0, 8) == []  # no whole vector fits
+    assert tilings.register_tilings([5, 3]) == [(5, 1), (1, 3)]  # without SIMD: unrolled scalars
+
+
+def _own_tiles(sp: SearchSpace, func: str, s) -> set:
+    """The innermost own tiles `func` is offered from state `s`: at its placements, and at root in the
+    parallel-tiling decision that follows."""
+    out = set()
+    for c in candidates(sp, s):
+        if c.func != func:
+            continue
+        if c.decision.specs[0].tiles:
+            out.add(tuple(c.decision.specs[0].tiles[-1].values()))
+        if c.decision.kind == "root":
+            child = sp.realize(c)
+            for k in sp.successors(child) if child is not None else []:
+                if k.decision is not None and len(k.decision.specs[0].tiles) > 1:
+                    out.add(tuple(k.decision.specs[0].tiles[-1].values()))
+    return out
+
+
+def test_reductions_are_offered_register_tiles_and_only_they():
+    """prod (a sum over k) is offered register tiles at root and at C's levels; in the space without them it had
+    no tiling of its own at all, since its producers are inputs. C, not a reduction, is offered none."""
+    from ir.target import CpuTarget
+
+    target = CpuTarget(name="avx2-2core", cores=2, vector_bytes=32)  # 8 f32 lanes
+    p = matmul()
+    on = SearchSpace(p, target)
+    off = SearchSpace(p, target, space_mod.SpaceOptions(register_tiles=False))
+    assert on._reductions == {"prod"} and off._reductions == set()
+    assert "prod" not in on._tileable
+    assert {(8, 4), (8, 8), (8, 12)} <= _own_tiles(on, "prod", first_state(on))
+    assert not _own_tiles(off, "prod", first_state(off))
+    assert _own_tiles(on, "C", on.initial()) == _own_tiles(off, "C", off.initial())  # not a reduction: as before

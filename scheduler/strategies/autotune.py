@@ -47,8 +47,7 @@ class Autotune(SearchStrategy):
             for i in range(c.samples):
                 cfg = SearchConfig(beam_size=1, passes=1, seed=c.seed * 100003 + self.round * 1009 + i, dropout=1.0)
                 res = BeamSearch(self.space.pipeline, self.space.target, self.model, cfg, c.progress,
-                                 fixed=self.space.options.frozen,
-                                 derivation=self.space.options.derivation).run()
+                                 options=self.space.options).run()
                 self.evaluated += res.stats.states_evaluated
                 if res.best.tree.fingerprint not in seen:
                     seen.add(res.best.tree.fingerprint)

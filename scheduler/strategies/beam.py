@@ -17,4 +17,4 @@ class Beam(SearchStrategy):
     def finish(self) -> SearchResult:
         s = self.space
         return BeamSearch(s.pipeline, s.target, self.model, self.search_config(self.config), self.config.progress,
-                          fixed=s.options.frozen, derivation=s.options.derivation).run()
+                          options=s.options).run()

@@ -1,0 +1,97 @@
+"""Register tiles for reductions: the same search with and without them, measured side by side in one run.
+
+A reduction's update (matmul's sum over k, a convolution's taps, a histogram, a scan) carries its accumulators
+across its RVar loop. scheduler.tilings.register_tilings offers it innermost tiles of one vector by a few
+unrolled points of another dimension, so that those accumulators stay in registers and the loads invariant
+along the unrolled dimension are shared. For each app (by default the 11 of the 17 that have a reduction):
+beam search under one cost model in the space without register tiles, then with them; both LoopNests compiled
+by one backend (default Halide) and measured in one batch per app under the full protocol, each output checked
+against the interpreter. Prints the predicted costs, the measured runtimes, the ratio (> 1: register tiles ran
+faster), the search's states and seconds, and the geomeans. Single runs on a shared machine: read ratios.
+
+    python benchmarks/register_tiles.py --apps matmul,conv_layer                  # ~2 minutes here
+    python benchmarks/register_tiles.py                                           # the 11 apps (~30 minutes)
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+REDUCTION_APPS = ("matmul,conv_layer,depthwise_separable_conv,iir_blur,hist_eq,max_filter,bilateral_grid,bgu,"
+                  "nl_means,lens_blur")
+
+
+def main(argv=None) -> int:
+    from ir.logs import quiet_third_party
+
+    quiet_third_party()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--apps", default=REDUCTION_APPS)
+    ap.add_argument("--size", default="full", choices=("small", "full"))
+    ap.add_argument("--model", default="analytical", help="the cost model both searches use")
+    ap.add_argument("--backend", default="halide", help="what every LoopNest is compiled with")
+    ap.add_argument("--beam-size", type=int, default=8)
+    ap.add_argument("--passes", type=int, default=2)
+    a = ap.parse_args(argv)
+
+    from generator.apps import get_app
+    from ir.target import get_target
+    from ir.units import format_seconds
+    from scheduler import autoschedule
+    from scheduler.cost import load_model
+    from scheduler.modes import best_runtimes, measure_loopnest_results, reference
+
+    target = get_target("host")
+    model = load_model(a.model, target, backend=a.backend, allow_mismatch=True)
+    print(f"beam {a.beam_size} x {a.passes} under {model.name}, without and with register tiles; every LoopNest "
+          f"compiled by {a.backend}, apps at size {a.size}, target {target.name}")
+    print(f"{'app':26s} {'predicted without':>18s} {'with':>10s} {'measured without':>17s} {'with':>10s} "
+          f"{'ratio':>7s} {'states without/with':>20s} {'search s without/with':>22s}")
+    ratios, predicted, states, seconds = [], [], [0, 0], [0.0, 0.0]
+    t0 = time.time()
+    for name in a.apps.split(","):
+        p = get_app(name).build(a.size)
+        found = []
+        for on in (False, True):
+            s = autoschedule(p, target, model=model, algorithm="beam", beam_size=a.beam_size, passes=a.passes,
+                             backend=a.backend, allow_mismatch=True, register_tiles=on)
+            found.append(s)
+            states[on] += s.stats.states_evaluated
+            seconds[on] += s.stats.seconds
+        same = found[0].loopnest == found[1].loopnest
+        inputs, expected = reference(p)
+        lns = [found[0].loopnest] if same else [s.loopnest for s in found]
+        results = measure_loopnest_results(p, lns, target, inputs, expected, backend=a.backend)
+        runtimes = best_runtimes(results) * (2 if same else 1)
+        ok = all(math.isfinite(t) for t in runtimes)
+        if ok:
+            ratios.append(runtimes[0] / runtimes[1])
+        predicted.append(found[0].predicted_cost / found[1].predicted_cost)
+        cells = [format_seconds(t) if math.isfinite(t) else "failed" for t in runtimes]
+        ratio = "same" if same else (f"{runtimes[0] / runtimes[1]:.3f}x" if ok else "-")
+        print(f"{name:26s} {format_seconds(found[0].predicted_cost):>18s} {format_seconds(found[1].predicted_cost):>10s} "
+              f"{cells[0]:>17s} {cells[1]:>10s} {ratio:>7s} "
+              f"{f'{found[0].stats.states_evaluated}/{found[1].stats.states_evaluated}':>20s} "
+              f"{f'{found[0].stats.seconds:.1f}/{found[1].stats.seconds:.1f}':>22s}", flush=True)
+        for s, m in zip(("without", "with"), results):
+            if not m.ok:
+                print(f"  {name} {s}: {m.status}" + (f" ({m.error.splitlines()[0][:160]})" if m.error else ""),
+                      flush=True)
+    print(f"{'geomean':26s} predicted without/with {_geo(predicted):.3f}x, measured without/with {_geo(ratios):.3f}x "
+          f"over {len(ratios)} apps; states {states[0]} / {states[1]}, search {seconds[0]:.0f} s / {seconds[1]:.0f} s; "
+          f"{time.time() - t0:.0f} s")
+    return 0
+
+
+def _geo(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
+
+
+if __name__ == "__main__":
+    sys.exit(main())
