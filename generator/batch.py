@@ -283,6 +283,15 @@ class BatchPlan:
     errors: list[str] = field(default_factory=list)  # schedules lost to a featurizer failure
 
 
+def register_tiles_for(backend: str) -> bool:
+    """Whether a batch's searches offer reductions register tiles (scheduler.tilings.register_tilings): not when
+    numba compiles the batch. Its code generator writes out each unrolled copy with its own SIMD loop, and numba
+    compiled register-tiled random pipelines 2-3x slower (4 s -> 8-10 s a schedule); compiling already bounds its
+    samples per core-hour, and `make demo`'s data generation ran 3x slower with them (docs/scheduler.md). Halide
+    and the llvm backend compile them in a fraction of a second."""
+    return backend != "numba"
+
+
 def plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
     """The pipeline of `key.seed`, its reference outputs, and up to `key.schedules` distinct schedules:
     the key's baselines, one beam-search schedule, up to `key.contrasts` one-decision contrasts of it,
@@ -321,9 +330,10 @@ def plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
 
     for name in key.baselines:
         add(name, get_baseline(name)(p, tgt))
+    tiles = register_tiles_for(key.backend)
     with fewer_collections():  # one collection after the batch's searches, not one after each (~20 ms each)
         s = autoschedule(p, tgt, model=cost, algorithm="beam", beam_size=key.beam_size, passes=key.passes,
-                         seed=derived_seed(key.job_seed, key.seed, 0))
+                         seed=derived_seed(key.job_seed, key.seed, 0), register_tiles=tiles)
         add("beam", s.loopnest, s.predicted_cost)
         if key.contrasts:
             for c in one_decision_contrasts(p, s.loopnest, tgt, key.contrasts, key.contrast_kinds or DECISIONS):
@@ -332,7 +342,7 @@ def plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
             if full():
                 break
             s = autoschedule(p, tgt, model=cost, algorithm="dropout", dropout=key.dropout,
-                             seed=derived_seed(key.job_seed, key.seed, draw))
+                             seed=derived_seed(key.job_seed, key.seed, draw), register_tiles=tiles)
             add("dropout", s.loopnest, s.predicted_cost)
     for draw in range(8 * key.schedules + 16 if key.random_fill else 0):
         if full():
