@@ -3,14 +3,14 @@
 A reduction's update (matmul's sum over k, a convolution's taps, a histogram, a scan) carries its accumulators
 across its RVar loop. scheduler.tilings.register_tilings offers it innermost tiles of one vector by a few
 unrolled points of another dimension, so that those accumulators stay in registers and the loads invariant
-along the unrolled dimension are shared. For each app (by default the 11 of the 17 that have a reduction):
+along the unrolled dimension are shared. For each app (by default the 10 of the 17 that have a reduction):
 beam search under one cost model in the space without register tiles, then with them; both LoopNests compiled
 by one backend (default Halide) and measured in one batch per app under the full protocol, each output checked
 against the interpreter. Prints the predicted costs, the measured runtimes, the ratio (> 1: register tiles ran
 faster), the search's states and seconds, and the geomeans. Single runs on a shared machine: read ratios.
 
     python benchmarks/register_tiles.py --apps matmul,conv_layer                  # ~2 minutes here
-    python benchmarks/register_tiles.py                                           # the 11 apps (~30 minutes)
+    python benchmarks/register_tiles.py                                           # the 10 apps (~20 minutes)
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ def main(argv=None) -> int:
     ap.add_argument("--passes", type=int, default=2)
     a = ap.parse_args(argv)
 
+    from evaluate.apps import geomean
     from generator.apps import get_app
     from ir.target import get_target
     from ir.units import format_seconds
@@ -75,22 +76,18 @@ def main(argv=None) -> int:
         predicted.append(found[0].predicted_cost / found[1].predicted_cost)
         cells = [format_seconds(t) if math.isfinite(t) else "failed" for t in runtimes]
         ratio = "same" if same else (f"{runtimes[0] / runtimes[1]:.3f}x" if ok else "-")
-        print(f"{name:26s} {format_seconds(found[0].predicted_cost):>18s} {format_seconds(found[1].predicted_cost):>10s} "
-              f"{cells[0]:>17s} {cells[1]:>10s} {ratio:>7s} "
+        print(f"{name:26s} {format_seconds(found[0].predicted_cost):>18s} "
+              f"{format_seconds(found[1].predicted_cost):>10s} {cells[0]:>17s} {cells[1]:>10s} {ratio:>7s} "
               f"{f'{found[0].stats.states_evaluated}/{found[1].stats.states_evaluated}':>20s} "
               f"{f'{found[0].stats.seconds:.1f}/{found[1].stats.seconds:.1f}':>22s}", flush=True)
         for s, m in zip(("without", "with"), results):
             if not m.ok:
                 print(f"  {name} {s}: {m.status}" + (f" ({m.error.splitlines()[0][:160]})" if m.error else ""),
                       flush=True)
-    print(f"{'geomean':26s} predicted without/with {_geo(predicted):.3f}x, measured without/with {_geo(ratios):.3f}x "
-          f"over {len(ratios)} apps; states {states[0]} / {states[1]}, search {seconds[0]:.0f} s / {seconds[1]:.0f} s; "
-          f"{time.time() - t0:.0f} s")
+    print(f"{'geomean':26s} predicted without/with {geomean(predicted):.3f}x, "
+          f"measured without/with {geomean(ratios):.3f}x over {len(ratios)} apps; states {states[0]} / {states[1]}, "
+          f"search {seconds[0]:.0f} s / {seconds[1]:.0f} s; {time.time() - t0:.0f} s")
     return 0
-
-
-def _geo(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
 
 
 if __name__ == "__main__":

@@ -22,14 +22,18 @@ MAX_PARALLEL = 4  # parallel tilings kept per root Func, the least idle-core was
 MAX_IDLE_WASTAGE = 1.2  # adams2019: take options until the wastage exceeds this
 
 
+def _rounds_well(extent: int, size: int) -> bool:
+    """Whether tiles of `size` cover `extent` wasting at most 1/7 of the work to rounding up the last one."""
+    return -(-extent // size) * size * 7 <= extent * 8
+
+
 def _sizes(extent: int, multiple: int, stride: int) -> list[int]:
     """Log-spaced tile extents for one dimension, multiples of `multiple`, that round with little waste."""
     out = []
     s = multiple
     k = 0
     while s < extent:
-        count = -(-extent // s)
-        if k % stride == 0 and s * count * 7 <= extent * 8:
+        if k % stride == 0 and _rounds_well(extent, s):
             out.append(s)
         s *= 2
         k += 1
@@ -106,19 +110,19 @@ def register_tilings(extents: list[int], vector_dim: int = -1, vector_width: int
     an operand invariant along another dimension is repeated; k unrolled points give k independent chains and
     amortize those loads k-fold (matmul: 3.2x, measured with Halide; docs/scheduler.md). The unroll heuristic
     (unroll_extents) unrolls exactly these tiles, so k stays within UNROLL_LIMIT; a k that wastes more than 1/7
-    of the dimension to rounding (as _sizes judges it) is not offered."""
+    of the dimension to rounding (_rounds_well) is not offered."""
+    if vector_dim >= 0 and vector_width > extents[vector_dim]:
+        return []  # no whole vector fits
     out = []
     for d, e in enumerate(extents):
         if d == vector_dim:
             continue
-        ks = {k for k in REGISTER_UNROLLS if k < e and -(-e // k) * k * 7 <= e * 8}
+        ks = {k for k in REGISTER_UNROLLS if k < e and _rounds_well(e, k)}
         if 1 < e <= UNROLL_LIMIT:
             ks.add(e)  # the whole dimension (e.g. three channels)
         for k in sorted(ks):
             tile = [1] * len(extents)
             if vector_dim >= 0:
-                if vector_width > extents[vector_dim]:
-                    return []
                 tile[vector_dim] = vector_width
             tile[d] = k
             if tile != list(extents):  # the whole region is no tiling

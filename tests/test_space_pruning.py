@@ -404,7 +404,7 @@ def _own_tiles(sp: SearchSpace, func: str, s) -> set:
 
 def test_reductions_are_offered_register_tiles_and_only_they():
     """prod (a sum over k) is offered register tiles at root and at C's levels; in the space without them it had
-    no tiling of its own at all, since its producers are inputs. C, not a reduction, is offered none."""
+    no tiling of its own at all, since its producers are inputs. C, not a reduction, is offered what it was before."""
     from ir.target import CpuTarget
 
     target = CpuTarget(name="avx2-2core", cores=2, vector_bytes=32)  # 8 f32 lanes
