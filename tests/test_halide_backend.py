@@ -120,6 +120,63 @@ def test_outputs_read_by_other_funcs_and_scatters_beyond_the_output():
     check(p, naive_schedule(p))
 
 
+def _matmul_with_prod(n: int, prod_is_output: bool):
+    """C = 2 A B through prod (a sum over k), n x n; prod is also an output when asked, with a register tile of
+    8 x 4 that does not divide n = 10."""
+    from ir.builder import ScheduleBuilder, StageSpec
+
+    x, y = Var("x"), Var("y")
+    a, b = Input("A", f32, 2), Input("B", f32, 2)
+    k = RDom((0, n), name="k")
+    prod, c = Func("prod"), Func("C")
+    prod[x, y] = 0.0
+    prod[x, y] += a[x, k] * b[k, y]
+    c[x, y] = prod[x, y] * 2.0
+    p = Pipeline([prod, c] if prod_is_output else [c], {**({prod: (n, n)} if prod_is_output else {}), c: (n, n)})
+    s = ScheduleBuilder(p)
+    s.root("C", vectorize="x", vector_width=8)
+    s.root("prod", vectorize="x", vector_width=8,
+           stages={1: StageSpec(tiles=[{"x": 8, "y": 4}], vectorize="x", vector_width=8, unroll={"y": 4})})
+    return p, s.build()
+
+
+def _update_tails(p, ln) -> dict[str, list]:
+    """The tail strategy the backend gives each first split of an update's pure loops, per Func."""
+    from backends.halide import schedule as hs
+    from backends.halide.translate import translate
+    from ir.plan import Plan
+
+    plan = Plan(p.dag, ln)
+    hp = translate(p)
+    bounded = hs._bounded_by_outputs(hp, p.dag)
+    return {name: [hs._tail(ch, j, 0, name in bounded) for j, l in enumerate(ch.stage.loop) if l.pure]
+            for name, fp in plan.funcs.items() if not fp.inlined for ch in fp.chains if ch.stage.index > 0}
+
+
+def test_a_register_tile_past_a_reductions_region_rounds_up_and_matches_interpreter():
+    """prod's 10 x 10 region in tiles of 8 x 4: the update's tails round up (Halide's default for an update's pure
+    Vars; a guard there sat inside the k loop, and conv_layer's beam schedule ran 1.5-1.7x slower), and the result
+    is the interpreter's. The same reduction as an output keeps the guard: its rounded tail would write past the
+    caller's buffer."""
+    import halide as hl
+
+    p, ln = _matmul_with_prod(10, prod_is_output=False)
+    assert _update_tails(p, ln) == {"prod": [hl.TailStrategy.RoundUp, hl.TailStrategy.RoundUp]}
+    check(p, ln)
+    q, ln = _matmul_with_prod(10, prod_is_output=True)
+    assert _update_tails(q, ln) == {"prod": [hl.TailStrategy.GuardWithIf, hl.TailStrategy.GuardWithIf]}
+    check(q, ln)
+
+
+def test_an_update_reading_an_output_beyond_its_tile_keeps_its_guard():
+    """Fuzz case 7085: a histogram update whose rows are split by 7 over 8 reads f1, an output; rounding its rows
+    up read f1's buffer past its end and Halide aborted the run. Found by `python -m tests.fuzz --backend halide`."""
+    from .fuzz import check as fuzz_check
+
+    outcome, *_ = fuzz_check(7085, 219642, "halide")
+    assert outcome.status == "ok", outcome.error
+
+
 def _hist_eq_with_a_vectorized_cdf(p):
     """hist_eq's expert schedule, but with the pure definition of `cdf` (whose update is a scan over an
     RDom) vectorized: its update then has a schedule of its own to state, or Halide warns."""
