@@ -6,11 +6,13 @@ unrolled points of another dimension, so that those accumulators stay in registe
 along the unrolled dimension are shared. For each app (by default the 10 of the 17 that have a reduction):
 beam search under one cost model in the space without register tiles, then with them; both LoopNests compiled
 by one backend (default Halide) and measured in one batch per app under the full protocol, each output checked
-against the interpreter. Prints the predicted costs, the measured runtimes, the ratio (> 1: register tiles ran
+against the interpreter. `--against one-dim` compares the space with one-dimensional register tiles only (one
+vector by k points of one other dimension) with the full space (also 2 x 4 and 4 x 2 points of two). Prints the predicted costs, the measured runtimes, the ratio (> 1: register tiles ran
 faster), the search's states and seconds, and the geomeans. Single runs on a shared machine: read ratios.
 
     python benchmarks/register_tiles.py --apps matmul,conv_layer                  # ~2 minutes here
     python benchmarks/register_tiles.py                                           # the 10 apps (~20 minutes)
+    python benchmarks/register_tiles.py --against one-dim                         # 1-D against 1-D and 2-D tiles
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ def main(argv=None) -> int:
     ap.add_argument("--backend", default="halide", help="what every LoopNest is compiled with")
     ap.add_argument("--beam-size", type=int, default=8)
     ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--against", default="none", choices=("none", "one-dim"),
+                    help="the space compared with the full one: no register tiles, or one-dimensional ones only")
     a = ap.parse_args(argv)
 
     from evaluate.apps import geomean
@@ -50,7 +54,10 @@ def main(argv=None) -> int:
 
     target = get_target("host")
     model = load_model(a.model, target, backend=a.backend, allow_mismatch=True)
-    print(f"beam {a.beam_size} x {a.passes} under {model.name}, without and with register tiles; every LoopNest "
+    without = {"none": {"register_tiles": False}, "one-dim": {"register_tile_dims": 1}}[a.against]
+    print(f"beam {a.beam_size} x {a.passes} under {model.name}, 'without': "
+          f"{'no register tiles' if a.against == 'none' else 'one-dimensional register tiles only'}, 'with': the full "
+          f"space; every LoopNest "
           f"compiled by {a.backend}, apps at size {a.size}, target {target.name}")
     print(f"{'app':26s} {'predicted without':>18s} {'with':>10s} {'measured without':>17s} {'with':>10s} "
           f"{'ratio':>7s} {'states without/with':>20s} {'search s without/with':>22s}")
@@ -61,7 +68,7 @@ def main(argv=None) -> int:
         found = []
         for on in (False, True):
             s = autoschedule(p, target, model=model, algorithm="beam", beam_size=a.beam_size, passes=a.passes,
-                             backend=a.backend, allow_mismatch=True, register_tiles=on)
+                             backend=a.backend, allow_mismatch=True, **({} if on else without))
             found.append(s)
             states[on] += s.stats.states_evaluated
             seconds[on] += s.stats.seconds

@@ -162,9 +162,18 @@ class SpaceOptions:
     # a reduction's register tiles (scheduler.tilings.register_tilings) beside its other tilings; False gives the
     # space before they were offered (benchmarks/register_tiles.py measures the two side by side)
     register_tiles: bool = True
+    # how many dimensions besides the vector's a register tile's unrolled points span: 1, or up to 2 (2 x 4 and
+    # 4 x 2 points as well); 1 gives the space before two-dimensional ones were offered
+    register_tile_dims: int = 2
+
+    def __post_init__(self):
+        if self.register_tile_dims not in REGISTER_TILE_DIMS:
+            raise SearchError(f"register_tile_dims={self.register_tile_dims!r}: choose 1 or 2 (the dimensions besides "
+                              f"the vector's that a register tile's unrolled points span)")
 
 
 DERIVATIONS = ("incremental", "fresh")
+REGISTER_TILE_DIMS = (1, 2)
 
 
 _SPACES: dict[str, type] = {}  # target kind -> the search space of that kind's schedules
@@ -434,7 +443,8 @@ class SearchSpace:
         reduction's register tiles (each offered once)."""
         out = tilings.inner_tilings(ext, vd, width, limit) if tiled else []
         if node.name in self._reductions:
-            out = out + [t for t in tilings.register_tilings(ext, vd, width) if t not in out]
+            regs = tilings.register_tilings(ext, vd, width, self.options.register_tile_dims)
+            out = out + [t for t in regs if t not in out]
         return out
 
     def _vector_choices(self, node, extents: list[int]) -> list[str | None]:

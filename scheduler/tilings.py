@@ -4,8 +4,9 @@ Inner tile extents are log-spaced (1, 2, 4, ...) per dimension and the full exte
 would waste more than 1/7 of the work to rounding is dropped; when the combinations across dimensions are
 too many, every other power of two is dropped (coarser spacing) until they fit. Parallel tilings are
 judged by their task count: between the core count and 16 x cores, ordered by idle-core wastage.
-Register tilings (a reduction's innermost tile: one vector by a few unrolled points of one other dimension) are
-offered beside them, because tiles of log-spaced sizes spread over a large region rarely include one.
+Register tilings (a reduction's innermost tile: one vector by a few unrolled points of one or two other
+dimensions) are offered beside them, because tiles of log-spaced sizes spread over a large region rarely include
+one.
 """
 
 from __future__ import annotations
@@ -99,34 +100,48 @@ def parallel_tilings(extents: list[int], cores: int, vector_dim: int = -1, vecto
 
 
 REGISTER_UNROLLS = (4, 8, UNROLL_LIMIT)  # points of the unrolled dimension in a register tile
+REGISTER_PAIRS = ((2, 4), (4, 2))  # points of two unrolled dimensions: 8 accumulators, as conv_layer's expert
 
 
-def register_tilings(extents: list[int], vector_dim: int = -1, vector_width: int = 1) -> list[tuple[int, ...]]:
+def register_tilings(extents: list[int], vector_dim: int = -1, vector_width: int = 1,
+                     dims: int = 2) -> list[tuple[int, ...]]:
     """Innermost tiles that keep a reduction's accumulators in registers (register blocking): one SIMD vector
-    (or one point without SIMD) along `vector_dim` by k unrolled points of one other dimension, 1 elsewhere.
+    (or one point without SIMD) along `vector_dim` by k unrolled points of one other dimension, or by k1 x k2
+    points of two others (REGISTER_PAIRS; dims=1: not those), 1 elsewhere.
 
     Why: an update that iterates an RVar inside its pure loops carries its accumulator across the RVar loop.
     With one vector innermost that is one chain of dependent adds, bound by the add's latency, and every load of
     an operand invariant along another dimension is repeated; k unrolled points give k independent chains and
-    amortize those loads k-fold (matmul: 3.2x, measured with Halide; docs/scheduler.md). The unroll heuristic
-    (unroll_extents) unrolls exactly these tiles, so k stays within UNROLL_LIMIT; a k that wastes more than 1/7
-    of the dimension to rounding (_rounds_well) is not offered."""
+    amortize those loads k-fold (matmul: 3.2x, measured with Halide; docs/scheduler.md). Two dimensions share
+    loads both ways: conv_layer's 2 rows x 4 output channels load 2 input vectors and 4 weights per 8
+    multiply-adds, where 8 rows load 8 vectors and 1 weight (2.3-2.7x faster, measured with Halide). The unroll
+    heuristic (unroll_extents) unrolls exactly these tiles, so points stay within UNROLL_LIMIT; a k that wastes
+    more than 1/7 of its dimension to rounding (_rounds_well) is not offered."""
     if vector_dim >= 0 and vector_width > extents[vector_dim]:
         return []  # no whole vector fits
     out = []
-    for d, e in enumerate(extents):
-        if d == vector_dim:
-            continue
+
+    def add(points: dict[int, int]) -> None:
+        tile = [1] * len(extents)
+        if vector_dim >= 0:
+            tile[vector_dim] = vector_width
+        for d, k in points.items():
+            tile[d] = k
+        if tile != list(extents):  # the whole region is no tiling
+            out.append(tuple(tile))
+
+    others = [d for d in range(len(extents)) if d != vector_dim]
+    for d in others:
+        e = extents[d]
         ks = {k for k in REGISTER_UNROLLS if k < e and _rounds_well(e, k)}
         if 1 < e <= UNROLL_LIMIT:
             ks.add(e)  # the whole dimension (e.g. three channels)
         for k in sorted(ks):
-            tile = [1] * len(extents)
-            if vector_dim >= 0:
-                tile[vector_dim] = vector_width
-            tile[d] = k
-            if tile != list(extents):  # the whole region is no tiling
-                out.append(tuple(tile))
+            add({d: k})
+    for d1, d2 in itertools.combinations(others, 2) if dims >= 2 else ():
+        for k1, k2 in REGISTER_PAIRS:
+            if all(k < extents[d] and _rounds_well(extents[d], k) for d, k in ((d1, k1), (d2, k2))):
+                add({d1: k1, d2: k2})
     return out
 
 

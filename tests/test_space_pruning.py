@@ -15,7 +15,7 @@ from ir.errors import ScheduleError
 from ir.plan import UNROLL_LIMIT, Plan
 from scheduler import space as space_mod
 from scheduler import tilings
-from scheduler.space import MAX_INLINED_CALLS, MAX_RECOMPUTE, SearchSpace, _is_wrapper
+from scheduler.space import MAX_INLINED_CALLS, MAX_RECOMPUTE, SearchError, SearchSpace, _is_wrapper
 
 x, y = Var("x"), Var("y")
 
@@ -383,6 +383,19 @@ def test_register_tiles_are_one_vector_by_a_few_unrolled_points_of_one_other_dim
     assert tilings.register_tilings([16, 10], 0, 16) == []
     assert tilings.register_tilings([4, 64], 0, 8) == []  # no whole vector fits
     assert tilings.register_tilings([5, 3]) == [(5, 1), (1, 3)]  # without SIMD: unrolled scalars
+
+
+def test_register_tiles_of_two_dimensions_share_loads_both_ways():
+    """conv_layer's update (x, y, output channel c, image n): one vector by 2 x 4 or 4 x 2 points of two other
+    dimensions beside the one-dimensional tiles; n (5 images) takes neither 2 nor 4 without wasting over a seventh."""
+    ts = tilings.register_tilings([100, 80, 24, 5], 0, 8)
+    assert [t for t in ts if sum(k > 1 for k in t[1:]) == 2] == [(8, 2, 4, 1), (8, 4, 2, 1)]
+    assert (8, 1, 1, 5) in ts and all(t[3] in (1, 5) for t in ts)
+    assert all(tilings.unroll_extents(t, 0) for t in ts)  # the unroll heuristic unrolls every one
+    one = tilings.register_tilings([100, 80, 24, 5], 0, 8, dims=1)  # the space before: the one-dimensional ones
+    assert one == [t for t in ts if sum(k > 1 for k in t[1:]) == 1]
+    with pytest.raises(SearchError, match="register_tile_dims=3: choose 1 or 2"):
+        space_mod.SpaceOptions(register_tile_dims=3)
 
 
 def _own_tiles(sp: SearchSpace, func: str, s) -> set:
