@@ -7,8 +7,9 @@ along the unrolled dimension are shared. For each app (by default the 10 of the 
 beam search under one cost model in the space without register tiles, then with them; both LoopNests compiled
 by one backend (default Halide) and measured in one batch per app under the full protocol, each output checked
 against the interpreter. `--against one-dim` compares the space with one-dimensional register tiles only (one
-vector by k points of one other dimension) with the full space (also 2 x 4 and 4 x 2 points of two). Prints the predicted costs, the measured runtimes, the ratio (> 1: register tiles ran
-faster), the search's states and seconds, and the geomeans. Single runs on a shared machine: read ratios.
+vector by k points of one other dimension) with the full space (also 2 x 4 and 4 x 2 points of two). Prints the
+predicted costs, the measured runtimes, the ratio (> 1: register tiles ran faster), the search's states and
+seconds, and the geomeans. Single runs on a shared machine: read ratios.
 
     python benchmarks/register_tiles.py --apps matmul,conv_layer                  # ~2 minutes here
     python benchmarks/register_tiles.py                                           # the 10 apps (~20 minutes)
@@ -25,6 +26,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+# --against: what the "without" search is, and the autoschedule options that give it
+AGAINST = {"none": ("no register tiles", {"register_tiles": False}),
+           "one-dim": ("one-dimensional register tiles only", {"register_tile_dims": 1})}
 REDUCTION_APPS = ("matmul,conv_layer,depthwise_separable_conv,iir_blur,hist_eq,max_filter,bilateral_grid,bgu,"
                   "nl_means,lens_blur")
 
@@ -40,7 +44,7 @@ def main(argv=None) -> int:
     ap.add_argument("--backend", default="halide", help="what every LoopNest is compiled with")
     ap.add_argument("--beam-size", type=int, default=8)
     ap.add_argument("--passes", type=int, default=2)
-    ap.add_argument("--against", default="none", choices=("none", "one-dim"),
+    ap.add_argument("--against", default="none", choices=tuple(AGAINST),
                     help="the space compared with the full one: no register tiles, or one-dimensional ones only")
     a = ap.parse_args(argv)
 
@@ -54,11 +58,9 @@ def main(argv=None) -> int:
 
     target = get_target("host")
     model = load_model(a.model, target, backend=a.backend, allow_mismatch=True)
-    without = {"none": {"register_tiles": False}, "one-dim": {"register_tile_dims": 1}}[a.against]
-    print(f"beam {a.beam_size} x {a.passes} under {model.name}, 'without': "
-          f"{'no register tiles' if a.against == 'none' else 'one-dimensional register tiles only'}, 'with': the full "
-          f"space; every LoopNest "
-          f"compiled by {a.backend}, apps at size {a.size}, target {target.name}")
+    against, without = AGAINST[a.against]
+    print(f"beam {a.beam_size} x {a.passes} under {model.name}, 'without': {against}, 'with': the full space; every "
+          f"LoopNest compiled by {a.backend}, apps at size {a.size}, target {target.name}")
     print(f"{'app':26s} {'predicted without':>18s} {'with':>10s} {'measured without':>17s} {'with':>10s} "
           f"{'ratio':>7s} {'states without/with':>20s} {'search s without/with':>22s}")
     ratios, predicted, states, seconds = [], [], [0, 0], [0.0, 0.0]

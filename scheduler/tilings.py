@@ -138,7 +138,9 @@ def register_tilings(extents: list[int], vector_dim: int = -1, vector_width: int
             ks.add(e)  # the whole dimension (e.g. three channels)
         for k in sorted(ks):
             add({d: k})
-    for d1, d2 in itertools.combinations(others, 2) if dims >= 2 else ():
+    if dims < 2:
+        return out
+    for d1, d2 in itertools.combinations(others, 2):
         for k1, k2 in REGISTER_PAIRS:
             if all(k < extents[d] and _rounds_well(extents[d], k) for d, k in ((d1, k1), (d2, k2))):
                 add({d1: k1, d2: k2})

@@ -76,7 +76,7 @@ def _bounded_by_outputs(hp: HalidePipeline, dag) -> set[str]:
     return out
 
 
-def _tail(ch: Chain, j: int, depth: int, bounded: bool = False, first: bool = True) -> hl.TailStrategy:
+def _tail(ch: Chain, j: int, depth: int, bounded: bool, first: bool = True) -> hl.TailStrategy:
     """ShiftInwards for pure definitions, as schedlab; GuardWithIf for a region whose size varies between site
     iterations (a shifted tile could then read an Input before its region). An update's pure loop, at its first
     split, rounds its region up to whole tiles (Halide's own default there) unless that could change a result:
@@ -84,7 +84,7 @@ def _tail(ch: Chain, j: int, depth: int, bounded: bool = False, first: bool = Tr
     own values at other points of that dimension, or the split is of a tile already split (the rounded tail
     would redo points of the next tile).
     GuardWithIf there would put the tail's guard inside the RVar loops (a register tile's accumulators then go
-    through memory at every step: conv_layer's 100-wide rows in 16-wide tiles ran 2.6x slower than 96-wide)."""
+    through memory at every step: conv_layer's 100-wide rows in 16-wide tiles ran 2.5x slower than 96-wide)."""
     if ch.stage.index == 0:
         return hl.TailStrategy.ShiftInwards if depth > 0 or ch.exact[j] else hl.TailStrategy.GuardWithIf
     if bounded or not first or not _pointwise_in(ch.stage, j):
