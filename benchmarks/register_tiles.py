@@ -7,13 +7,15 @@ along the unrolled dimension are shared. For each app (by default the 10 of the 
 beam search under one cost model in the space without register tiles, then with them; both LoopNests compiled
 by one backend (default Halide) and measured in one batch per app under the full protocol, each output checked
 against the interpreter. `--against one-dim` compares the space with one-dimensional register tiles only (one
-vector by k points of one other dimension) with the full space (also 2 x 4 and 4 x 2 points of two). Prints the
-predicted costs, the measured runtimes, the ratio (> 1: register tiles ran faster), the search's states and
-seconds, and the geomeans. Single runs on a shared machine: read ratios.
+vector by k points of one other dimension) with the full space (also 2 x 4 and 4 x 2 points of two);
+`--against one-vector` the space with register tiles one native vector wide only with the full one (also two and
+four vectors wide). Prints the predicted costs, the measured runtimes, the ratio (> 1: register tiles ran
+faster), the search's states and seconds, and the geomeans. Single runs on a shared machine: read ratios.
 
     python benchmarks/register_tiles.py --apps matmul,conv_layer                  # ~2 minutes here
     python benchmarks/register_tiles.py                                           # the 10 apps (~20 minutes)
     python benchmarks/register_tiles.py --against one-dim                         # 1-D against 1-D and 2-D tiles
+    python benchmarks/register_tiles.py --against one-vector                      # 1 vector against 1, 2 and 4
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 # --against: what the "without" search is, and the autoschedule options that give it
 AGAINST = {"none": ("no register tiles", {"register_tiles": False}),
-           "one-dim": ("one-dimensional register tiles only", {"register_tile_dims": 1})}
+           "one-dim": ("one-dimensional register tiles only", {"register_tile_dims": 1}),
+           "one-vector": ("register tiles one vector wide only", {"register_tile_vectors": 1})}
 REDUCTION_APPS = ("matmul,conv_layer,depthwise_separable_conv,iir_blur,hist_eq,max_filter,bilateral_grid,bgu,"
                   "nl_means,lens_blur")
 
@@ -45,7 +48,8 @@ def main(argv=None) -> int:
     ap.add_argument("--beam-size", type=int, default=8)
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--against", default="none", choices=tuple(AGAINST),
-                    help="the space compared with the full one: no register tiles, or one-dimensional ones only")
+                    help="the space compared with the full one: no register tiles, one-dimensional ones only, or "
+                         "ones one vector wide only")
     a = ap.parse_args(argv)
 
     from evaluate.apps import geomean

@@ -51,7 +51,7 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
                  progress=None, backend: str | None = None, allow_mismatch: bool = False, budget: int = 2000,
                  budget_seconds: float = 0.0, trees: int = 4, exploration: float = 0.5, rollout: str = "greedy",
                  measurements: int = 8, derivation: str = "incremental", register_tiles: bool = True,
-                 register_tile_dims: int = 2) -> Schedule:
+                 register_tile_dims: int = 2, register_tile_vectors: int = 4) -> Schedule:
     """Search a schedule for `pipeline` on `target`, to be compiled with `backend` (None: the backend whose
     runtimes the model learned, numba for a model that learned none).
 
@@ -71,7 +71,8 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
     derivation: "incremental" (each child's plan and features derived from its parent's) or "fresh" (each
     derived from scratch: the slow reference, same schedules; benchmarks and checks). register_tiles: offer
     reductions register tiles (scheduler.tilings.register_tilings); False searches the space without them.
-    register_tile_dims: 2 (register tiles unrolled along up to two dimensions besides the vector's) or 1."""
+    register_tile_dims: 2 (register tiles unrolled along up to two dimensions besides the vector's) or 1.
+    register_tile_vectors: 4 (register tiles up to four native vectors wide), 2 or 1."""
     if mode not in MODES:
         raise SearchError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)} (or algorithm=top-k/autotune)")
     base = "beam"
@@ -81,7 +82,8 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
     tgt = get_target(target)
     space = make_space(pipeline, tgt, SpaceOptions(frozen=dict(partial or {}), derivation=derivation,
                                                    register_tiles=register_tiles,
-                                                   register_tile_dims=register_tile_dims))
+                                                   register_tile_dims=register_tile_dims,
+                                                   register_tile_vectors=register_tile_vectors))
     cost_model = load_model(model, tgt, tracking, backend=backend, allow_mismatch=allow_mismatch)
     backend = backend or getattr(cost_model, "backend", None) or "numba"
     config = StrategyConfig(beam_size=beam_size, passes=passes, seed=seed, dropout=dropout, k=k, rounds=rounds,

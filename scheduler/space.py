@@ -165,11 +165,17 @@ class SpaceOptions:
     # how many dimensions besides the vector's a register tile's unrolled points span: 1, or up to 2 (2 x 4 and
     # 4 x 2 points as well); 1 gives the space before two-dimensional ones were offered
     register_tile_dims: int = 2
+    # how many native vectors wide a register tile may be: 1, 2 or 4 (tilings.REGISTER_WIDE); 1 gives the space
+    # before wider ones were offered
+    register_tile_vectors: int = 4
 
     def __post_init__(self):
         if self.register_tile_dims not in REGISTER_TILE_DIMS:
             raise SearchError(f"register_tile_dims={self.register_tile_dims!r}: choose 1 or 2 (the dimensions besides "
                               f"the vector's that a register tile's unrolled points span)")
+        if self.register_tile_vectors not in tilings.REGISTER_VECTORS:
+            raise SearchError(f"register_tile_vectors={self.register_tile_vectors!r}: choose 1, 2 or 4 (how many "
+                              f"native vectors wide a register tile may be)")
 
 
 DERIVATIONS = ("incremental", "fresh")
@@ -443,8 +449,9 @@ class SearchSpace:
         reduction's register tiles (each offered once)."""
         out = tilings.inner_tilings(ext, vd, width, limit) if tiled else []
         if node.name in self._reductions:
-            regs = tilings.register_tilings(ext, vd, width, self.options.register_tile_dims)
-            out = out + [t for t in regs if t not in out]
+            regs = tilings.register_tilings(ext, vd, width, self.options.register_tile_dims,
+                                            self.options.register_tile_vectors)
+            out = out + [t for t in regs if isinstance(t, tilings.WideTile) or t not in out]
         return out
 
     def _vector_choices(self, node, extents: list[int]) -> list[str | None]:
@@ -465,6 +472,8 @@ class SearchSpace:
         if tiles:
             last = list(tiles[-1])
             if vd >= 0:
+                if isinstance(tiles[-1], tilings.WideTile):  # a register tile of several vectors: one SIMD loop
+                    spec.vector_width = last[vd]
                 last[vd] = 1
             spec.unroll = {node.dims[d]: k for d, k in tilings.unroll_extents(tuple(last), vd).items()}
         return spec

@@ -4,7 +4,7 @@ Inner tile extents are log-spaced (1, 2, 4, ...) per dimension and the full exte
 would waste more than 1/7 of the work to rounding is dropped; when the combinations across dimensions are
 too many, every other power of two is dropped (coarser spacing) until they fit. Parallel tilings are
 judged by their task count: between the core count and 16 x cores, ordered by idle-core wastage.
-Register tilings (a reduction's innermost tile: one vector by a few unrolled points of one or two other
+Register tilings (a reduction's innermost tile: one to four vectors by a few unrolled points of one or two other
 dimensions) are offered beside them, because tiles of log-spaced sizes spread over a large region rarely include
 one.
 """
@@ -16,7 +16,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
-from ir.plan import UNROLL_LIMIT  # the unroll heuristic offers exactly what Plan accepts
+from ir.plan import MAX_VECTOR, UNROLL_LIMIT  # the unroll heuristic offers exactly what Plan accepts
 
 MAX_TILINGS = 16  # inner tilings kept per Func (Halide: 100 x factor before coarsening; ours feed a beam)
 MAX_PARALLEL = 4  # parallel tilings kept per root Func, the least idle-core wastage first
@@ -99,51 +99,74 @@ def parallel_tilings(extents: list[int], cores: int, vector_dim: int = -1, vecto
     return out[:limit]
 
 
-REGISTER_UNROLLS = (4, 8, UNROLL_LIMIT)  # points of the unrolled dimension in a register tile
+REGISTER_UNROLLS = (4, 8, UNROLL_LIMIT)  # points of the unrolled dimension in a register tile of one vector
 REGISTER_PAIRS = ((2, 4), (4, 2))  # points of two unrolled dimensions: 8 accumulators, as conv_layer's expert
+# wider register tiles: native vectors along the vector dimension -> points of one other dimension, and pairs of
+# points of two, keeping at most MAX_ACCUMULATORS vectors of accumulators (x86-64 with AVX2 has 16 vector
+# registers): matmul's expert tile is 4 vectors x 4 columns, conv_layer's 2 vectors x 2 rows x 4 channels
+REGISTER_WIDE = {2: ((4, 8), REGISTER_PAIRS), 4: ((2, 4), ())}
+MAX_ACCUMULATORS = 16
+REGISTER_VECTORS = (1, 2, 4)  # the widths (in native vectors) register_tilings may offer, and SpaceOptions accepts
+
+
+class WideTile(tuple):
+    """A register tile whose SIMD loop spans its whole extent along the vector dimension, several native vectors
+    (Halide vectorizes a loop of 32 f32 lanes as four 8-lane vectors, all live at once). A plain tuple of the same
+    extents is a tile whose SIMD loop is one native vector, the rest a serial loop around the reduction."""
 
 
 def register_tilings(extents: list[int], vector_dim: int = -1, vector_width: int = 1,
-                     dims: int = 2) -> list[tuple[int, ...]]:
+                     dims: int = 2, vectors: int = 4) -> list[tuple[int, ...]]:
     """Innermost tiles that keep a reduction's accumulators in registers (register blocking): one SIMD vector
     (or one point without SIMD) along `vector_dim` by k unrolled points of one other dimension, or by k1 x k2
-    points of two others (REGISTER_PAIRS; dims=1: not those), 1 elsewhere.
+    points of two others (REGISTER_PAIRS; dims=1: not those), 1 elsewhere; and, up to `vectors` native vectors
+    wide (REGISTER_WIDE; vectors=1: not those), two or four vectors by fewer points.
 
     Why: an update that iterates an RVar inside its pure loops carries its accumulator across the RVar loop.
     With one vector innermost that is one chain of dependent adds, bound by the add's latency, and every load of
     an operand invariant along another dimension is repeated; k unrolled points give k independent chains and
     amortize those loads k-fold (matmul: 3.2x, measured with Halide; docs/scheduler.md). Two dimensions share
     loads both ways: conv_layer's 2 rows x 4 output channels load 2 input vectors and 4 weights per 8
-    multiply-adds, where 8 rows load 8 vectors and 1 weight (2.3-2.7x faster, measured with Halide). The unroll
-    heuristic (unroll_extents) unrolls exactly these tiles, so points stay within UNROLL_LIMIT; a k that wastes
-    more than 1/7 of its dimension to rounding (_rounds_well) is not offered."""
+    multiply-adds, where 8 rows load 8 vectors and 1 weight (2.3-2.7x faster, measured with Halide). Several
+    vectors wide share each broadcast operand among them: matmul's 4 vectors x 4 columns load one element of B
+    per 4 multiply-adds instead of per one. The unroll heuristic (unroll_extents) unrolls exactly these tiles, so
+    points stay within UNROLL_LIMIT; a k or a width that wastes more than 1/7 of its dimension to rounding
+    (_rounds_well) is not offered."""
     if vector_dim >= 0 and vector_width > extents[vector_dim]:
         return []  # no whole vector fits
     out = []
 
-    def add(points: dict[int, int]) -> None:
+    def add(lanes: int, points: dict[int, int]) -> None:
         tile = [1] * len(extents)
         if vector_dim >= 0:
-            tile[vector_dim] = vector_width
+            tile[vector_dim] = lanes
         for d, k in points.items():
             tile[d] = k
         if tile != list(extents):  # the whole region is no tiling
-            out.append(tuple(tile))
+            out.append(WideTile(tile) if lanes > vector_width else tuple(tile))
+
+    def fits(d: int, k: int) -> bool:
+        return k < extents[d] and _rounds_well(extents[d], k)
 
     others = [d for d in range(len(extents)) if d != vector_dim]
-    for d in others:
-        e = extents[d]
-        ks = {k for k in REGISTER_UNROLLS if k < e and _rounds_well(e, k)}
-        if 1 < e <= UNROLL_LIMIT:
-            ks.add(e)  # the whole dimension (e.g. three channels)
-        for k in sorted(ks):
-            add({d: k})
-    if dims < 2:
-        return out
-    for d1, d2 in itertools.combinations(others, 2):
-        for k1, k2 in REGISTER_PAIRS:
-            if all(k < extents[d] and _rounds_well(extents[d], k) for d, k in ((d1, k1), (d2, k2))):
-                add({d1: k1, d2: k2})
+    widths = {1: (REGISTER_UNROLLS, REGISTER_PAIRS)} | (REGISTER_WIDE if vector_dim >= 0 else {})
+    for v, (ks, pairs) in widths.items():
+        lanes = v * vector_width
+        if v > 1 and (v > vectors or lanes > min(MAX_VECTOR, extents[vector_dim]) or
+                      not _rounds_well(extents[vector_dim], lanes)):
+            continue
+        for d in others:
+            e = extents[d]
+            chosen = {k for k in ks if fits(d, k)}
+            if 1 < e <= UNROLL_LIMIT and v * e <= MAX_ACCUMULATORS:
+                chosen.add(e)  # the whole dimension (e.g. three channels)
+            for k in sorted(chosen):
+                add(lanes, {d: k})
+        if dims >= 2:
+            for d1, d2 in itertools.combinations(others, 2):
+                for k1, k2 in pairs:
+                    if fits(d1, k1) and fits(d2, k2):
+                        add(lanes, {d1: k1, d2: k2})
     return out
 
 

@@ -6,6 +6,7 @@ reference/halide-autoschedulers.md "Pruning rules"); the constants are pinned to
 
 from __future__ import annotations
 
+import math
 
 import pytest
 
@@ -373,26 +374,60 @@ def matmul(n: int = 256) -> Pipeline:
 
 
 def test_register_tiles_are_one_vector_by_a_few_unrolled_points_of_one_other_dimension():
-    ts = tilings.register_tilings([512, 256], 0, 8)
+    ts = tilings.register_tilings([512, 256], 0, 8, vectors=1)
     assert ts == [(8, 4), (8, 8), (8, 12)]
     assert all(tilings.unroll_extents(t, 0) for t in ts)  # the unroll heuristic unrolls every one
     # 20 rows: 8 and 12 would compute 24 (a sixth more, over the seventh _sizes allows); 4 divides them
     assert tilings.register_tilings([16, 20], 0, 16) == [(16, 4)]
     # a dimension of at most UNROLL_LIMIT is unrolled whole (three channels); never the whole region
-    assert tilings.register_tilings([64, 5, 3], 0, 16) == [(16, 5, 1), (16, 1, 3)]
+    assert tilings.register_tilings([64, 5, 3], 0, 16, vectors=1) == [(16, 5, 1), (16, 1, 3)]
     assert tilings.register_tilings([16, 10], 0, 16) == []
     assert tilings.register_tilings([4, 64], 0, 8) == []  # no whole vector fits
     assert tilings.register_tilings([5, 3]) == [(5, 1), (1, 3)]  # without SIMD: unrolled scalars
 
 
+def test_register_tiles_several_vectors_wide_keep_at_most_16_accumulators():
+    """Two or four native vectors by fewer points (matmul's expert: 4 x 8 lanes by 4 columns), marked WideTile so the
+    space makes their whole extent one SIMD loop; a width that does not fit, rounds badly or passes MAX_VECTOR lanes
+    is not offered, and vectors=1 is the space before."""
+    ts = tilings.register_tilings([512, 256], 0, 8)
+    wide = [t for t in ts if isinstance(t, tilings.WideTile)]
+    assert wide == [(16, 4), (16, 8), (32, 2), (32, 4)]
+    assert [t for t in ts if t not in wide] == tilings.register_tilings([512, 256], 0, 8, vectors=1)
+    assert all(t[0] // 8 * math.prod(t[1:]) <= tilings.MAX_ACCUMULATORS for t in ts)
+    assert tilings.register_tilings([512, 256], 0, 8, vectors=2) == [t for t in ts if t[0] <= 16]
+    # 100 columns: 16 lanes round to 112 (within a seventh), 32 to 128 (not); three channels whole when 2 x 3 <= 16
+    assert [t for t in tilings.register_tilings([100, 3], 0, 8) if isinstance(t, tilings.WideTile)] == [(16, 3)]
+    assert [t for t in tilings.register_tilings([64, 5, 3], 0, 16) if isinstance(t, tilings.WideTile)] == \
+        [(32, 5, 1), (32, 1, 3), (64, 1, 3)]  # 4 x 5 = 20 accumulators: not (64, 5, 1)
+    assert all(t[0] <= 64 for t in tilings.register_tilings([4096, 64], 0, 32))  # u8 lanes: 2 x 32, not 4 x 32
+    assert not any(isinstance(t, tilings.WideTile) for t in tilings.register_tilings([5, 3]))  # no SIMD, no width
+    with pytest.raises(SearchError, match="register_tile_vectors=3: choose 1, 2 or 4"):
+        space_mod.SpaceOptions(register_tile_vectors=3)
+
+
+def test_a_wide_register_tile_is_one_simd_loop_over_its_vectors():
+    """The space's spec of a WideTile vectorizes all its lanes (vector_width = its extent), a plain tile of the same
+    extents only the native width."""
+    from ir.target import CpuTarget
+
+    sp = SearchSpace(matmul(64), CpuTarget(name="avx2-2core", cores=2, vector_bytes=32))
+    prod = sp.dag.node("prod")
+    x, y = prod.dims
+    wide = sp._spec(prod, x, [tilings.WideTile((32, 4))], parallel=False)
+    plain = sp._spec(prod, x, [(32, 4)], parallel=False)
+    assert wide.vector_width == 32 and plain.vector_width is None
+    assert wide.unroll == plain.unroll == {y: 4}
+
+
 def test_register_tiles_of_two_dimensions_share_loads_both_ways():
     """conv_layer's update (x, y, output channel c, image n): one vector by 2 x 4 or 4 x 2 points of two other
     dimensions beside the one-dimensional tiles; n (5 images) takes neither 2 nor 4 without wasting over a seventh."""
-    ts = tilings.register_tilings([100, 80, 24, 5], 0, 8)
+    ts = tilings.register_tilings([100, 80, 24, 5], 0, 8, vectors=1)
     assert [t for t in ts if sum(k > 1 for k in t[1:]) == 2] == [(8, 2, 4, 1), (8, 4, 2, 1)]
     assert (8, 1, 1, 5) in ts and all(t[3] in (1, 5) for t in ts)
     assert all(tilings.unroll_extents(t, 0) for t in ts)  # the unroll heuristic unrolls every one
-    one = tilings.register_tilings([100, 80, 24, 5], 0, 8, dims=1)  # the space before: the one-dimensional ones
+    one = tilings.register_tilings([100, 80, 24, 5], 0, 8, dims=1, vectors=1)  # the one-dimensional ones
     assert one == [t for t in ts if sum(k > 1 for k in t[1:]) == 1]
     with pytest.raises(SearchError, match="register_tile_dims=3: choose 1 or 2"):
         space_mod.SpaceOptions(register_tile_dims=3)
