@@ -462,8 +462,8 @@ def test_prior_2_counts_pages_faulted_in():
     others = [i for i in range(len(TERMS)) if i != A._PAGE_FAULTS]
     assert torch.equal(new[..., others], old[..., others])
     assert A.coefficients(2)[A._PAGE_FAULTS] == A.PAGE_FAULT_NS and A.coefficients(1)[A._PAGE_FAULTS] == 0.0005
-    with pytest.raises(ValueError, match="unknown analytical prior 4; priors: 1, 2, 3") as e:
-        A.coefficients(4)
+    with pytest.raises(ValueError, match="unknown analytical prior 5; priors: 1, 2, 3, 4") as e:
+        A.coefficients(5)
     assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="prior"):
         ModelConfig(kind="residual", prior=0)
@@ -484,6 +484,39 @@ def test_prior_3_charges_lines_at_the_measured_cost():
     sf = torch.rand(2, 3, len(featurize.schema.SCHEDULE_FEATURES), dtype=torch.float64) * 100
     pf = torch.rand(3, *PIPELINE_SHAPE)
     assert torch.equal(A.analytical_terms(pf, sf, 4.0, 3), A.analytical_terms(pf, sf, 4.0, 2))
+
+
+def test_prior_4_caps_a_vectors_footprint_by_what_its_loads_touch():
+    """Prior 4 is prior 3 except that a vector's unique bytes (lines) read are at most its loads' elements x
+    ELEMENT_BYTES (two lines per dense load, one per lane-at-a-time load): a bounding box spanning a data-dependent
+    index is capped, a footprint its loads do touch is kept, and no other term changes."""
+    from featurize.schema import SCHEDULE_INDEX as I
+    from train import analytical as A
+
+    assert [TERMS[i] for i in A.PER_VECTOR_BYTES_TERMS + A.PER_VECTOR_LINES_TERMS] == [
+        "unique_bytes_per_vector_scalars", "unique_bytes_per_vector_vectors",
+        "unique_lines_per_vector_scalars", "unique_lines_per_vector_vectors"]
+    sf = torch.zeros(1, 2, len(featurize.schema.SCHEDULE_FEATURES), dtype=torch.float64)
+    for row, (box_bytes, box_lines) in enumerate([(10752, 336), (48, 2)]):  # max_filter's vert box; a 3-tap read
+        sf[0, row, I["num_vectors"]] = 1000
+        sf[0, row, I["vector_size"]] = 8
+        sf[0, row, I["vector_loads_per_vector"]] = 2
+        sf[0, row, I["scalar_loads_per_vector"]] = 1
+        sf[0, row, I["unique_bytes_read_per_vector"]] = box_bytes
+        sf[0, row, I["unique_lines_read_per_vector"]] = box_lines
+    pf = torch.rand(2, *PIPELINE_SHAPE)
+    t3, t4 = (A.analytical_terms(pf, sf, 4.0, prior) for prior in (3, 4))
+    vb, vl = A.PER_VECTOR_BYTES_TERMS[1], A.PER_VECTOR_LINES_TERMS[1]
+    bound_bytes, bound_lines = (2 * 8 + 1) * A.ELEMENT_BYTES, 2 * 2 + 1
+    assert t4[0, 0, vb] == 1000 * bound_bytes and t4[0, 0, vl] == 1000 * bound_lines  # the box: capped (one task)
+    assert torch.equal(t4[0, 1], t3[0, 1])  # within what its loads touch: as before
+    others = [i for i in range(len(TERMS)) if i not in (vb, vl)]
+    assert torch.equal(t4[..., others], t3[..., others])
+    big = torch.rand(2, 3, len(featurize.schema.SCHEDULE_FEATURES), dtype=torch.float64) * 100
+    pf3 = torch.rand(3, *PIPELINE_SHAPE)
+    assert (A.analytical_terms(pf3, big, 4.0, 4) <= A.analytical_terms(pf3, big, 4.0, 3)).all()  # never charges more
+    assert np.array_equal(A.coefficients(4), A.coefficients(3))
+    assert ModelConfig(kind="calibrated", prior=4).prior == 4
 
 
 def test_residual_models_keep_the_prior_they_were_trained_on(apps):

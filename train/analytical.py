@@ -17,6 +17,12 @@ Priors are versioned, because the `residual` model learns corrections to one of 
      32 5x5 stencils compiled by Halide (benchmarks/line_cost_prior.py), column strips 32-96 wide cost 4.7-10.7x
      what prior 2 charges for their extra lines; 4 is below that range, so prior 3 still undercharges rather than
      over. Without it beam search chose column strips for stencil_chain, 1.7x slower than row tasks.
+  4. prior 3 with a vector's unique bytes and lines read capped by what its loads can touch. The features take a
+     vector's footprint as the bounding box of its reads, so a data-dependent index (max_filter's slice, lens_blur's
+     depth, local_laplacian's pyramid level) or two taps far apart count the whole box between them: max_filter's
+     vert read 10 KB per 8-lane vector by that box where its two dense loads touch 64 bytes. A vector touches at
+     most (dense vector loads x lanes + lane-at-a-time loads) elements of at most ELEMENT_BYTES each, and at most
+     two lines per dense load and one per lane-at-a-time load: a bound that never charges less than is read.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ COEFFICIENTS = np.array([
 ])
 PAGE_BYTES = 4096
 _PAGE_FAULTS = 22  # the page-fault term's index in train.model.TERMS (tests/test_train_model.py checks it)
-PRIORS = (1, 2, 3)
+PRIORS = (1, 2, 3, 4)
 PRIOR = 3  # the analytical model's prior; ModelConfig.prior says which one a residual model corrects
 MMAP_THRESHOLD = 32 << 20  # bytes: glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit (mallopt(3): dynamic threshold)
 PAGE_FAULT_NS = 250.0  # prior 2: nanoseconds per 4 KiB page faulted in (measured here: 210-280 ns, benchmarks/page_fault_prior.py)
@@ -48,6 +54,10 @@ COMPUTE_TERMS = slice(0, 4)
 # load_lines_per_realization, unique_lines_per_task, store_lines_parallel / _output / _other
 LINE_TERMS = (4, 14, 15, 16, 17)
 LINE_SCALE = 4.0  # prior 3: what a line costs on this machine over prior 2's charge (benchmarks/line_cost_prior.py)
+# prior 4: the four terms of a vector's (or scalar's) unique bytes and lines read, and the widest element a load reads
+PER_VECTOR_BYTES_TERMS = (9, 10)  # unique_bytes_per_vector_scalars / _vectors
+PER_VECTOR_LINES_TERMS = (11, 12)  # unique_lines_per_vector_scalars / _vectors
+ELEMENT_BYTES = 8
 OPS = [PIPELINE_ROWS.index(op) for op in OP_TYPES if op not in ("Variable", "Param", "Const", "Let")]
 
 
@@ -97,12 +107,33 @@ def analytical_terms(pipeline_features, schedule_features, cores: float, prior: 
     terms = cost_terms(sf, float(cores)).clone()
     if prior >= 2:
         terms[..., _PAGE_FAULTS] = pages_faulted(sf)
+    if prior >= 4:
+        _cap_vector_footprints(terms, sf)
     ops = pipeline_features[:, OPS, :].sum((1, 2)).to(sf.dtype).clamp_min(1)  # ops per point of each stage
     x = sf.clamp_min(0)
     tasks = (x[..., SCHEDULE_INDEX["inner_parallelism"]] * x[..., SCHEDULE_INDEX["outer_parallelism"]]).clamp_min(1)
     terms[..., COMPUTE_TERMS] = terms[..., COMPUTE_TERMS] * ops[:, None]
     terms[..., PARALLEL_TERMS] = terms[..., PARALLEL_TERMS] / torch.clamp(tasks, max=float(cores))[..., None]
     return terms
+
+
+def _cap_vector_footprints(terms, schedule_features) -> None:
+    """Prior 4, in place: each per-vector unique bytes / lines term at most what the vector's loads can touch (its
+    dense loads' lanes and its lane-at-a-time loads, ELEMENT_BYTES each; two lines per dense load, one per other)."""
+    import torch
+
+    x = schedule_features.clamp_min(0)
+
+    def f(name):
+        return x[..., SCHEDULE_INDEX[name]]
+
+    dense, lanewise = f("vector_loads_per_vector"), f("scalar_loads_per_vector")
+    elements = dense * f("vector_size").clamp_min(1) + lanewise
+    byte_bound, line_bound = elements * ELEMENT_BYTES, 2 * dense + lanewise
+    for k, count in zip(PER_VECTOR_BYTES_TERMS, (f("num_scalars"), f("num_vectors"))):
+        terms[..., k] = torch.minimum(terms[..., k], count * byte_bound)
+    for k, count in zip(PER_VECTOR_LINES_TERMS, (f("num_scalars"), f("num_vectors"))):
+        terms[..., k] = torch.minimum(terms[..., k], count * line_bound)
 
 
 def analytical_charges_ns(pipeline_features: np.ndarray, schedule_features: np.ndarray, cores: int,
