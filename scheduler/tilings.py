@@ -106,7 +106,7 @@ REGISTER_PAIRS = ((2, 4), (4, 2))  # points of two unrolled dimensions: 8 accumu
 # registers): matmul's expert tile is 4 vectors x 4 columns, conv_layer's 2 vectors x 2 rows x 4 channels
 REGISTER_WIDE = {2: ((4, 8), REGISTER_PAIRS), 4: ((2, 4), ())}
 MAX_ACCUMULATORS = 16
-REGISTER_VECTORS = (1, 2, 4)  # the widths (in native vectors) register_tilings may offer, and SpaceOptions accepts
+REGISTER_VECTORS = (1, *REGISTER_WIDE)  # the widths (in native vectors) register_tilings offers, SpaceOptions accepts
 
 
 class WideTile(tuple):

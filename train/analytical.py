@@ -107,33 +107,30 @@ def analytical_terms(pipeline_features, schedule_features, cores: float, prior: 
     terms = cost_terms(sf, float(cores)).clone()
     if prior >= 2:
         terms[..., _PAGE_FAULTS] = pages_faulted(sf)
-    if prior >= 4:
-        _cap_vector_footprints(terms, sf)
-    ops = pipeline_features[:, OPS, :].sum((1, 2)).to(sf.dtype).clamp_min(1)  # ops per point of each stage
     x = sf.clamp_min(0)
+    if prior >= 4:
+        _cap_vector_footprints(terms, x)
+    ops = pipeline_features[:, OPS, :].sum((1, 2)).to(sf.dtype).clamp_min(1)  # ops per point of each stage
     tasks = (x[..., SCHEDULE_INDEX["inner_parallelism"]] * x[..., SCHEDULE_INDEX["outer_parallelism"]]).clamp_min(1)
     terms[..., COMPUTE_TERMS] = terms[..., COMPUTE_TERMS] * ops[:, None]
     terms[..., PARALLEL_TERMS] = terms[..., PARALLEL_TERMS] / torch.clamp(tasks, max=float(cores))[..., None]
     return terms
 
 
-def _cap_vector_footprints(terms, schedule_features) -> None:
+def _cap_vector_footprints(terms, x) -> None:
     """Prior 4, in place: each per-vector unique bytes / lines term at most what the vector's loads can touch (its
-    dense loads' lanes and its lane-at-a-time loads, ELEMENT_BYTES each; two lines per dense load, one per other)."""
+    dense loads' lanes and its lane-at-a-time loads, ELEMENT_BYTES each; two lines per dense load, one per other).
+    `x`: the schedule features, clamped at 0."""
     import torch
 
-    x = schedule_features.clamp_min(0)
-
-    def f(name):
-        return x[..., SCHEDULE_INDEX[name]]
-
-    dense, lanewise = f("vector_loads_per_vector"), f("scalar_loads_per_vector")
-    elements = dense * f("vector_size").clamp_min(1) + lanewise
+    dense = x[..., SCHEDULE_INDEX["vector_loads_per_vector"]]
+    lanewise = x[..., SCHEDULE_INDEX["scalar_loads_per_vector"]]
+    elements = dense * x[..., SCHEDULE_INDEX["vector_size"]].clamp_min(1) + lanewise
     byte_bound, line_bound = elements * ELEMENT_BYTES, 2 * dense + lanewise
-    for k, count in zip(PER_VECTOR_BYTES_TERMS, (f("num_scalars"), f("num_vectors"))):
-        terms[..., k] = torch.minimum(terms[..., k], count * byte_bound)
-    for k, count in zip(PER_VECTOR_LINES_TERMS, (f("num_scalars"), f("num_vectors"))):
-        terms[..., k] = torch.minimum(terms[..., k], count * line_bound)
+    counts = (x[..., SCHEDULE_INDEX["num_scalars"]], x[..., SCHEDULE_INDEX["num_vectors"]])
+    for kb, kl, count in zip(PER_VECTOR_BYTES_TERMS, PER_VECTOR_LINES_TERMS, counts):
+        terms[..., kb] = torch.minimum(terms[..., kb], count * byte_bound)
+        terms[..., kl] = torch.minimum(terms[..., kl], count * line_bound)
 
 
 def analytical_charges_ns(pipeline_features: np.ndarray, schedule_features: np.ndarray, cores: int,
