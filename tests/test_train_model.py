@@ -462,8 +462,8 @@ def test_prior_2_counts_pages_faulted_in():
     others = [i for i in range(len(TERMS)) if i != A._PAGE_FAULTS]
     assert torch.equal(new[..., others], old[..., others])
     assert A.coefficients(2)[A._PAGE_FAULTS] == A.PAGE_FAULT_NS and A.coefficients(1)[A._PAGE_FAULTS] == 0.0005
-    with pytest.raises(ValueError, match="unknown analytical prior 5; priors: 1, 2, 3, 4") as e:
-        A.coefficients(5)
+    with pytest.raises(ValueError, match="unknown analytical prior 6; priors: 1, 2, 3, 4, 5") as e:
+        A.coefficients(6)
     assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="prior"):
         ModelConfig(kind="residual", prior=0)
@@ -484,6 +484,20 @@ def test_prior_3_charges_lines_at_the_measured_cost():
     sf = torch.rand(2, 3, len(featurize.schema.SCHEDULE_FEATURES), dtype=torch.float64) * 100
     pf = torch.rand(3, *PIPELINE_SHAPE)
     assert torch.equal(A.analytical_terms(pf, sf, 4.0, 3), A.analytical_terms(pf, sf, 4.0, 2))
+
+
+def _check_a_cap_of_prior_3(prior: int, t3, t, capped: tuple[int, ...]) -> None:
+    """A prior that caps terms of prior 3: its terms `t` equal prior 3's `t3` outside `capped`, it never charges more
+    than prior 3 on random features, its coefficients are prior 3's, and a model can correct it."""
+    from train import analytical as A
+
+    others = [i for i in range(len(TERMS)) if i not in capped]
+    assert torch.equal(t[..., others], t3[..., others])
+    big = torch.rand(2, 3, len(featurize.schema.SCHEDULE_FEATURES), dtype=torch.float64) * 100
+    pf = torch.rand(3, *PIPELINE_SHAPE)
+    assert (A.analytical_terms(pf, big, 4.0, prior) <= A.analytical_terms(pf, big, 4.0, 3)).all()
+    assert np.array_equal(A.coefficients(prior), A.coefficients(3))
+    assert ModelConfig(kind="calibrated", prior=prior).prior == prior
 
 
 def test_prior_4_caps_a_vectors_footprint_by_what_its_loads_touch():
@@ -510,13 +524,52 @@ def test_prior_4_caps_a_vectors_footprint_by_what_its_loads_touch():
     bound_bytes, bound_lines = (2 * 8 + 1) * A.ELEMENT_BYTES, 2 * 2 + 1
     assert t4[0, 0, vb] == 1000 * bound_bytes and t4[0, 0, vl] == 1000 * bound_lines  # the box: capped (one task)
     assert torch.equal(t4[0, 1], t3[0, 1])  # within what its loads touch: as before
-    others = [i for i in range(len(TERMS)) if i not in (vb, vl)]
-    assert torch.equal(t4[..., others], t3[..., others])
-    big = torch.rand(2, 3, len(featurize.schema.SCHEDULE_FEATURES), dtype=torch.float64) * 100
-    pf3 = torch.rand(3, *PIPELINE_SHAPE)
-    assert (A.analytical_terms(pf3, big, 4.0, 4) <= A.analytical_terms(pf3, big, 4.0, 3)).all()  # never charges more
-    assert np.array_equal(A.coefficients(4), A.coefficients(3))
-    assert ModelConfig(kind="calibrated", prior=4).prior == 4
+    _check_a_cap_of_prior_3(4, t3, t4, capped=(vb, vl))
+
+
+def test_prior_5_caps_footprints_by_the_cache_lines_their_loads_touch():
+    """Prior 5 is prior 3 except that a vector's and a realization's unique bytes read are at most LINE_BYTES per
+    cache line their loads can touch (two per dense load, one per lane-at-a-time or scalar load), their lines at most
+    that many, and a realization's lines shrink with its bytes: max_filter's vert, whose data-dependent slice makes
+    its boxes span the task's whole vert_log, is capped; a stencil's boxes are kept, and so are those of a stage
+    that gathers (local_laplacian's gPyramid: its lanes scatter over the box); no other term changes, and it never
+    charges more than prior 3."""
+    from featurize.schema import SCHEDULE_INDEX as I
+    from train import analytical as A
+
+    assert (TERMS[A.PER_REALIZATION_BYTES_TERM], TERMS[A.PER_REALIZATION_LINES_TERM]) == (
+        "load_bytes_per_realization", "load_lines_per_realization")
+    sf = torch.zeros(1, 3, len(featurize.schema.SCHEDULE_FEATURES), dtype=torch.float64)
+    # max_filter's expert vert (featurized at full size); a 3x3 stencil realized per 8 x 32 tile; a gather of 8 lanes
+    rows = [dict(num_realizations=46080, points_computed_per_realization=8736, num_vectors=5.032e7,
+                 vector_size=8, vector_loads_per_vector=2, scalar_loads_per_vector=7,
+                 unique_bytes_read_per_realization=1.935e7, unique_lines_read_per_realization=15710,
+                 unique_bytes_read_per_vector=10560, unique_lines_read_per_vector=331),
+            dict(num_realizations=100, points_computed_per_realization=256, num_vectors=3200, vector_size=8,
+                 vector_loads_per_vector=9, unique_bytes_read_per_realization=34 * 10 * 4,
+                 unique_lines_read_per_realization=10, unique_bytes_read_per_vector=10 * 3 * 4,
+                 unique_lines_read_per_vector=3),
+            dict(num_realizations=10, points_computed_per_realization=64, num_vectors=80, vector_size=8,
+                 scalar_loads_per_vector=8, unique_bytes_read_per_realization=1e6,
+                 unique_lines_read_per_realization=400, unique_bytes_read_per_vector=7204,
+                 unique_lines_read_per_vector=200)]
+    for row, values in enumerate(rows):
+        for name, value in values.items():
+            sf[0, row, I[name]] = value
+    pf = torch.rand(3, *PIPELINE_SHAPE)
+    t3, t5 = (A.analytical_terms(pf, sf, 1.0, prior) for prior in (3, 5))
+    vb, vl = A.PER_VECTOR_BYTES_TERMS[1], A.PER_VECTOR_LINES_TERMS[1]
+    kb, kl = A.PER_REALIZATION_BYTES_TERM, A.PER_REALIZATION_LINES_TERM
+    vector_lines = 2 * 2 + 7
+    assert t5[0, 0, vb].item() == pytest.approx(5.032e7 * vector_lines * A.LINE_BYTES, rel=1e-9)
+    assert t5[0, 0, vl].item() == pytest.approx(5.032e7 * vector_lines, rel=1e-9)
+    lines = 8736 * vector_lines / 8  # per realization
+    kept = lines * A.LINE_BYTES / 1.935e7
+    assert t5[0, 0, kb].item() == pytest.approx(46080 * lines * A.LINE_BYTES, rel=1e-9)
+    assert t5[0, 0, kl].item() == pytest.approx(46080 * 15710 * kept, rel=1e-9)
+    assert torch.equal(t5[0, 1], t3[0, 1])  # a stencil's boxes are within what its loads touch: as before
+    assert torch.equal(t5[0, 2], t3[0, 2])  # a gather's box is kept, though its 8 lanes touch 8 lines at most
+    _check_a_cap_of_prior_3(5, t3, t5, capped=(vb, vl, kb, kl))
 
 
 def test_residual_models_keep_the_prior_they_were_trained_on(apps):

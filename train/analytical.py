@@ -23,6 +23,15 @@ Priors are versioned, because the `residual` model learns corrections to one of 
      vert read 10 KB per 8-lane vector by that box where its two dense loads touch 64 bytes. A vector touches at
      most (dense vector loads x lanes + lane-at-a-time loads) elements of at most ELEMENT_BYTES each, and at most
      two lines per dense load and one per lane-at-a-time load: a bound that never charges less than is read.
+  5. prior 3 with a vector's and a realization's unique bytes read capped by the cache lines their loads can touch:
+     two per dense load, one per lane-at-a-time (gather, broadcast) or scalar load, LINE_BYTES each; their lines at
+     most that many, and a realization's lines shrunk by the fraction its bytes kept (the box shrinks along its
+     outer dimensions, where the apps' data-dependent indices are, keeping its lines' length). The per-realization
+     box is where a data-dependent index costs most: max_filter's expert vert is charged 19 MB per realization (all
+     6 slices of every row of its task's vert_log), 14.7 s of the 19.5 s the model charged for a 142 ms run. A stage
+     that gathers keeps its boxes: its lanes scatter over them, and capping them (prior 4, and prior 5's first
+     version) made beam pick local_laplacian and lens_blur schedules 0.7-0.96x as fast. Its broadcasts and dense loads
+     read one place per vector whatever their index, so there a data-dependent index only inflates the box.
 """
 
 from __future__ import annotations
@@ -44,7 +53,7 @@ COEFFICIENTS = np.array([
 ])
 PAGE_BYTES = 4096
 _PAGE_FAULTS = 22  # the page-fault term's index in train.model.TERMS (tests/test_train_model.py checks it)
-PRIORS = (1, 2, 3, 4)
+PRIORS = (1, 2, 3, 4, 5)
 PRIOR = 3  # the analytical model's prior; ModelConfig.prior says which one a residual model corrects
 MMAP_THRESHOLD = 32 << 20  # bytes: glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit (mallopt(3): dynamic threshold)
 PAGE_FAULT_NS = 250.0  # prior 2: nanoseconds per 4 KiB page faulted in (measured here: 210-280 ns, benchmarks/page_fault_prior.py)
@@ -58,6 +67,14 @@ LINE_SCALE = 4.0  # prior 3: what a line costs on this machine over prior 2's ch
 PER_VECTOR_BYTES_TERMS = (9, 10)  # unique_bytes_per_vector_scalars / _vectors
 PER_VECTOR_LINES_TERMS = (11, 12)  # unique_lines_per_vector_scalars / _vectors
 ELEMENT_BYTES = 8
+LINE_BYTES = 64  # prior 5: a cache line
+# prior 5: the per-realization unique bytes and lines read (train.model.TERMS 5 and 4)
+PER_REALIZATION_BYTES_TERM, PER_REALIZATION_LINES_TERM = 5, 4
+# what each prior does beyond Appendix B's terms: page faults (2), costlier lines (3), footprint caps (4, 5)
+_FRESH_PAGES = {2, 3, 4, 5}
+_LINE_COST = {3, 4, 5}
+_VECTOR_CAP = {4}
+_LINE_CAP = {5}
 OPS = [PIPELINE_ROWS.index(op) for op in OP_TYPES if op not in ("Variable", "Param", "Const", "Let")]
 
 
@@ -65,9 +82,9 @@ def coefficients(prior: int = PRIOR) -> np.ndarray:
     """The fixed cost per unit of each term under `prior`, in nanoseconds."""
     check_prior(prior)
     c = COEFFICIENTS.copy()
-    if prior >= 2:
+    if prior in _FRESH_PAGES:
         c[_PAGE_FAULTS] = PAGE_FAULT_NS
-    if prior >= 3:
+    if prior in _LINE_COST:
         c[list(LINE_TERMS)] *= LINE_SCALE
     return c
 
@@ -105,11 +122,13 @@ def analytical_terms(pipeline_features, schedule_features, cores: float, prior: 
     check_prior(prior)
     sf = schedule_features
     terms = cost_terms(sf, float(cores)).clone()
-    if prior >= 2:
+    if prior in _FRESH_PAGES:
         terms[..., _PAGE_FAULTS] = pages_faulted(sf)
     x = sf.clamp_min(0)
-    if prior >= 4:
+    if prior in _VECTOR_CAP:
         _cap_vector_footprints(terms, x)
+    if prior in _LINE_CAP:
+        _cap_footprints_by_lines(terms, x)
     ops = pipeline_features[:, OPS, :].sum((1, 2)).to(sf.dtype).clamp_min(1)  # ops per point of each stage
     tasks = (x[..., SCHEDULE_INDEX["inner_parallelism"]] * x[..., SCHEDULE_INDEX["outer_parallelism"]]).clamp_min(1)
     terms[..., COMPUTE_TERMS] = terms[..., COMPUTE_TERMS] * ops[:, None]
@@ -131,6 +150,38 @@ def _cap_vector_footprints(terms, x) -> None:
     for kb, kl, count in zip(PER_VECTOR_BYTES_TERMS, PER_VECTOR_LINES_TERMS, counts):
         terms[..., kb] = torch.minimum(terms[..., kb], count * byte_bound)
         terms[..., kl] = torch.minimum(terms[..., kl], count * line_bound)
+
+
+def _cap_footprints_by_lines(terms, x) -> None:
+    """Prior 5, in place: a vector's and a realization's unique bytes read at most LINE_BYTES per cache line its loads
+    can touch (two per dense load, one per lane-at-a-time load, one per scalar load), their lines at most that
+    many; a realization's lines shrink by the fraction its bytes kept. A stage that gathers keeps its boxes. `x`:
+    the schedule features, clamped at 0."""
+    import torch
+
+    f = {name: x[..., SCHEDULE_INDEX[name]] for name in (
+        "num_vectors", "num_scalars", "vector_size", "vector_loads_per_vector", "scalar_loads_per_vector",
+        "scalar_loads_per_scalar", "points_computed_per_realization", "num_realizations",
+        "unique_bytes_read_per_realization")}
+    lanes = f["vector_size"].clamp_min(1)
+    # featurize counts a gather as `lanes` lane-at-a-time loads and a broadcast as one: fewer than a vector's lanes
+    # of them are broadcasts, which read one place per vector whatever their index
+    uniform = (lanes == 1) | (f["scalar_loads_per_vector"] < lanes)
+    vector_lines = 2 * f["vector_loads_per_vector"] + f["scalar_loads_per_vector"]
+    scalar_lines = f["scalar_loads_per_scalar"]
+    for kb, kl, count, bound in zip(PER_VECTOR_BYTES_TERMS, PER_VECTOR_LINES_TERMS,
+                                    (f["num_scalars"], f["num_vectors"]), (scalar_lines, vector_lines)):
+        terms[..., kb] = torch.where(uniform, terms[..., kb].clamp_max(count * bound * LINE_BYTES), terms[..., kb])
+        terms[..., kl] = torch.where(uniform, terms[..., kl].clamp_max(count * bound), terms[..., kl])
+    points = f["num_vectors"] * lanes + f["num_scalars"]
+    per_point = (f["num_vectors"] * vector_lines + f["num_scalars"] * scalar_lines) / points.clamp_min(1)
+    lines = f["num_realizations"] * f["points_computed_per_realization"] * per_point
+    box = f["num_realizations"] * f["unique_bytes_read_per_realization"]
+    kept = torch.where(uniform & (box > lines * LINE_BYTES), lines * LINE_BYTES / box.clamp_min(1e-30),
+                       torch.ones_like(box))
+    kb, kl = PER_REALIZATION_BYTES_TERM, PER_REALIZATION_LINES_TERM
+    terms[..., kb] = terms[..., kb] * kept
+    terms[..., kl] = torch.where(uniform, torch.minimum(terms[..., kl] * kept, lines), terms[..., kl])
 
 
 def analytical_charges_ns(pipeline_features: np.ndarray, schedule_features: np.ndarray, cores: int,

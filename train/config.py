@@ -10,7 +10,7 @@ from ir.progress import ProgressSetting
 # the names a config accepts, one place for every config that names them (the job's, evaluate.compare's)
 ModelKind = Literal["hybrid", "mlp", "residual", "calibrated"]  # train.model.MODEL_KINDS
 LossName = Literal["relative_throughput", "pairwise_rank", "lambdarank"]  # train.loss.LOSSES
-AnalyticalPrior = Literal[1, 2, 3, 4]  # train.analytical.PRIORS
+AnalyticalPrior = Literal[1, 2, 3, 4, 5]  # train.analytical.PRIORS
 
 
 @dataclass(frozen=True)

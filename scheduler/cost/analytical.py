@@ -3,7 +3,8 @@ nanosecond costs, train.analytical) and the parallel speed-up made explicit, so 
 any model is trained, and so it can be evaluated on stored features like any model.
 
 `analytical` is the current prior (train.analytical.PRIOR); `analytical:1` and `analytical:2` earlier ones and
-`analytical:4` a candidate (docs/train.md), kept so that searches and benchmarks can set them side by side."""
+`analytical:4` and `analytical:5` candidates (docs/train.md), kept so that searches and benchmarks can set them side
+by side."""
 
 from __future__ import annotations
 
