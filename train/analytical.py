@@ -53,7 +53,6 @@ COEFFICIENTS = np.array([
 ])
 PAGE_BYTES = 4096
 _PAGE_FAULTS = 22  # the page-fault term's index in train.model.TERMS (tests/test_train_model.py checks it)
-PRIORS = (1, 2, 3, 4, 5)
 PRIOR = 3  # the analytical model's prior; ModelConfig.prior says which one a residual model corrects
 MMAP_THRESHOLD = 32 << 20  # bytes: glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit (mallopt(3): dynamic threshold)
 PAGE_FAULT_NS = 250.0  # prior 2: nanoseconds per 4 KiB page faulted in (measured here: 210-280 ns, benchmarks/page_fault_prior.py)
@@ -70,21 +69,23 @@ ELEMENT_BYTES = 8
 LINE_BYTES = 64  # prior 5: a cache line
 # prior 5: the per-realization unique bytes and lines read (train.model.TERMS 5 and 4)
 PER_REALIZATION_BYTES_TERM, PER_REALIZATION_LINES_TERM = 5, 4
-# what each prior does beyond Appendix B's terms: page faults (2), costlier lines (3), footprint caps (4, 5)
-_FRESH_PAGES = {2, 3, 4, 5}
-_LINE_COST = {3, 4, 5}
-_VECTOR_CAP = {4}
-_LINE_CAP = {5}
+# what each prior does beyond Appendix B's terms, the one list of priors: pages faulted in fresh (2), lines at
+# their measured cost (3), a vector's footprint capped by its elements (4), footprints capped by lines where no
+# lane gathers (5)
+PRIOR_PARTS = {1: frozenset(), 2: frozenset({"fresh_pages"}), 3: frozenset({"fresh_pages", "line_cost"}),
+               4: frozenset({"fresh_pages", "line_cost", "vector_cap"}),
+               5: frozenset({"fresh_pages", "line_cost", "line_cap"})}
+PRIORS = tuple(PRIOR_PARTS)
 OPS = [PIPELINE_ROWS.index(op) for op in OP_TYPES if op not in ("Variable", "Param", "Const", "Let")]
 
 
 def coefficients(prior: int = PRIOR) -> np.ndarray:
     """The fixed cost per unit of each term under `prior`, in nanoseconds."""
     check_prior(prior)
-    c = COEFFICIENTS.copy()
-    if prior in _FRESH_PAGES:
+    c, parts = COEFFICIENTS.copy(), PRIOR_PARTS[prior]
+    if "fresh_pages" in parts:
         c[_PAGE_FAULTS] = PAGE_FAULT_NS
-    if prior in _LINE_COST:
+    if "line_cost" in parts:
         c[list(LINE_TERMS)] *= LINE_SCALE
     return c
 
@@ -121,13 +122,13 @@ def analytical_terms(pipeline_features, schedule_features, cores: float, prior: 
 
     check_prior(prior)
     sf = schedule_features
-    terms = cost_terms(sf, float(cores)).clone()
-    if prior in _FRESH_PAGES:
+    terms, parts = cost_terms(sf, float(cores)).clone(), PRIOR_PARTS[prior]
+    if "fresh_pages" in parts:
         terms[..., _PAGE_FAULTS] = pages_faulted(sf)
     x = sf.clamp_min(0)
-    if prior in _VECTOR_CAP:
+    if "vector_cap" in parts:
         _cap_vector_footprints(terms, x)
-    if prior in _LINE_CAP:
+    if "line_cap" in parts:
         _cap_footprints_by_lines(terms, x)
     ops = pipeline_features[:, OPS, :].sum((1, 2)).to(sf.dtype).clamp_min(1)  # ops per point of each stage
     tasks = (x[..., SCHEDULE_INDEX["inner_parallelism"]] * x[..., SCHEDULE_INDEX["outer_parallelism"]]).clamp_min(1)
