@@ -334,7 +334,7 @@ def test_cost_model_registry_toy_model_and_unknown_name(monkeypatch):
 
 
 def test_analytical_priors_by_name():
-    """`analytical` is the current prior, `analytical:1` and `analytical:2` earlier ones (side by side in benchmarks);
+    """`analytical` is the current prior, `analytical:1` to `analytical:4` earlier ones (side by side in benchmarks);
     an unknown prior is a one-line error."""
     from train.analytical import PRIOR
 
@@ -342,12 +342,14 @@ def test_analytical_priors_by_name():
     current, first, second = (load_model(m, target) for m in ("analytical", "analytical:1", "analytical:2"))
     assert (current.prior, first.prior, second.prior) == (PRIOR, 1, 2) and first.name == "analytical:1"
     assert current.name == "analytical" and second.name == "analytical:2"
-    assert [load_model(f"analytical:{k}", target).prior for k in (4, 5)] == [4, 5]  # candidates (docs/train.md)
+    earlier = [load_model(f"analytical:{k}", target) for k in (3, 4)]  # the previous default, a candidate not kept
+    assert [m.prior for m in earlier] == [3, 4] and earlier[0].name == "analytical:3"
+    assert load_model(f"analytical:{PRIOR}", target).name == "analytical"  # the current prior by number is itself
     p = get_app("blur").build("small")
     s = autoschedule(p, model="analytical:1", algorithm="greedy")
     assert s.stats.model == "analytical:1"
     assert_correct(p, s.loopnest)
-    with pytest.raises(SearchError, match=r"no analytical prior '7'; write analytical \(prior 3\) or analytical:<prior>"):
+    with pytest.raises(SearchError, match=rf"no analytical prior '7'; write analytical \(prior {PRIOR}\) or analytical:<prior>"):
         load_model("analytical:7", target)
 
 

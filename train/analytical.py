@@ -23,7 +23,9 @@ Priors are versioned, because the `residual` model learns corrections to one of 
      vert read 10 KB per 8-lane vector by that box where its two dense loads touch 64 bytes. A vector touches at
      most (dense vector loads x lanes + lane-at-a-time loads) elements of at most ELEMENT_BYTES each, and at most
      two lines per dense load and one per lane-at-a-time load: a bound that never charges less than is read.
-  5. prior 3 with a vector's and a realization's unique bytes read capped by the cache lines their loads can touch:
+  5. (the default since 2026-11-29: max_filter's beam and greedy schedules 1.5-2.0x faster in four runs, the other
+     apps within noise; docs/train.md) prior 3 with a vector's and a realization's unique bytes read capped by the
+     cache lines their loads can touch:
      two per dense load, one per lane-at-a-time (gather, broadcast) or scalar load, LINE_BYTES each; their lines at
      most that many, and a realization's lines shrunk by the fraction its bytes kept (the box shrinks along its
      outer dimensions, where the apps' data-dependent indices are, keeping its lines' length). The per-realization
@@ -53,7 +55,7 @@ COEFFICIENTS = np.array([
 ])
 PAGE_BYTES = 4096
 _PAGE_FAULTS = 22  # the page-fault term's index in train.model.TERMS (tests/test_train_model.py checks it)
-PRIOR = 3  # the analytical model's prior; ModelConfig.prior says which one a residual model corrects
+PRIOR = 5  # the analytical model's prior (5 since 2026-11-29, docs/train.md); ModelConfig.prior says which one a residual model corrects
 MMAP_THRESHOLD = 32 << 20  # bytes: glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit (mallopt(3): dynamic threshold)
 PAGE_FAULT_NS = 250.0  # prior 2: nanoseconds per 4 KiB page faulted in (measured here: 210-280 ns, benchmarks/page_fault_prior.py)
 PARALLEL_TERMS = slice(0, 21)  # compute, loads and stores divide among the cores running tasks

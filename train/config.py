@@ -7,6 +7,8 @@ from typing import Literal
 
 from ir.progress import ProgressSetting
 
+from .analytical import PRIOR
+
 # the names a config accepts, one place for every config that names them (the job's, evaluate.compare's)
 ModelKind = Literal["hybrid", "mlp", "residual", "calibrated"]  # train.model.MODEL_KINDS
 LossName = Literal["relative_throughput", "pairwise_rank", "lambdarank"]  # train.loss.LOSSES
@@ -28,7 +30,7 @@ class TrainConfig:
     embedding: int = 24  # width of the hybrid model's embeddings
     hidden: int = 64  # width of the MLP model
     residual_range: float = 1.0  # residual model: each coefficient within e^-r..e^r of the analytical model's
-    prior: AnalyticalPrior = 3  # residual model: the analytical prior it corrects (train.analytical.PRIORS; 3 is the current)
+    prior: AnalyticalPrior = PRIOR  # residual model: the analytical prior it corrects (train.analytical.PRIORS)
     batch_size: int = 64  # most schedules in one batch (each batch holds one pipeline's schedules)
     min_schedules: int = 8  # pipelines with fewer measured schedules are skipped
     val_fraction: float = 0.125  # share of pipelines (by hash) held out for validation
