@@ -9,6 +9,7 @@ default). A failure is a row with its status, never a missing app.
 
     python benchmarks/learned_vs_analytical.py --apps blur,unsharp,harris,max_filter,camera_pipe
     python benchmarks/learned_vs_analytical.py --models models:/schedlab-host/4,analytical --tracking-uri ...
+    python benchmarks/learned_vs_analytical.py --models analytical:3,analytical --algorithm greedy  # two priors
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default="builtin,analytical",
                     help="cost models, comma-separated; ratios are over the last one")
     ap.add_argument("--backend", default="halide", help="what every LoopNest is compiled with")
+    ap.add_argument("--algorithm", default="beam", choices=("beam", "greedy"), help="the search under every model")
     ap.add_argument("--beam-size", type=int, default=8)
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--tracking-uri", default=None)
@@ -49,7 +51,8 @@ def main(argv=None) -> int:
     loaded = {m: load_model(m, target, a.tracking_uri, backend=a.backend, allow_mismatch=True) for m in models}
     print(f"{len(models)} models: " + "; ".join(f"{m} = {c.name} (learned {c.backend or 'nothing'})"
                                                 for m, c in loaded.items()))
-    print(f"beam {a.beam_size} x {a.passes}, every LoopNest compiled by {a.backend}, apps at size {a.size}")
+    search = f"beam {a.beam_size} x {a.passes}" if a.algorithm == "beam" else "greedy"
+    print(f"{search}, every LoopNest compiled by {a.backend}, apps at size {a.size}")
     cols = ["naive", "expert", *models]
     print(f"{'app':16s} " + " ".join(f"{c[:18]:>18s}" for c in cols) + "   " +
           " ".join(f"{m[:14] + '/' + models[-1][:8]:>24s}" for m in models[:-1]))
@@ -61,8 +64,8 @@ def main(argv=None) -> int:
         p = app.build(a.size)
         lns = [naive_schedule(p), app.schedule(p, target)]
         for m in models:
-            s = autoschedule(p, target, model=loaded[m], algorithm="beam", beam_size=a.beam_size, passes=a.passes,
-                             backend=a.backend, allow_mismatch=True)
+            s = autoschedule(p, target, model=loaded[m], algorithm=a.algorithm, beam_size=a.beam_size,
+                             passes=a.passes, backend=a.backend, allow_mismatch=True)
             lns.append(s.loopnest)
         inputs, expected = reference(p)
         results = measure_loopnest_results(p, lns, target, inputs, expected, backend=a.backend)
