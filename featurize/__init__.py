@@ -4,7 +4,7 @@
     f = featurize(pipeline, loopnest, target="host")
     f.stages                    # [(func, stage index), ...] in DAG order
     f.pipeline                  # float32 [n_stages, 40, 7]   (schedule-independent)
-    f.schedule                  # float32 [n_stages, 39]
+    f.schedule                  # float32 [n_stages, 41]
 
 `featurize` is the CPU shortcut; `get_extractor(target).extract(...)` is the FeatureExtractor of any target
 kind that has one, and its `.schema` names what the features mean (featurize.schema).
@@ -26,7 +26,7 @@ __all__ = ["CPU_ADAMS2019", "SCHEMA", "SCHEMA_VERSION", "FeatureDef", "FeatureEx
 class Features:
     stages: list[tuple[str, int]]  # (func, stage index), DAG order: outputs first
     pipeline: np.ndarray  # [n, 40, 7]
-    schedule: np.ndarray  # [n, 39]
+    schedule: np.ndarray  # [n, 41]
     inlined: list[bool]
 
     def by_name(self, func: str, stage: int = 0) -> dict[str, float]:

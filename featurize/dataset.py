@@ -64,7 +64,7 @@ class Sample:
     backend: str = "numba"
     stages: list[tuple[str, int]] = field(default_factory=list)
     inlined: list[bool] = field(default_factory=list)
-    schedule_features: np.ndarray | None = None  # [n_stages, 39]
+    schedule_features: np.ndarray | None = None  # [n_stages, 41]
     pipeline_features: np.ndarray | None = None  # [n_stages, 40, 7]
 
     @staticmethod
@@ -287,8 +287,11 @@ def check_files(files: list[Path], target: str | None, expected: FeatureSchema |
         except SchemaError as e:
             raise DatasetError(f"{f}: {e}") from None
         if version != str(schema.version):
+            older = version.isdigit() and int(version) < schema.version
+            fix = ("re-featurize it (python -m generator.dataset refeaturize data=<its root>)" if older
+                   else "regenerate the data or use a matching schedlab")
             raise DatasetError(f"{f} has feature schema version {version}, this schedlab uses {schema.version} "
-                               f"for {name}; regenerate the data or use a matching schedlab")
+                               f"for {name}; {fix}")
         if expected is not None and schema.name != expected.name:
             raise DatasetError(f"{f} has feature schema {name}, expected {expected.name}; read it with its own "
                                "schema or regenerate it")

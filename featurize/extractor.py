@@ -66,7 +66,8 @@ def _kind(target) -> str:
 
 @register_extractor("cpu")
 class CpuAdams2019Extractor(FeatureExtractor):
-    """adams2019's features for CPU targets: 40 x 7 pipeline counts and 39 schedule features per stage."""
+    """adams2019's features for CPU targets: 40 x 7 pipeline counts and 41 schedule features per stage (Appendix A's
+    39 and schedlab's two of what consecutive realizations share)."""
 
     schema = CPU_ADAMS2019
 

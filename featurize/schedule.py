@@ -1,4 +1,5 @@
-"""Schedule-specific features: the 39 per-stage numbers of seeds/adams2019 Appendix A.
+"""Schedule-specific features: the 39 per-stage numbers of seeds/adams2019 Appendix A, and schedlab's two of what
+consecutive realizations share (new_reads).
 
 Computed from the Plan of a LoopNest — the bounds inference the backends compile from — so a feature
 says what the generated code does: loop counts are the plan's trip counts, regions and footprints are
@@ -32,12 +33,13 @@ _F = {name: i for i, name in enumerate(SCHEDULE_FEATURES)}
 _WS = np.array([_F[k] for k in ("working_set", "working_set_at_production", "working_set_at_realization",
                                 "working_set_at_task", "working_set_at_root")])
 _WS_ROOT = _F["working_set_at_root"]
+LINE_BYTES = 64  # a cache line: what one load touches at least (new_reads)
 
 
 def schedule_features(plan: Plan, target: CpuTarget, pending_parallel: frozenset = frozenset(),
                       parent: dict[tuple[str, int], np.ndarray] | None = None,
                       parent_pending: frozenset = frozenset()) -> dict[tuple[str, int], np.ndarray]:
-    """39 features for every scheduled stage, keyed by (func, stage index).
+    """The schema's 41 features for every scheduled stage, keyed by (func, stage index).
 
     With `parent` (the features of the plan `plan` was extended from, see Plan.extend), only the stages
     a changed decision can affect are recomputed, as Halide memoizes featurization during search: those of
@@ -519,6 +521,40 @@ class _Featurizer:
         v[_F["unique_bytes_read_per_realization"]] = b_real
         v[_F["unique_lines_read_per_realization"]] = l_real
         v[_F["allocation_bytes_read_per_realization"]] = alloc
+        v[_F["new_bytes_read_per_realization"]], v[_F["new_lines_read_per_realization"]] = self.new_reads(
+            v, fp, stage, vec_regions, b_real, l_real)
+
+    def new_reads(self, v: np.ndarray, fp: FuncPlan, stage: Stage, vec_regions, b_real: float,
+                  l_real: float) -> tuple[float, float]:
+        """(bytes, lines) a realization reads that the previous one did not. Consecutive iterations of the store_at
+        loop realize the stage one after another (a row of a strip, say); a stencil's rows mostly overlap, so
+        while one realization's reads stay in L2 what is new per realization is the loop's whole footprint (the
+        producers' regions over one iteration of the enclosing node) divided among its iterations. A realization's
+        reads are estimated by its cache lines (64 bytes per line its loads touch per point), not by its box: a
+        data-dependent index inflates the box (max_filter's slices) but not what the loads touch. Never more than
+        the unique bytes and lines read per realization."""
+        store = fp.store
+        k = 1 if store is None or store.is_root else self.iters(store)
+        parent = None if k <= 1 else self.parent[id(store)]
+        if parent is None:
+            return b_real, l_real
+        lanes = v[_F["vector_size"]]
+        per_point = ((2 * v[_F["vector_loads_per_vector"]] + v[_F["scalar_loads_per_vector"]]) / lanes if lanes > 1
+                     else v[_F["scalar_loads_per_scalar"]])
+        if min(b_real, v[_F["points_computed_per_realization"]] * per_point * LINE_BYTES) > self.target.l2_bytes:
+            return b_real, l_real
+        b_loop = l_loop = 0.0
+        for p, _ in vec_regions:
+            b, l = self.region_footprint(p, parent)
+            b_loop += b
+            l_loop += l
+        if stage.index > 0:  # an update reads its own production, every iteration anew
+            bap = v[_F["bytes_at_production"]]
+            b_loop += bap * k
+            l_loop += bap * k / max(v[_F["innermost_bytes_at_production"]], 1)
+        if b_loop / k >= b_real:
+            return b_real, l_real
+        return b_loop / k, min(l_real, max(l_loop / k, 1.0))
 
     def load_counts(self, stage: Stage, inner: LoopNest) -> dict[str, float]:
         """Loads per point by kind, memoized per DAG on everything they depend on: the stage, the inlined

@@ -9,7 +9,9 @@ CPU_ADAMS2019, per stage, float32:
   * pipeline features, 40 x 7: rows are Halide's 24 op types then 16 memory-access classes (pointwise /
     transpose / broadcast / slice x load from a Func / from itself / from an Input / store); columns are the
     7 scalar-type buckets. Raw counts.
-  * schedule features, 39 (adams2019 Appendix A), in Halide's order.
+  * schedule features, 41: adams2019 Appendix A's 39 in Halide's order, then (version 2) schedlab's two of what
+    consecutive realizations share: a sliding stencil computed per row reads mostly rows the previous row
+    read, which the per-realization footprint counts as fresh (docs/featurize.md).
 Bump its version whenever a name, the order or a definition changes: datasets and models record it and refuse
 to mix versions. The module constants (SCHEDULE_FEATURES, SCHEDULE_INDEX, PIPELINE_ROWS, SCHEMA_VERSION, DTYPE,
 SCHEMA) are the CPU schema's fields, for the code that reads them by name.
@@ -220,10 +222,15 @@ _SCHEDULE_DEFS = (
     ("working_set_at_production", "bytes of all allocations made inside the stage's compute_at site"),
     ("working_set_at_realization", "bytes of all allocations made inside the stage's store_at site"),
     ("working_set_at_root", "bytes of all allocations of the pipeline (at the root)"),
+    # schedlab's, not Halide's (version 2): what consecutive realizations share
+    ("new_bytes_read_per_realization", "unique_bytes_read_per_realization less what the previous realization of the "
+     "store_at loop read: that loop's footprint over its iterations, while one realization's lines fit in L2"),
+    ("new_lines_read_per_realization", "unique_lines_read_per_realization, amortized over the store_at loop as "
+     "new_bytes_read_per_realization is"),
 )
 
 CPU_ADAMS2019 = register_schema(FeatureSchema(
-    name="cpu-adams2019", version=1, pipeline_rows=_PIPELINE_ROW_DEFS, pipeline_columns=_PIPELINE_COLUMN_DEFS,
+    name="cpu-adams2019", version=2, pipeline_rows=_PIPELINE_ROW_DEFS, pipeline_columns=_PIPELINE_COLUMN_DEFS,
     schedule_features=tuple(FeatureDef(n, d) for n, d in _SCHEDULE_DEFS)))
 
 # The CPU schema's fields under the names the rest of schedlab imports.

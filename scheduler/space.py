@@ -65,7 +65,7 @@ class State:
 
     tree: LoopNest
     plan: Plan
-    features: dict[tuple[str, int], np.ndarray]  # (func, stage) -> float32[39], scheduled stages only
+    features: dict[tuple[str, int], np.ndarray]  # (func, stage) -> float32[41], scheduled stages only
     num_decisions: int = 0
     decisions: tuple[tuple[str, FuncDecision], ...] = ()  # per decided Func, as applied (root: with its tiling)
     inlined: frozenset[str] = frozenset()

@@ -16,6 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("mlflow")
 
+from featurize.schema import SCHEDULE_FEATURES
 from ir.target import get_target
 from scheduler.cost import CostModelError, load_model
 from scheduler.cost.registry import ChampionFallbackWarning
@@ -31,7 +32,7 @@ TAGS = {"dataset_fingerprint": "fp-builtin", "dataset_samples": "960", "dataset_
 def features(seed: int, stages: int = 3, schedules: int = 6) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     return (rng.integers(0, 20, (stages, 40, 7)).astype(np.float32),
-            np.exp(rng.uniform(0, 12, (schedules, stages, 39))).astype(np.float32))
+            np.exp(rng.uniform(0, 12, (schedules, stages, len(SCHEDULE_FEATURES)))).astype(np.float32))
 
 
 @pytest.fixture(scope="module")

@@ -82,10 +82,18 @@ def test_top_k_is_per_backend_and_target_and_never_pools(db):
         db.records("nope")
 
 
-def test_reads_are_lazy_and_v1_files_are_read():
+def test_reads_are_lazy_and_refeaturized_v1_files_are_read(tmp_path):
+    import shutil
+
     import polars as pl
 
-    db = Database(V1)
+    from featurize.refeaturize import refeaturize_dataset
+
+    with pytest.raises(DatasetError, match="re-featurize it"):
+        Database(V1)
+    shutil.copytree(V1, tmp_path / "v1")
+    refeaturize_dataset(tmp_path / "v1")
+    db = Database(tmp_path / "v1")
     assert isinstance(db.scan(), pl.LazyFrame)
     (entry, other) = db.pipelines()
     records = db.records(entry.pipeline_id)

@@ -19,7 +19,7 @@ import pytest
 from backends import Measurement
 from featurize import featurize
 from featurize.dataset import META_VERSION, DatasetError, Sample, batch_path, partition_dir, read_dataset, write_batch
-from featurize.schema import SCHEDULE_FEATURES
+from featurize.schema import SCHEDULE_FEATURES, SCHEMA_VERSION
 from ir import LoopNest, Pipeline
 from ir.sampling import random_schedule
 from ir.target import host_target
@@ -81,9 +81,10 @@ WRITER = textwrap.dedent("""
     import sys, numpy as np
     sys.path.insert(0, {root!r})
     from featurize.dataset import Sample, write_batch
+    from featurize.schema import SCHEDULE_FEATURES
     n, rng = 40, np.random.default_rng(0)
     samples = [Sample("p", "{{}}", f"s{{i}}", "{{}}", "ok", 1e-3, stages=[("f", 0)] * n, inlined=[False] * n,
-                      schedule_features=rng.random((n, 39), np.float32),
+                      schedule_features=rng.random((n, len(SCHEDULE_FEATURES)), np.float32),
                       pipeline_features=rng.random((n, 40, 7), np.float32)) for i in range(3000)]
     write_batch(sys.argv[1], "host", "0001", samples, row_group_size=16)
 """)
@@ -121,7 +122,7 @@ def test_mismatches_are_refused_with_one_line(tmp_path):
     meta = dict(table.schema.metadata)
     meta[META_VERSION] = b"0"
     pq.write_table(table.replace_schema_metadata(meta), path)
-    with pytest.raises(DatasetError, match="feature schema version 0, this schedlab uses 1") as e:
+    with pytest.raises(DatasetError, match=f"feature schema version 0, this schedlab uses {SCHEMA_VERSION}") as e:
         read_dataset(tmp_path, "host")
     assert "\n" not in str(e.value)
     with pytest.raises(DatasetError, match="batch id"):
@@ -159,15 +160,16 @@ def test_files_record_the_schema_name_and_version_and_a_mismatch_is_refused(tmp_
 
     path = write_batch(tmp_path, "host", "0001", make_samples(1, 2))
     meta = pq.read_schema(path).metadata
-    assert meta[META_SCHEMA_NAME] == b"cpu-adams2019" and meta[META_VERSION] == b"1"
+    assert meta[META_SCHEMA_NAME] == b"cpu-adams2019" and meta[META_VERSION] == str(SCHEMA_VERSION).encode()
     assert read_dataset(tmp_path, "host").schema is CPU_ADAMS2019
     gpu = FeatureSchema("gpu-test", 1, (FeatureDef("r", "a row"),), (FeatureDef("c", "a column"),),
                         (FeatureDef("x", "a feature"),))
     with pytest.raises(DatasetError, match="has feature schema cpu-adams2019, expected gpu-test") as e:
         read_dataset(tmp_path, "host", schema=gpu)
     assert "\n" not in str(e.value)
-    with pytest.raises(DatasetError, match="version 1, this schedlab uses 3 for cpu-adams2019"):
-        read_dataset(tmp_path, "host", schema=replace(CPU_ADAMS2019, version=3))
+    newer = SCHEMA_VERSION + 1
+    with pytest.raises(DatasetError, match=f"version {SCHEMA_VERSION}, this schedlab uses {newer} for cpu-adams2019"):
+        read_dataset(tmp_path, "host", schema=replace(CPU_ADAMS2019, version=SCHEMA_VERSION + 1))
     table = pq.read_table(path)
     pq.write_table(table.replace_schema_metadata({**table.schema.metadata, META_SCHEMA_NAME: b"gpu-nope"}), path)
     with pytest.raises(DatasetError, match="unknown feature schema 'gpu-nope'; registered: cpu-adams2019") as e:
@@ -175,16 +177,43 @@ def test_files_record_the_schema_name_and_version_and_a_mismatch_is_refused(tmp_
     assert "\n" not in str(e.value)
 
 
-def test_a_v1_dataset_file_still_loads():
-    """Written by schedlab's datagen before schemas had names: no name in the metadata, read as cpu-adams2019."""
+def test_a_v1_dataset_file_is_refused_until_refeaturized_and_then_reads_with_its_labels(tmp_path):
+    """Written by schedlab's datagen before schemas had names (version 1, 39 features): the reader refuses it with
+    one line naming the command that migrates it; `generator.dataset refeaturize` recomputes its rows' features
+    from their pipelines and LoopNests, for the machine that wrote it (AVX-512: no machine line, so the width that
+    reproduces the stored features is found), keeping every version-1 feature and every label as stored."""
+    import shutil
+
+    import polars as pl
+
     from featurize.dataset import META_SCHEMA_NAME
 
     (f,) = partition_dir(V1, "host").glob("batch-*.parquet")
     assert META_SCHEMA_NAME not in pq.read_schema(f).metadata and f.stat().st_size < 200_000
-    ds = read_dataset(V1, "host")
+    with pytest.raises(DatasetError, match="version 1, this schedlab uses 2 .*python -m generator.dataset "
+                                           "refeaturize") as e:
+        read_dataset(V1, "host")
+    assert "\n" not in str(e.value)
+    old = pl.read_parquet(f)
+    root = tmp_path / "v1"
+    shutil.copytree(V1, root)
+    out = subprocess.run([sys.executable, "-m", "generator.dataset", "refeaturize", f"data={root}"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert "1 of 1 files re-featurized under cpu-adams2019@2 (8 samples)" in out.stdout
+    assert "64-byte vectors" in out.stdout
+    ds = read_dataset(root, "host")
     assert ds.schema.name == "cpu-adams2019" and ds.rejected.height == 0 and ds.samples.height == 8
-    # every row still rebuilds and re-featurizes to what is stored, on the machine it was written on: AVX-512
-    # (native_vector_size is 16 f32 lanes there, 8 on an AVX2 host)
+    new = pl.read_parquet(next(partition_dir(root, "host").glob("batch-*.parquet")))
+    assert new["runtime_s"].to_list() == old["runtime_s"].to_list()
+    assert new["sample_id"].to_list() == old["sample_id"].to_list()
+    box = SCHEDULE_FEATURES.index("unique_bytes_read_per_realization")
+    for before, after in zip(old["schedule_features"].to_list(), new["schedule_features"].to_list()):
+        b, a = np.array(before, np.float32), np.array(after, np.float32)
+        assert b.shape[1] == 39 and a.shape[1] == len(SCHEDULE_FEATURES) == 41
+        assert np.array_equal(a[:, :39], b)
+        assert (a[:, 39] <= a[:, box]).all()
+    # rows still rebuild and re-featurize to what is stored, on the machine it was written on
     writer = dataclasses.replace(host_target(), vector_bytes=64)
     for r in ds.samples.iter_rows(named=True):
         p = Pipeline.from_json(__import__("json").loads(r["pipeline_json"]))
@@ -192,6 +221,36 @@ def test_a_v1_dataset_file_still_loads():
         st = ds.stages.filter(ds.stages["sample_id"] == r["sample_id"]).sort("stage_pos")
         got = np.stack([st[f"s_{n}"].to_numpy() for n in SCHEDULE_FEATURES], axis=1).astype(np.float32)
         assert np.array_equal(got, f.schedule)
+    again = subprocess.run([sys.executable, "-m", "generator.dataset", "refeaturize", f"data={root}"],
+                           capture_output=True, text=True, cwd=ROOT)
+    assert again.returncode == 0 and "0 of 1 files re-featurized" in again.stdout
+    assert "1 already under it" in again.stdout
+
+
+def test_a_file_whose_stored_features_do_not_come_back_is_left_as_it_was(tmp_path):
+    """Re-featurizing must never change the features a model was trained on: a row whose version-1 features are
+    not reproduced (here: tampered with) fails the file with one line naming it and the sample, and the file
+    on disk is the same bytes as before."""
+    import shutil
+
+    import pyarrow as pa
+
+    root = tmp_path / "v1"
+    shutil.copytree(V1, root)
+    (f,) = partition_dir(root, "host").glob("batch-*.parquet")
+    table = pq.read_table(f)
+    feats = table.column("schedule_features").to_pylist()
+    feats[3][0][0] += 1.0
+    table = table.set_column(table.schema.get_field_index("schedule_features"), "schedule_features",
+                             pa.array(feats, type=table.schema.field("schedule_features").type))
+    pq.write_table(table, f)
+    before = f.read_bytes()
+    out = subprocess.run([sys.executable, "-m", "generator.dataset", "refeaturize", f"data={root}"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert f.name in out.stderr and "the file was left as it was" in out.stderr and "sample" in out.stderr
+    assert f.read_bytes() == before
+
 
 
 def test_several_roots_read_as_one_dataset(tmp_path):

@@ -128,7 +128,7 @@ def test_bad_input_is_one_line(tmp_path):
     with pytest.raises(DatasetError, match="holds no dataset"):
         dataset_stats(tmp_path)
     for argv, want in ((["stats", f"data={tmp_path}"], "holds no dataset"),
-                       ([], "give a command first (stats)"), (["stat"], "got 'stat'"),
+                       ([], "give a command first (stats, refeaturize)"), (["stat"], "got 'stat'"),
                        (["stats", "dat=x"], "unknown config key 'dat'")):
         r = subprocess.run([sys.executable, "-m", "generator.dataset", *argv], cwd=ROOT, capture_output=True,
                            text=True)

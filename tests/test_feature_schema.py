@@ -21,10 +21,11 @@ from .fuzz_pipelines import random_test_pipeline
 
 def test_the_cpu_schema_defines_every_feature_in_one_line():
     s = get_schema("cpu-adams2019")
-    assert s is CPU_ADAMS2019 is SCHEMA and s.version == SCHEMA_VERSION == 1
-    assert s.pipeline_shape == (40, 7) and s.schedule_width == 39
+    assert s is CPU_ADAMS2019 is SCHEMA and s.version == SCHEMA_VERSION == 2
+    assert s.pipeline_shape == (40, 7) and s.schedule_width == 41
     assert s.schedule_names == SCHEDULE_FEATURES and s.row_names == PIPELINE_ROWS
-    assert SCHEDULE_INDEX["working_set_at_root"] == 38
+    assert SCHEDULE_INDEX["working_set_at_root"] == 38  # Halide's 39 in Halide's order, then schedlab's two
+    assert SCHEDULE_FEATURES[39:] == ("new_bytes_read_per_realization", "new_lines_read_per_realization")
     for group in (s.schedule_features, s.pipeline_rows, s.pipeline_columns):
         assert len({f.name for f in group}) == len(group)
         for f in group:
@@ -51,7 +52,7 @@ def test_describe_prints_features_by_name():
     line = next(l for l in text.splitlines() if l.strip().startswith("points_computed_total"))
     assert f"{points:.6g}" in line and CPU_ADAMS2019.definition("points_computed_total") in line
     assert f.describe(stage=0) == describe(f, stage=0)
-    with pytest.raises(SchemaError, match="do not fit schema cpu-adams2019@1"):
+    with pytest.raises(SchemaError, match="do not fit schema cpu-adams2019@2"):
         describe(Features(f.stages, f.pipeline, f.schedule[:, :5], f.inlined))
 
 

@@ -125,6 +125,23 @@ def test_sliding_window_computes_each_row_once():
           points_computed_total=2176, bytes_at_realization=8704, bytes_at_production=64 * 3 * 4)
 
 
+def test_consecutive_realizations_share_their_rows():
+    """g computed per row of f reads h's rows y-1..y+1 (66 x 3 points, 792 bytes, 3 lines) at each of its 32
+    realizations, and the row before read two of them: what is new per realization is h's whole region under the
+    row loop (66 x 34 points, 8976 bytes, 34 lines) over its 32 iterations. f, realized once, reads nothing twice."""
+    p = three_stage()
+    s = ScheduleBuilder(p, TARGET)
+    s.root("f", tiles=[{"x": 64, "y": 1}])
+    s.compute_at("g", "f", level=0)
+    s.root("h")
+    d = feats(p, s.build())
+    check(d["g"], num_realizations=32, unique_bytes_read_per_realization=66 * 3 * 4,
+          new_bytes_read_per_realization=66 * 34 * 4 / 32, unique_lines_read_per_realization=3,
+          new_lines_read_per_realization=34 / 32)
+    check(d["f"], num_realizations=1, unique_bytes_read_per_realization=64 * 3 * 4,
+          new_bytes_read_per_realization=64 * 3 * 4, new_lines_read_per_realization=3)
+
+
 def test_unrolling_amortizes_loop_invariant_loads():
     inp, w = Input("inp", f32, 2), Input("w", f32, 1)
     f = Func("f")
@@ -216,6 +233,11 @@ def test_invariants_on_random_pairs(seed):
                                 d["num_realizations"] * d["points_computed_per_realization"], rel_tol=1e-5)
             assert d["bytes_at_realization"] >= d["bytes_at_production"] > 0
             assert d["working_set_at_root"] >= d["working_set_at_realization"] >= d["working_set"]
+            # what the previous realization did not read: never more than a realization reads, all of it if one
+            assert d["new_bytes_read_per_realization"] <= d["unique_bytes_read_per_realization"]
+            assert d["new_lines_read_per_realization"] <= d["unique_lines_read_per_realization"]
+            if d["num_realizations"] == 1:
+                assert d["new_bytes_read_per_realization"] == d["unique_bytes_read_per_realization"]
 
 
 def test_partial_schedules_featurize_only_scheduled_stages():

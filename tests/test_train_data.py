@@ -18,6 +18,7 @@ from featurize.dataset import DatasetError, Sample, read_dataset, write_batch
 from generator.datagen import BatchSpec, generate_batch, sample_schedules
 from generator.random_pipeline import random_pipeline
 from ir import LoopNest, Pipeline
+from featurize.schema import SCHEDULE_FEATURES, SCHEMA_VERSION
 from ir.target import machine_description
 from train.data import CostModelDataModule, DataConfig, PipelineBatch, TrainingData, is_validation
 
@@ -92,7 +93,8 @@ def test_batches_are_one_pipeline_s_schedules_with_their_features(root):
         assert isinstance(b, PipelineBatch) and len(b) == len(set(b.schedule_ids)) >= 3
         s = b.pipeline_features.shape[0]
         assert b.pipeline_features.shape == (s, 40, 7) and b.pipeline_features.dtype == torch.float32
-        assert b.schedule_features.shape == (len(b), s, 39) and b.schedule_features.dtype == torch.float32
+        assert b.schedule_features.shape == (len(b), s, len(SCHEDULE_FEATURES))
+        assert b.schedule_features.dtype == torch.float32
         assert b.runtimes.shape == (len(b),) and b.runtimes.dtype == torch.float64
         for i, sid in enumerate(b.schedule_ids):
             row = ok[f"{b.pipeline_id}-{sid}"]
@@ -210,7 +212,7 @@ def test_the_datamodule_shuffles_training_batches_per_epoch_and_trains(root):
     class Mean(L.LightningModule):  # the smallest model that consumes PipelineBatches
         def __init__(self):
             super().__init__()
-            self.w = torch.nn.Linear(39, 1)
+            self.w = torch.nn.Linear(len(SCHEDULE_FEATURES), 1)
             self.seen = []
 
         def training_step(self, batch, _):
@@ -293,7 +295,8 @@ def test_two_backends_train_two_models_with_different_fingerprints(root, tmp_pat
     params = {b: mlflow.MlflowClient(uri).get_run(r.run_id).data.params for b, r in results.items()}
     assert params["numba"]["dataset_backend"] == "numba" and params["halide"]["dataset_backend"] == "halide"
     assert params["numba"]["data_fingerprint"] != params["halide"]["data_fingerprint"]
-    assert params["numba"]["feature_schema"] == "cpu-adams2019" and params["numba"]["feature_schema_version"] == "1"
+    assert params["numba"]["feature_schema"] == "cpu-adams2019"
+    assert params["numba"]["feature_schema_version"] == str(SCHEMA_VERSION)
     versions = {b: r.registered for b, r in results.items()}
     assert versions["numba"].version != versions["halide"].version
     client = mlflow.MlflowClient(uri, registry_uri=uri)
@@ -311,27 +314,37 @@ def test_a_model_for_another_schema_is_refused_by_the_data(root):
     data = TrainingData.load(config(root))
     assert data.schema is CPU_ADAMS2019
     data.check_schema(CPU_ADAMS2019)
-    with pytest.raises(SchemaError, match="has feature schema cpu-adams2019@1, expected cpu-adams2019@2") as e:
-        data.check_schema(replace(CPU_ADAMS2019, version=2))
+    with pytest.raises(SchemaError, match=f"has feature schema cpu-adams2019@{SCHEMA_VERSION}, "
+                                          f"expected cpu-adams2019@{SCHEMA_VERSION + 1}") as e:
+        data.check_schema(replace(CPU_ADAMS2019, version=SCHEMA_VERSION + 1))
     assert "\n" not in str(e.value)
 
 
-def test_a_v1_dataset_file_still_trains():
-    """tests/fixtures/dataset_v1 was written by schedlab before schemas had names (main's datagen)."""
+def test_a_v1_dataset_file_trains_once_refeaturized(tmp_path):
+    """tests/fixtures/dataset_v1 was written by schedlab before schemas had names (main's datagen, version 1):
+    refused by the trainer with one line, it trains at the current width once re-featurized."""
+    import shutil
     from pathlib import Path
 
     import pyarrow.parquet as pq
 
     from featurize.dataset import META_SCHEMA_NAME
+    from featurize.refeaturize import refeaturize_dataset
 
-    root = Path(__file__).parent / "fixtures" / "dataset_v1"
-    (f,) = (root / "target=host").glob("batch-*.parquet")
+    fixture = Path(__file__).parent / "fixtures" / "dataset_v1"
+    (f,) = (fixture / "target=host").glob("batch-*.parquet")
     assert META_SCHEMA_NAME not in pq.read_schema(f).metadata
+    with pytest.raises(DatasetError, match="re-featurize it"):
+        TrainingData.load(DataConfig(str(fixture), min_schedules=2, val_fraction=0.0))
+    root = tmp_path / "v1"
+    shutil.copytree(fixture, root)
+    assert "1 of 1 files re-featurized" in refeaturize_dataset(root).report()
     data = TrainingData.load(DataConfig(str(root), min_schedules=2, val_fraction=0.0))
     assert data.schema.name == "cpu-adams2019" and data.stats.backend == "numba"
     assert data.stats.train_pipelines == 2 and data.stats.train_samples == 8
     for b in data.train:
-        assert b.pipeline_features.shape[1:] == (40, 7) and b.schedule_features.shape[2] == 39
+        assert b.pipeline_features.shape[1:] == (40, 7) and b.schedule_features.shape[2] == len(SCHEDULE_FEATURES)
+
 
 
 def test_labels_noisier_than_max_spread_are_dropped(root):

@@ -240,9 +240,12 @@ def test_fits_a_synthetic_problem_on_real_features(kind, loss, apps):
     model = build_model(ModelConfig(kind=kind, num_cores=8), seed=0)
     train, held_out = slice(0, TRAIN), slice(TRAIN, None)
     before = _accuracy(model, apps, train)
-    assert abs(before - 0.5) < 0.2  # an untrained model ranks about at random
-    _fit(model, apps, train, synthetic_runtime, loss=loss)
-    assert _accuracy(model, apps, train) > 0.85
+    # untrained, the MLP ranks about at random; the hybrid network's positive coefficients times Appendix B's terms
+    # already rank somewhat (0.72 at this seed): what is tested is that fitting improves on it, far
+    assert before < 0.75
+    _fit(model, apps, train, synthetic_runtime, loss=loss, steps=600)
+    after = _accuracy(model, apps, train)
+    assert after > 0.85 and after > before + 0.1
     assert _accuracy(model, apps, held_out) > 0.75
 
 
@@ -462,8 +465,8 @@ def test_prior_2_counts_pages_faulted_in():
     others = [i for i in range(len(TERMS)) if i != A._PAGE_FAULTS]
     assert torch.equal(new[..., others], old[..., others])
     assert A.coefficients(2)[A._PAGE_FAULTS] == A.PAGE_FAULT_NS and A.coefficients(1)[A._PAGE_FAULTS] == 0.0005
-    with pytest.raises(ValueError, match="unknown analytical prior 6; priors: 1, 2, 3, 4, 5") as e:
-        A.coefficients(6)
+    with pytest.raises(ValueError, match="unknown analytical prior 7; priors: 1, 2, 3, 4, 5, 6") as e:
+        A.coefficients(7)
     assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="prior"):
         ModelConfig(kind="residual", prior=0)
@@ -570,6 +573,50 @@ def test_prior_5_caps_footprints_by_the_cache_lines_their_loads_touch():
     assert torch.equal(t5[0, 1], t3[0, 1])  # a stencil's boxes are within what its loads touch: as before
     assert torch.equal(t5[0, 2], t3[0, 2])  # a gather's box is kept, though its 8 lanes touch 8 lines at most
     _check_a_cap_of_prior_3(5, t3, t5, capped=(vb, vl, kb, kl))
+
+
+def test_prior_6_charges_a_realization_what_the_previous_one_did_not_read():
+    """Prior 6 is prior 5 reading new_bytes/lines_read_per_realization in place of the unique (box) ones: max_filter's
+    expert vert (19 MB unique per realization, 7.6 KB new) is charged its new bytes at every realization; a stage
+    whose new reads equal its unique ones costs what it costs under prior 5; only the two per-realization terms
+    change, and never upwards where new <= unique (as featurize guarantees)."""
+    from featurize.schema import SCHEDULE_INDEX as I
+    from train import analytical as A
+
+    sf = torch.zeros(1, 2, len(featurize.schema.SCHEDULE_FEATURES), dtype=torch.float64)
+    rows = [dict(num_realizations=46080, points_computed_per_realization=8736, num_vectors=5.032e7, vector_size=8,
+                 vector_loads_per_vector=2, scalar_loads_per_vector=7, unique_bytes_read_per_realization=1.935e7,
+                 unique_lines_read_per_realization=15710, new_bytes_read_per_realization=7559.5,
+                 new_lines_read_per_realization=6.136),
+            dict(num_realizations=100, points_computed_per_realization=256, num_vectors=3200, vector_size=8,
+                 vector_loads_per_vector=9, unique_bytes_read_per_realization=1360,
+                 unique_lines_read_per_realization=10, new_bytes_read_per_realization=1360,
+                 new_lines_read_per_realization=10)]
+    for row, values in enumerate(rows):
+        for name, value in values.items():
+            sf[0, row, I[name]] = value
+    pf = torch.rand(2, *PIPELINE_SHAPE)
+    t5, t6 = (A.analytical_terms(pf, sf, 1.0, prior) for prior in (5, 6))
+    kb, kl = A.PER_REALIZATION_BYTES_TERM, A.PER_REALIZATION_LINES_TERM
+    assert t6[0, 0, kb].item() == pytest.approx(46080 * 7559.5, rel=1e-9)
+    assert t6[0, 0, kl].item() == pytest.approx(46080 * 6.136, rel=1e-9)
+    assert t5[0, 0, kb] > 100 * t6[0, 0, kb]
+    assert torch.equal(t6[0, 1], t5[0, 1])
+    others = [i for i in range(len(TERMS)) if i not in (kb, kl)]
+    assert torch.equal(t6[..., others], t5[..., others])
+    # on random features with new <= unique: fewer bytes charged, the rest as prior 5 (lines may go either way: prior
+    # 5 shrinks a realization's lines by the fraction of its box bytes its loads can touch, prior 6 starts from fewer)
+    gen = torch.Generator().manual_seed(6)
+    big = torch.rand(2, 3, len(featurize.schema.SCHEDULE_FEATURES), dtype=torch.float64, generator=gen) * 100
+    for box, new in ((I["unique_bytes_read_per_realization"], I["new_bytes_read_per_realization"]),
+                     (I["unique_lines_read_per_realization"], I["new_lines_read_per_realization"])):
+        big[..., new] = big[..., box] * torch.rand(2, 3, dtype=torch.float64, generator=gen)
+    pf = torch.rand(3, *PIPELINE_SHAPE, generator=gen)
+    b5, b6 = (A.analytical_terms(pf, big, 4.0, prior) for prior in (5, 6))
+    assert (b6[..., kb] <= b5[..., kb] * (1 + 1e-12)).all() and (b6[..., kb] < b5[..., kb]).any()
+    assert torch.equal(b6[..., others], b5[..., others])
+    assert np.array_equal(A.coefficients(6), A.coefficients(5)) and A.PRIOR == 6
+    assert ModelConfig(kind="residual").prior == 6
 
 
 def test_residual_models_keep_the_prior_they_were_trained_on(apps):

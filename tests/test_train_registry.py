@@ -24,6 +24,7 @@ torch = pytest.importorskip("torch")
 mlflow = pytest.importorskip("mlflow")
 
 from featurize import SCHEMA_VERSION
+from featurize.schema import SCHEDULE_FEATURES
 from train import plots, registry
 from train.model import ModelConfig, build_model, save_checkpoint_dict
 from train.registry import RegistryError, load_cost_model, log_and_register
@@ -38,7 +39,7 @@ def features(seed: int, stages: int = 3, schedules: int = 6) -> tuple[np.ndarray
     """Plausible non-negative raw features (counts spanning orders of magnitude)."""
     rng = np.random.default_rng(seed)
     pipeline = rng.integers(0, 20, (stages, 40, 7)).astype(np.float32)
-    schedule = np.exp(rng.uniform(0, 12, (schedules, stages, 39))).astype(np.float32)
+    schedule = np.exp(rng.uniform(0, 12, (schedules, stages, len(SCHEDULE_FEATURES)))).astype(np.float32)
     return pipeline, schedule
 
 

@@ -23,8 +23,8 @@ Priors are versioned, because the `residual` model learns corrections to one of 
      vert read 10 KB per 8-lane vector by that box where its two dense loads touch 64 bytes. A vector touches at
      most (dense vector loads x lanes + lane-at-a-time loads) elements of at most ELEMENT_BYTES each, and at most
      two lines per dense load and one per lane-at-a-time load: a bound that never charges less than is read.
-  5. (the default since 2026-11-29: max_filter's beam and greedy schedules 1.5-2.0x faster in four runs, the other
-     apps within noise; docs/train.md) prior 3 with a vector's and a realization's unique bytes read capped by the
+  5. (the default for a day: max_filter's beam and greedy schedules 1.5-2.0x faster in four runs, the other apps
+     within noise; docs/train.md) prior 3 with a vector's and a realization's unique bytes read capped by the
      cache lines their loads can touch:
      two per dense load, one per lane-at-a-time (gather, broadcast) or scalar load, LINE_BYTES each; their lines at
      most that many, and a realization's lines shrunk by the fraction its bytes kept (the box shrinks along its
@@ -34,6 +34,12 @@ Priors are versioned, because the `residual` model learns corrections to one of 
      that gathers keeps its boxes: its lanes scatter over them, and capping them (prior 4, and prior 5's first
      version) made beam pick local_laplacian and lens_blur schedules 0.7-0.96x as fast. Its broadcasts and dense loads
      read one place per vector whatever their index, so there a data-dependent index only inflates the box.
+  6. (the default since 2026-11-29) prior 5 with a realization's reads counted as what the previous realization of
+     its store_at loop did not read (the schema's new_bytes_read_per_realization / new_lines_read_per_realization,
+     version 2): a stencil computed per row of a strip reads mostly the rows the row before read, which prior 5
+     charges as fresh traffic at every realization. Beam: lens_blur's schedule ran 1.15-1.54x faster and
+     interpolate's 1.02-1.54x in four measurements each, the other 15 apps kept their schedules (docs/train.md,
+     "Prior 6").
 """
 
 from __future__ import annotations
@@ -55,7 +61,7 @@ COEFFICIENTS = np.array([
 ])
 PAGE_BYTES = 4096
 _PAGE_FAULTS = 22  # the page-fault term's index in train.model.TERMS (tests/test_train_model.py checks it)
-PRIOR = 5  # the analytical model's prior (5 since 2026-11-29, docs/train.md); ModelConfig.prior says which one a residual model corrects
+PRIOR = 6  # the analytical model's prior (6 since 2026-11-29, docs/train.md); ModelConfig.prior says which one a residual model corrects
 MMAP_THRESHOLD = 32 << 20  # bytes: glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit (mallopt(3): dynamic threshold)
 PAGE_FAULT_NS = 250.0  # prior 2: nanoseconds per 4 KiB page faulted in (measured here: 210-280 ns, benchmarks/page_fault_prior.py)
 PARALLEL_TERMS = slice(0, 21)  # compute, loads and stores divide among the cores running tasks
@@ -73,11 +79,15 @@ LINE_BYTES = 64  # prior 5: a cache line
 PER_REALIZATION_BYTES_TERM, PER_REALIZATION_LINES_TERM = 5, 4
 # what each prior does beyond Appendix B's terms, the one list of priors: pages faulted in fresh (2), lines at
 # their measured cost (3), a vector's footprint capped by its elements (4), footprints capped by lines where no
-# lane gathers (5)
+# lane gathers (5), a realization's reads less what the previous one read (6)
 PRIOR_PARTS = {1: frozenset(), 2: frozenset({"fresh_pages"}), 3: frozenset({"fresh_pages", "line_cost"}),
                4: frozenset({"fresh_pages", "line_cost", "vector_cap"}),
-               5: frozenset({"fresh_pages", "line_cost", "line_cap"})}
+               5: frozenset({"fresh_pages", "line_cost", "line_cap"}),
+               6: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads"})}
 PRIORS = tuple(PRIOR_PARTS)
+# prior 6: a realization's unique bytes and lines read (its box) replaced by what the previous realization did not read
+_BOX_READS = [SCHEDULE_INDEX["unique_bytes_read_per_realization"], SCHEDULE_INDEX["unique_lines_read_per_realization"]]
+_NEW_READS = [SCHEDULE_INDEX["new_bytes_read_per_realization"], SCHEDULE_INDEX["new_lines_read_per_realization"]]
 OPS = [PIPELINE_ROWS.index(op) for op in OP_TYPES if op not in ("Variable", "Param", "Const", "Let")]
 
 
@@ -123,8 +133,11 @@ def analytical_terms(pipeline_features, schedule_features, cores: float, prior: 
     from .model import cost_terms
 
     check_prior(prior)
-    sf = schedule_features
-    terms, parts = cost_terms(sf, float(cores)).clone(), PRIOR_PARTS[prior]
+    sf, parts = schedule_features, PRIOR_PARTS[prior]
+    if "new_reads" in parts:
+        sf = sf.clone()
+        sf[..., _BOX_READS] = sf[..., _NEW_READS]
+    terms = cost_terms(sf, float(cores)).clone()
     if "fresh_pages" in parts:
         terms[..., _PAGE_FAULTS] = pages_faulted(sf)
     x = sf.clamp_min(0)
@@ -189,7 +202,7 @@ def _cap_footprints_by_lines(terms, x) -> None:
 
 def analytical_charges_ns(pipeline_features: np.ndarray, schedule_features: np.ndarray, cores: int,
                           prior: int = PRIOR) -> np.ndarray:
-    """Nanoseconds per stage per term, [schedules, stages, 27], for schedule features [schedules, stages, 39] (or
+    """Nanoseconds per stage per term, [schedules, stages, 27], for schedule features [schedules, stages, 41] (or
     one schedule) of a pipeline whose pipeline features are [stages, 40, 7]: what the model of `prior` charges."""
     import torch
 
@@ -209,7 +222,7 @@ def analytical_term_costs(pipeline_features: np.ndarray, schedule_features: np.n
 
 def analytical_stage_costs(pipeline_features: np.ndarray, schedule_features: np.ndarray, cores: int,
                            prior: int = PRIOR) -> np.ndarray:
-    """Seconds per stage, [schedules, stages], for schedule features [schedules, stages, 39] (or one schedule)
+    """Seconds per stage, [schedules, stages], for schedule features [schedules, stages, 41] (or one schedule)
     of a pipeline whose pipeline features are [stages, 40, 7]."""
     return analytical_charges_ns(pipeline_features, schedule_features, cores, prior).sum(-1) * 1e-9
 

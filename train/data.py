@@ -44,7 +44,7 @@ class PipelineBatch:
 
     pipeline_id: str
     pipeline_features: torch.Tensor  # [S, rows, columns] float32 (the schema's pipeline_shape: 40 x 7)
-    schedule_features: torch.Tensor  # [B, S, width] float32 (the schema's schedule_width: 39)
+    schedule_features: torch.Tensor  # [B, S, width] float32 (the schema's schedule_width: 41)
     runtimes: torch.Tensor  # [B] float64 seconds (min over duplicates)
     schedule_ids: list[str]
 

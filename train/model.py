@@ -7,7 +7,7 @@ Three kinds (MODEL_KINDS):
       with a filter passed through a sigmoid — weights positive and bounded, so the embedding grows
       monotonically with operation counts — plus a bias; linear, no ReLU. Width ``algorithm_embedding``
       = 8 (Halide's head1_channels). Schedule-independent: computed once per pipeline (embed_pipeline).
-    - head2 (schedule embedding): log1p(39 schedule features) -> linear -> ReLU, width ``embedding`` = 24
+    - head2 (schedule embedding): log1p(41 schedule features) -> linear -> ReLU, width ``embedding`` = 24
       (Halide's head2_channels). The two concatenate to Halide's 32-wide stage vector.
     - trunk: one linear layer to NUM_TERMS = 27 coefficients c0..c26 (the paper's 27; Halide's trunk is 32
       wide and leaves some outputs unused), made non-negative, which multiply the hand-designed terms.
@@ -71,11 +71,11 @@ from .analytical import PAGE_BYTES, PRIOR, analytical_terms, check_prior, coeffi
 
 MODEL_KINDS = ("hybrid", "mlp", "residual", "calibrated")
 PIPELINE_SHAPE: tuple[int, int] = featurize.SCHEMA.pipeline_shape  # (40, 7)
-NUM_SCHEDULE_FEATURES = len(SCHEDULE_FEATURES)  # 39
+NUM_SCHEDULE_FEATURES = len(SCHEDULE_FEATURES)  # 41
 COST_SCALE = 1e-9  # Halide: per-stage cost * 1e-9
 MLP_SCALE = 1e-3
 MIN_RUNTIME = 1e-15  # floor on a prediction, so it is positive even for an all-zero schedule
-RESIDUAL_INIT = 1e-3  # residual: trunk weights start at 0.1 % of torch's fan-in bound, its bias at 0
+RESIDUAL_INIT = 5e-4  # residual: trunk weights start at 0.05 % of torch's fan-in bound, its bias at 0
 
 # the 27 hand-designed terms of seeds/adams2019 Appendix B, in coefficient order c0..c26
 TERMS = (
@@ -141,7 +141,7 @@ def check_schema(config: ModelConfig) -> None:
 
 
 def cost_terms(schedule_features: Tensor, num_cores: float) -> Tensor:
-    """The 27 Appendix-B terms per stage, [..., S, 39] raw features -> [..., S, 27], all >= 0.
+    """The 27 Appendix-B terms per stage, [..., S, 41] raw features -> [..., S, 27], all >= 0.
 
     Halide's selects between coefficients (inlined or not; parallel / output / other stage) become terms
     that are zero where their branch is not taken, so the cost is one dot product with the coefficients.
@@ -227,12 +227,12 @@ class CostNetwork(nn.Module):
 
     def forward(self, pipeline_features: Tensor, schedule_features: Tensor,
                 pipeline_embedding: Tensor | None = None) -> Tensor:
-        """[S,40,7] and [B,S,39] float32 -> [B] predicted runtimes (> 0)."""
+        """[S,40,7] and [B,S,41] float32 -> [B] predicted runtimes (> 0)."""
         return self.stage_costs(pipeline_features, schedule_features, pipeline_embedding).sum(-1).clamp_min(MIN_RUNTIME)
 
     @torch.no_grad()
     def predict(self, pipeline_features: np.ndarray, schedule_features: np.ndarray) -> np.ndarray:
-        """Numpy in, float64 [B] out, in eval mode without gradients; a single [S, 39] schedule gives [1]."""
+        """Numpy in, float64 [B] out, in eval mode without gradients; a single [S, 41] schedule gives [1]."""
         p = next(self.parameters())
         pf = torch.as_tensor(np.asarray(pipeline_features, dtype=np.float32), device=p.device)
         sf = torch.as_tensor(np.asarray(schedule_features, dtype=np.float32), device=p.device)

@@ -406,7 +406,7 @@ def _signature(example: tuple[np.ndarray, np.ndarray]):
 
 
 class _PyfuncCostModel:
-    """What `mlflow.pyfunc.load_model` wraps: predict({"pipeline": [S,40,7], "schedule": [B,S,39]}) -> [B]."""
+    """What `mlflow.pyfunc.load_model` wraps: predict({"pipeline": [S,40,7], "schedule": [B,S,41]}) -> [B]."""
 
     def __init__(self, model):
         self.model = model

@@ -57,7 +57,7 @@ class CostModel(ABC):
 
     @abstractmethod
     def predict(self, pipeline_features: np.ndarray, schedule_features: np.ndarray) -> PredictedCosts:
-        """[S, 40, 7] pipeline features and [B, S, 39] schedule features -> PredictedCosts (batched)."""
+        """[S, 40, 7] pipeline features and [B, S, 41] schedule features -> PredictedCosts (batched)."""
 
     def update(self, pipeline_features: np.ndarray, schedule_features: np.ndarray, runtimes: np.ndarray) -> None:
         """Learn from measured `runtimes` [B] (seconds) of these schedules; a model that learns nothing
