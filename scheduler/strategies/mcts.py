@@ -295,12 +295,15 @@ class MCTS(SearchStrategy):
                                   f"{space.target.name}: every candidate was illegal or pruned")
             if len(kids) > 1:
                 levels = max(1, space.total_decisions - root.num_decisions)
-                share = (c.budget - self.evaluated) / levels
+                level_end = self.evaluated + (c.budget - self.evaluated) / levels
                 now = time.perf_counter()
                 slice_s = (t_end - now) / levels if math.isfinite(t_end) else math.inf
                 for t, tree in enumerate(self.trees):  # sequential: the same result for the same seed
-                    target = self.evaluated + share / (len(self.trees) - t) if share > 0 else self.evaluated
-                    share -= target - self.evaluated
+                    # what the level has left, shared among the trees still to search: a tree's last iteration
+                    # may overshoot its share, and the next trees get that much less, so the level (and the
+                    # search) ends at most one iteration past its budget however many trees there are
+                    share = max(level_end - self.evaluated, 0.0)
+                    target = self.evaluated + share / (len(self.trees) - t)
                     deadline = time.perf_counter() + slice_s / (len(self.trees) - t)
                     first, idle = not self.leaves, 0
                     while first or not self._out_of_budget(target, min(deadline, t_end)):
