@@ -119,8 +119,6 @@ def write_batch(root: Path | str, target: str, batch_id: str, samples: Iterable[
     """Write one batch atomically under its deterministic name; a batch already written is left as is.
     `schema` is the FeatureSchema the samples' features follow (the target's extractor's); `machine` says which
     machine measured them (ir.target.machine_description(); "" when unknown), recorded in the file's metadata."""
-    import pyarrow.parquet as pq
-
     path = batch_path(root, target, batch_id)
     if path.exists():
         return path
@@ -132,17 +130,25 @@ def write_batch(root: Path | str, target: str, batch_id: str, samples: Iterable[
         META_VERSION: str(feature_schema.version).encode(), META_SCHEMA_NAME: feature_schema.name.encode(),
         META_SCHEMA: json.dumps(feature_schema.to_dict()).encode(), META_TARGET: target.encode(),
         **({META_MACHINE: machine.encode()} if machine else {})})
-    table = _table(samples, batch_id, target, schema, feature_schema)
+    write_table_atomically(_table(samples, batch_id, target, schema, feature_schema), path, row_group_size)
+    return path
+
+
+def write_table_atomically(table, path: Path, row_group_size: int = 64) -> None:
+    """Write `table` (its schema's metadata included) to `path` through a temporary file renamed over it, so a
+    reader sees the old file (or none) or the whole new one, never a part; a writer that dies leaves only its
+    temporary, which the next writer of that batch removes."""
+    import pyarrow.parquet as pq
+
     tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
     try:
-        with pq.ParquetWriter(tmp, schema, compression="zstd") as w:
-            for start in range(0, max(len(samples), 1), row_group_size):
+        with pq.ParquetWriter(tmp, table.schema, compression="zstd") as w:
+            for start in range(0, max(table.num_rows, 1), max(row_group_size, 1)):
                 w.write_table(table.slice(start, row_group_size))
-        os.replace(tmp, path)  # atomic on POSIX: readers see no file or the whole file
+        os.replace(tmp, path)  # atomic on POSIX
     finally:
         if tmp.exists():
             tmp.unlink()
-    return path
 
 
 def _remove_stale_temporaries(path: Path) -> None:

@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .dataset import (META_MACHINE, META_SCHEMA, META_SCHEMA_NAME, META_VERSION, V1_SCHEMA_NAME, DatasetError,
-                      dataset_roots)
-from .schema import FeatureSchema, get_schema
+                      dataset_roots, write_table_atomically)
+from .schema import HALIDE_SCHEDULE_FEATURES, FeatureSchema, get_schema
 
-_MACHINE = re.compile(r"(\d+) cores; .*\((\d+)-byte vectors\); L2 (\d+) KiB, L3 (\d+) MiB")
 VECTOR_WIDTHS = (64, 32, 16)  # bytes: AVX-512, AVX2, SSE/NEON
 
 
@@ -84,30 +81,23 @@ def refeaturize_file(path: Path, l2_kib: int = 1024) -> tuple[FileResult, Featur
     rows = table.to_pydict()
     columns = [new.schedule_names.index(n) for n in old_names]
     last_error = ""
+    pipelines: dict = {}
     for target in _targets(machine, l2_kib):
         try:
-            features = [_row_features(rows, i, target, columns, path) for i in range(table.num_rows)]
+            features = [_row_features(rows, i, target, columns, pipelines) for i in range(table.num_rows)]
         except _Mismatch as e:
             last_error = str(e)
             continue
         break
     else:
         raise DatasetError(f"{path}: {last_error}; the file was left as it was")
-    for fs in features:
-        assert all(len(v) == new.schedule_width for v in fs)
     col = pa.array(features, type=table.schema.field("schedule_features").type)
     table = table.set_column(table.schema.get_field_index("schedule_features"), "schedule_features", col)
     meta.update({META_VERSION: str(new.version).encode(), META_SCHEMA_NAME: new.name.encode(),
                  META_SCHEMA: json.dumps(new.to_dict()).encode()})
     table = table.replace_schema_metadata(meta)
     row_group = pq.ParquetFile(path).metadata.row_group(0).num_rows if table.num_rows else 64
-    tmp = path.parent / f".{path.name}.{os.getpid()}.refeaturize.tmp"
-    try:
-        pq.write_table(table, tmp, compression="zstd", row_group_size=max(row_group, 1))
-        os.replace(tmp, path)  # atomic: readers see the old file or the new one
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    write_table_atomically(table, path, row_group)
     return FileResult(path, table.num_rows, "rewritten", _describe(target)), new
 
 
@@ -118,7 +108,7 @@ class _Mismatch(Exception):
 def _old_names(meta: dict, new: FeatureSchema) -> list[str]:
     """The schedule features the file's schema shares with `new` (each must be reproduced as stored)."""
     raw = meta.get(META_SCHEMA)
-    names = json.loads(raw)["schedule_features"] if raw else list(new.schedule_names[:39])
+    names = json.loads(raw)["schedule_features"] if raw else list(HALIDE_SCHEDULE_FEATURES)
     missing = [n for n in names if n not in new.schedule_names]
     if missing:
         raise DatasetError(f"the file's features {', '.join(missing)} are not in {new.key}: it cannot be "
@@ -127,14 +117,13 @@ def _old_names(meta: dict, new: FeatureSchema) -> list[str]:
 
 
 def _targets(machine: str, l2_kib: int):
-    from ir.target import CpuTarget, host_target
+    from ir.target import host_target, target_of_machine
 
-    m = _MACHINE.search(machine)
-    base = dataclasses.replace(host_target(), l2_bytes=l2_kib << 10)
-    if m:
-        cores, vector_bytes, l2, l3 = map(int, m.groups())
-        yield CpuTarget(name="host", cores=cores, vector_bytes=vector_bytes, l2_bytes=l2 << 10, l3_bytes=l3 << 20)
+    recorded = target_of_machine(machine)
+    if recorded is not None:
+        yield recorded
         return
+    base = dataclasses.replace(host_target(), l2_bytes=l2_kib << 10)
     for vb in VECTOR_WIDTHS:
         yield dataclasses.replace(base, vector_bytes=vb)
 
@@ -143,7 +132,10 @@ def _describe(t) -> str:
     return f"{t.vector_bytes}-byte vectors, L2 {t.l2_bytes >> 10} KiB"
 
 
-def _row_features(rows: dict, i: int, target, columns: list[int], path: Path) -> list[list[float]]:
+def _row_features(rows: dict, i: int, target, columns: list[int], pipelines: dict) -> list[list[float]]:
+    """Row i's features under the current schema; those at `columns` must equal the stored ones bit for bit.
+    `pipelines` maps pipeline JSON to the parsed Pipeline: a file's samples share one, parsed once (its
+    FunctionDAG's analyses kept across them)."""
     from ir.loopnest import LoopNest
     from ir.pipeline import Pipeline
 
@@ -152,8 +144,10 @@ def _row_features(rows: dict, i: int, target, columns: list[int], path: Path) ->
     stored = rows["schedule_features"][i]
     if not stored:  # a sample whose schedule never got features (it failed before): nothing to redo
         return stored or []
-    p = _pipeline(rows["pipeline_json"][i], Pipeline)
-    f = featurize(p, LoopNest.loads(rows["schedule_json"][i]), target)
+    text = rows["pipeline_json"][i]
+    if text not in pipelines:
+        pipelines[text] = Pipeline.from_json(json.loads(text))
+    f = featurize(pipelines[text], LoopNest.loads(rows["schedule_json"][i]), target)
     by_stage = {st: row for st, row in zip(f.stages, f.schedule)}
     out = []
     for func, index, old in zip(rows["stage_func"][i], rows["stage_index"][i], stored):
@@ -161,21 +155,11 @@ def _row_features(rows: dict, i: int, target, columns: list[int], path: Path) ->
         if row is None:
             raise _Mismatch(f"sample {rows['sample_id'][i]}: stage {func}.{index} has no features now")
         row = np.asarray(row, dtype=np.float32)
-        if not np.array_equal(row[columns], np.asarray(old, dtype=np.float32)):
-            bad = int(np.flatnonzero(row[columns] != np.asarray(old, dtype=np.float32))[0])
+        old = np.asarray(old, dtype=np.float32)
+        differ = np.flatnonzero(row[columns] != old)
+        if differ.size:
+            bad = int(differ[0])
             raise _Mismatch(f"sample {rows['sample_id'][i]}, stage {func}.{index}: feature {bad} comes out "
                             f"{row[columns][bad]:g} at {_describe(target)}, stored {old[bad]:g}")
         out.append(row.tolist())
     return out
-
-
-_PIPELINES: dict[str, object] = {}
-
-
-def _pipeline(text: str, pipeline_cls):
-    """A file's samples share one pipeline: parse it once (and keep its FunctionDAG's analyses)."""
-    p = _PIPELINES.get(text)
-    if p is None:
-        _PIPELINES.clear()
-        p = _PIPELINES[text] = pipeline_cls.from_json(json.loads(text))
-    return p

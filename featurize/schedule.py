@@ -27,13 +27,12 @@ from ir.plan import Chain, FuncPlan, Plan, Region
 from ir.symbolic import Lin
 from ir.target import CpuTarget
 
-from .schema import DTYPE, SCHEDULE_FEATURES
+from .schema import DTYPE, LINE_BYTES, SCHEDULE_FEATURES, lines_per_vector
 
 _F = {name: i for i, name in enumerate(SCHEDULE_FEATURES)}
 _WS = np.array([_F[k] for k in ("working_set", "working_set_at_production", "working_set_at_realization",
                                 "working_set_at_task", "working_set_at_root")])
 _WS_ROOT = _F["working_set_at_root"]
-LINE_BYTES = 64  # a cache line: what one load touches at least (new_reads)
 
 
 def schedule_features(plan: Plan, target: CpuTarget, pending_parallel: frozenset = frozenset(),
@@ -539,8 +538,8 @@ class _Featurizer:
         if parent is None:
             return b_real, l_real
         lanes = v[_F["vector_size"]]
-        per_point = ((2 * v[_F["vector_loads_per_vector"]] + v[_F["scalar_loads_per_vector"]]) / lanes if lanes > 1
-                     else v[_F["scalar_loads_per_scalar"]])
+        per_point = (lines_per_vector(v[_F["vector_loads_per_vector"]], v[_F["scalar_loads_per_vector"]]) / lanes
+                     if lanes > 1 else v[_F["scalar_loads_per_scalar"]])
         if min(b_real, v[_F["points_computed_per_realization"]] * per_point * LINE_BYTES) > self.target.l2_bytes:
             return b_real, l_real
         b_loop = l_loop = 0.0

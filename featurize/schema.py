@@ -182,7 +182,7 @@ _PIPELINE_COLUMN_DEFS = tuple(FeatureDef(b, d) for b, d in zip(TYPE_BUCKETS, (
     "operations on 32-bit integers", "operations on 64-bit integers", "operations on 32-bit floats",
     "operations on 64-bit floats")))
 
-_SCHEDULE_DEFS = (
+_HALIDE_SCHEDULE_DEFS = (
     ("num_realizations", "times the stage's storage is allocated: total runs of its store_at site"),
     ("num_productions", "times a region of the stage is computed: total runs of its compute_at site"),
     ("points_computed_per_realization", "points of the stage computed per allocation"),
@@ -222,7 +222,9 @@ _SCHEDULE_DEFS = (
     ("working_set_at_production", "bytes of all allocations made inside the stage's compute_at site"),
     ("working_set_at_realization", "bytes of all allocations made inside the stage's store_at site"),
     ("working_set_at_root", "bytes of all allocations of the pipeline (at the root)"),
-    # schedlab's, not Halide's (version 2): what consecutive realizations share
+)
+# schedlab's, not Halide's (version 2): what consecutive realizations share
+_NEW_READS_DEFS = (
     ("new_bytes_read_per_realization", "unique_bytes_read_per_realization less what the previous realization of the "
      "store_at loop read: that loop's footprint over its iterations, while one realization's lines fit in L2"),
     ("new_lines_read_per_realization", "unique_lines_read_per_realization, amortized over the store_at loop as "
@@ -231,7 +233,19 @@ _SCHEDULE_DEFS = (
 
 CPU_ADAMS2019 = register_schema(FeatureSchema(
     name="cpu-adams2019", version=2, pipeline_rows=_PIPELINE_ROW_DEFS, pipeline_columns=_PIPELINE_COLUMN_DEFS,
-    schedule_features=tuple(FeatureDef(n, d) for n, d in _SCHEDULE_DEFS)))
+    schedule_features=tuple(FeatureDef(n, d) for n, d in _HALIDE_SCHEDULE_DEFS + _NEW_READS_DEFS)))
+# adams2019 Appendix A's schedule features in Halide's order: all that version 1 of the schema had
+HALIDE_SCHEDULE_FEATURES = tuple(n for n, _ in _HALIDE_SCHEDULE_DEFS)
+
+# What a load touches, for the estimates that bound a box by the loads inside it (featurize's new reads, the
+# analytical model's caps, prior 5 on): a cache line, and two lines per dense vector load (it may straddle one).
+LINE_BYTES = 64
+
+
+def lines_per_vector(vector_loads, lane_loads):
+    """Cache lines a vector's loads can touch: two per dense vector load, one per lane-at-a-time load (numbers,
+    arrays or tensors alike)."""
+    return 2 * vector_loads + lane_loads
 
 # The CPU schema's fields under the names the rest of schedlab imports.
 SCHEMA = CPU_ADAMS2019

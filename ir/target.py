@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import platform
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -167,6 +168,20 @@ def machine_description() -> str:
     model = _cpu_model() or platform.machine() or "unknown CPU"
     return (f"{model}; {t.cores} cores; {simd} ({t.vector_bytes}-byte vectors); "
             f"L2 {t.l2_bytes >> 10} KiB, L3 {t.l3_bytes >> 20} MiB")
+
+
+_MACHINE_LINE = re.compile(r"(\d+) cores; .*\((\d+)-byte vectors\); L2 (\d+) KiB, L3 (\d+) MiB")
+
+
+def target_of_machine(description: str) -> CpuTarget | None:
+    """The CpuTarget a machine_description() line describes (cores, SIMD width, L2, L3), or None for a line that is
+    not one (files written before machines were recorded have none)."""
+    m = _MACHINE_LINE.search(description)
+    if m is None:
+        return None
+    cores, vector_bytes, l2_kib, l3_mib = map(int, m.groups())
+    return CpuTarget(name="host", cores=cores, vector_bytes=vector_bytes, l2_bytes=l2_kib << 10,
+                     l3_bytes=l3_mib << 20)
 
 
 def _cpu_model() -> str:

@@ -160,10 +160,13 @@ def test_which_machine_measured_each_batch_is_recorded_and_reported(tmp_path, ca
     """`host` is whichever machine measured: the file records it, and stats count the files per machine (and warn
     when a partition mixes machines, whose labels do not rank schedules alike)."""
     from featurize.dataset import file_machine
-    from ir.target import host_target, machine_description
+    from ir.target import host_target, machine_description, target_of_machine
 
     here = machine_description()
     assert f"{host_target().cores} cores" in here and f"{host_target().vector_bytes}-byte vectors" in here
+    recorded, t = target_of_machine(here), host_target()  # what refeaturize computes a file's features for
+    assert (recorded.cores, recorded.vector_bytes, recorded.l2_bytes >> 10) == (t.cores, t.vector_bytes, t.l2_bytes >> 10)
+    assert target_of_machine("") is None and target_of_machine("AMD EPYC; 2 cores") is None
     old = write_batch(tmp_path, "host", "0000", _samples(1, [1e-3], [0.01]))
     write_batch(tmp_path, "host", "0001", _samples(2, [2e-3], [0.01]), machine=here)
     write_batch(tmp_path, "host", "0002", _samples(3, [3e-3], [0.01]), machine=here)

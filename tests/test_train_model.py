@@ -530,6 +530,17 @@ def test_prior_4_caps_a_vectors_footprint_by_what_its_loads_touch():
     _check_a_cap_of_prior_3(4, t3, t4, capped=(vb, vl))
 
 
+def _schedule_features(rows: list[dict]) -> torch.Tensor:
+    """Schedule features [1, stages, 41] (float64): each stage's named features as given, the others 0."""
+    from featurize.schema import SCHEDULE_INDEX
+
+    sf = torch.zeros(1, len(rows), len(featurize.schema.SCHEDULE_FEATURES), dtype=torch.float64)
+    for row, values in enumerate(rows):
+        for name, value in values.items():
+            sf[0, row, SCHEDULE_INDEX[name]] = value
+    return sf
+
+
 def test_prior_5_caps_footprints_by_the_cache_lines_their_loads_touch():
     """Prior 5 is prior 3 except that a vector's and a realization's unique bytes read are at most LINE_BYTES per
     cache line their loads can touch (two per dense load, one per lane-at-a-time or scalar load), their lines at most
@@ -537,12 +548,10 @@ def test_prior_5_caps_footprints_by_the_cache_lines_their_loads_touch():
     its boxes span the task's whole vert_log, is capped; a stencil's boxes are kept, and so are those of a stage
     that gathers (local_laplacian's gPyramid: its lanes scatter over the box); no other term changes, and it never
     charges more than prior 3."""
-    from featurize.schema import SCHEDULE_INDEX as I
     from train import analytical as A
 
     assert (TERMS[A.PER_REALIZATION_BYTES_TERM], TERMS[A.PER_REALIZATION_LINES_TERM]) == (
         "load_bytes_per_realization", "load_lines_per_realization")
-    sf = torch.zeros(1, 3, len(featurize.schema.SCHEDULE_FEATURES), dtype=torch.float64)
     # max_filter's expert vert (featurized at full size); a 3x3 stencil realized per 8 x 32 tile; a gather of 8 lanes
     rows = [dict(num_realizations=46080, points_computed_per_realization=8736, num_vectors=5.032e7,
                  vector_size=8, vector_loads_per_vector=2, scalar_loads_per_vector=7,
@@ -556,9 +565,7 @@ def test_prior_5_caps_footprints_by_the_cache_lines_their_loads_touch():
                  scalar_loads_per_vector=8, unique_bytes_read_per_realization=1e6,
                  unique_lines_read_per_realization=400, unique_bytes_read_per_vector=7204,
                  unique_lines_read_per_vector=200)]
-    for row, values in enumerate(rows):
-        for name, value in values.items():
-            sf[0, row, I[name]] = value
+    sf = _schedule_features(rows)
     pf = torch.rand(3, *PIPELINE_SHAPE)
     t3, t5 = (A.analytical_terms(pf, sf, 1.0, prior) for prior in (3, 5))
     vb, vl = A.PER_VECTOR_BYTES_TERMS[1], A.PER_VECTOR_LINES_TERMS[1]
@@ -583,7 +590,6 @@ def test_prior_6_charges_a_realization_what_the_previous_one_did_not_read():
     from featurize.schema import SCHEDULE_INDEX as I
     from train import analytical as A
 
-    sf = torch.zeros(1, 2, len(featurize.schema.SCHEDULE_FEATURES), dtype=torch.float64)
     rows = [dict(num_realizations=46080, points_computed_per_realization=8736, num_vectors=5.032e7, vector_size=8,
                  vector_loads_per_vector=2, scalar_loads_per_vector=7, unique_bytes_read_per_realization=1.935e7,
                  unique_lines_read_per_realization=15710, new_bytes_read_per_realization=7559.5,
@@ -592,9 +598,7 @@ def test_prior_6_charges_a_realization_what_the_previous_one_did_not_read():
                  vector_loads_per_vector=9, unique_bytes_read_per_realization=1360,
                  unique_lines_read_per_realization=10, new_bytes_read_per_realization=1360,
                  new_lines_read_per_realization=10)]
-    for row, values in enumerate(rows):
-        for name, value in values.items():
-            sf[0, row, I[name]] = value
+    sf = _schedule_features(rows)
     pf = torch.rand(2, *PIPELINE_SHAPE)
     t5, t6 = (A.analytical_terms(pf, sf, 1.0, prior) for prior in (5, 6))
     kb, kl = A.PER_REALIZATION_BYTES_TERM, A.PER_REALIZATION_LINES_TERM

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from featurize.schema import PIPELINE_ROWS, SCHEDULE_INDEX
+from featurize.schema import LINE_BYTES, PIPELINE_ROWS, SCHEDULE_INDEX, lines_per_vector
 from ir.dag import OP_TYPES
 
 # Appendix B's 27 terms (train.model.TERMS order) and a fixed cost per unit of each, in nanoseconds.
@@ -74,7 +74,6 @@ LINE_SCALE = 4.0  # prior 3: what a line costs on this machine over prior 2's ch
 PER_VECTOR_BYTES_TERMS = (9, 10)  # unique_bytes_per_vector_scalars / _vectors
 PER_VECTOR_LINES_TERMS = (11, 12)  # unique_lines_per_vector_scalars / _vectors
 ELEMENT_BYTES = 8
-LINE_BYTES = 64  # prior 5: a cache line
 # prior 5: the per-realization unique bytes and lines read (train.model.TERMS 5 and 4)
 PER_REALIZATION_BYTES_TERM, PER_REALIZATION_LINES_TERM = 5, 4
 # what each prior does beyond Appendix B's terms, the one list of priors: pages faulted in fresh (2), lines at
@@ -183,7 +182,7 @@ def _cap_footprints_by_lines(terms, x) -> None:
     # featurize counts a gather as `lanes` lane-at-a-time loads and a broadcast as one: fewer than a vector's lanes
     # of them are broadcasts, which read one place per vector whatever their index
     uniform = (lanes == 1) | (f["scalar_loads_per_vector"] < lanes)
-    vector_lines = 2 * f["vector_loads_per_vector"] + f["scalar_loads_per_vector"]
+    vector_lines = lines_per_vector(f["vector_loads_per_vector"], f["scalar_loads_per_vector"])
     scalar_lines = f["scalar_loads_per_scalar"]
     for kb, kl, count, bound in zip(PER_VECTOR_BYTES_TERMS, PER_VECTOR_LINES_TERMS,
                                     (f["num_scalars"], f["num_vectors"]), (scalar_lines, vector_lines)):
