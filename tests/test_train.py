@@ -281,7 +281,7 @@ def test_mlp_with_ranking_loss_is_a_comparable_variant(hybrid, dataset, env):
     # pin the hybrid as champion (as by hand), then the mlp must beat it, scored afresh on the same pipelines
     pinned = train(config(dataset, env, *HYBRID, "promote=true", "promotion=always", "epochs=2"))
     assert pinned.registered.promoted
-    mlp = train(config(dataset, env, "model=mlp", "loss=pairwise_rank", "promote=true"))
+    mlp = train(config(dataset, env, "model=mlp", "loss=pairwise_rank", "promote=true", "select=pairwise"))
     assert mlp.registered.name == "schedlab-host" and int(mlp.registered.version) > int(pinned.registered.version)
     assert mlp.registered.previous_champion == pinned.registered.version
     champion = mlp.promotion.baselines[-1]
@@ -294,6 +294,14 @@ def test_mlp_with_ranking_loss_is_a_comparable_variant(hybrid, dataset, env):
     now = _champion(_client(env["tracking_uri"]), "schedlab-host")
     assert str(now.version) == (mlp.registered.version if beats else pinned.registered.version)
     assert CHAMPION == "champion"
+    # select=pairwise: the first epoch with the best validation pairwise accuracy is what was scored and registered
+    from mlflow.tracking import MlflowClient
+
+    values = [h.value for h in sorted(MlflowClient(tracking_uri=env["tracking_uri"]).get_metric_history(
+        mlp.run_id, "val/pairwise_accuracy"), key=lambda h: h.step)]
+    assert len(values) == 40 and mlp.best_epoch == values.index(max(values))
+    assert mlp.val["val_pairwise_accuracy"] == pytest.approx(max(values), abs=1e-6)
+    assert f"epoch {mlp.best_epoch} (best validation pairwise accuracy;" in mlp.summary()
 
 
 # -- the command line -------------------------------------------------------------------------------

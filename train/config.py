@@ -12,6 +12,7 @@ from .analytical import PRIOR
 # the names a config accepts, one place for every config that names them (the job's, evaluate.compare's)
 ModelKind = Literal["hybrid", "mlp", "residual", "calibrated"]  # train.model.MODEL_KINDS
 LossName = Literal["relative_throughput", "pairwise_rank", "lambdarank"]  # train.loss.LOSSES
+SelectMetric = Literal["top1", "pairwise"]  # the validation metric that picks the registered epoch
 AnalyticalPrior = Literal[1, 2, 3, 4, 5, 6]  # train.analytical.PRIORS
 
 
@@ -37,6 +38,8 @@ class TrainConfig:
     train_fraction: float = 1.0  # share of the other pipelines trained on (by a second hash; nested subsets: python -m train.compare's learning curve)
     max_spread: float | None = 0.25  # skip labels whose own best repeats disagree by more (none: keep all)
     seed: int = 0  # seeds weight init and batch order
+    select: SelectMetric = "top1"  # which epoch's weights are registered: best validation top-1 (the first to reach
+    #   it), or best pairwise accuracy, finer where top-1 on few pipelines moves in steps
     tracking_uri: str | None = None  # MLflow tracking URI (none: $MLFLOW_TRACKING_URI, else the per-user store, train.registry)
     experiment: str = "schedlab-train"  # MLflow experiment of the run
     run_name: str | None = None  # MLflow run name (none: MLflow picks one)

@@ -75,6 +75,7 @@ class CostModelModule(L.LightningModule):
             values.update(m.scores())
             if stage == "val":
                 self.log("val_top1", m.top1_score, prog_bar=True, logger=False)
+                self.log("val_pairwise", m.pairwise_accuracy, logger=False)
         finite = {f"{stage}/{k}": float(v) for k, v in values.items() if np.isfinite(v)}
         if finite and self.logger is not None:
             self.logger.log_metrics(finite, step=self.current_epoch)

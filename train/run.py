@@ -38,11 +38,12 @@ class TrainResult:
     checkpoint: str
     registered: object | None  # train.registry.RegisteredVersion
     seconds: float
-    best_epoch: int = 0  # the epoch whose weights were registered (best validation top-1), from 0 as MLflow's steps
+    best_epoch: int = 0  # the epoch whose weights were registered (best by `selected_by`), from 0 as MLflow's steps
     promotion: object | None = None  # train.promotion.PromotionDecision
     decisions: tuple = ()  # train.decisions.DecisionAccuracy of this model per contrast kind, on validation
     analytical_decisions: tuple = ()  # the analytical model's, on the same pairs
     machines: str = ""  # which machines measured the data (train.data.machines_of)
+    selected_by: str = "top1"  # TrainConfig.select: the validation metric that picked best_epoch
 
     def summary(self) -> str:
         v, i = self.val, self.init_val
@@ -56,7 +57,8 @@ class TrainResult:
              f"top-5 {v['val_top5_score']:.3f}, Kendall tau {v['val_kendall_tau']:.3f}, "
              f"ordering@1.3x {v['val_ordering_rate_1_3']:.3f}, R2(log) {v['val_r2_log_runtime']:.3f}"),
             f"MLflow run {self.run_id} (experiment {self.experiment_id}) in {self.tracking_uri}",
-            f"checkpoint: {self.checkpoint}; registered weights: epoch {self.best_epoch} (best validation top-1; "
+            f"checkpoint: {self.checkpoint}; registered weights: epoch {self.best_epoch} (best validation "
+             f"{'top-1' if self.selected_by == 'top1' else 'pairwise accuracy'}; "
              "epochs count from 0, as the MLflow steps)",
         ]
         if self.promotion is not None:
@@ -153,8 +155,9 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
     init = ranking_metrics(predict_groups(module.model, data.val).values()).as_dict("val_")
 
     ckpt_dir = Path(cfg.checkpoint_dir).resolve() / run_id
-    # the best epoch by validation top-1, and the latest epoch (what resume= continues from)
-    best = ModelCheckpoint(dirpath=ckpt_dir, filename="best-epoch{epoch}", save_top_k=1, monitor="val_top1",
+    # the best epoch by validation top-1 (or pairwise accuracy: cfg.select), and the latest epoch (what resume=
+    # continues from)
+    best = ModelCheckpoint(dirpath=ckpt_dir, filename="best-epoch{epoch}", save_top_k=1, monitor=f"val_{cfg.select}",
                            mode="max", auto_insert_metric_name=False)
     last = ModelCheckpoint(dirpath=ckpt_dir, filename="last", save_top_k=1, enable_version_counter=False)
     shown = progress_mode(cfg.progress, sys.stdout)  # where Lightning's bar goes
@@ -212,7 +215,8 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
     return TrainResult(run_id, logger.experiment_id, uri, init, val,
                        stats.train_samples + stats.val_samples, stats.train_pipelines + stats.val_pipelines,
                        stats.train_pipelines, stats.val_pipelines, str(ckpt_dir / "last.ckpt"), registered,
-                       time.time() - t0, best_epoch, decision, decisions, analytical_decisions, stats.machines)
+                       time.time() - t0, best_epoch, decision, decisions, analytical_decisions, stats.machines,
+                       cfg.select)
 
 
 def _decisions(cfg: TrainConfig, scored: list, val_batches) -> tuple[tuple, tuple]:
@@ -232,7 +236,7 @@ def _decisions(cfg: TrainConfig, scored: list, val_batches) -> tuple[tuple, tupl
 
 
 def _load_best(module, path: str, last_epoch: int) -> int:
-    """Load the best checkpoint's weights (by validation top-1) into `module`; its epoch (from 0, as Lightning
+    """Load the best checkpoint's weights (by the validation metric cfg.select) into `module`; its epoch (from 0, as Lightning
     and the MLflow steps count). Without one (no validation epoch ran), the last epoch's weights stay."""
     import torch
 
