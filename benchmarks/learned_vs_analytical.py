@@ -71,10 +71,10 @@ def main(argv=None) -> int:
             lns.append(s.loopnest)
         inputs, expected = reference(p)
         # a LoopNest two columns share is measured once: its ratio is exactly 1, not two runs' drift
-        unique = list(dict.fromkeys(ln.dumps() for ln in lns))
-        which = [unique.index(ln.dumps()) for ln in lns]
-        measured = measure_loopnest_results(p, [lns[which.index(k)] for k in range(len(unique))], target, inputs,
-                                            expected, backend=a.backend)
+        first: dict[str, int] = {}  # a LoopNest's text -> its index among the distinct ones
+        which = [first.setdefault(ln.dumps(), len(first)) for ln in lns]
+        distinct = [lns[which.index(k)] for k in range(len(first))]
+        measured = measure_loopnest_results(p, distinct, target, inputs, expected, backend=a.backend)
         results = [measured[k] for k in which]
         runtimes = best_runtimes(results)
         same = [m for m in models[:-1] if which[cols.index(m)] == which[-1]]

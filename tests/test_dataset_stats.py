@@ -165,7 +165,8 @@ def test_which_machine_measured_each_batch_is_recorded_and_reported(tmp_path, ca
     here = machine_description()
     assert f"{host_target().cores} cores" in here and f"{host_target().vector_bytes}-byte vectors" in here
     recorded, t = target_of_machine(here), host_target()  # what refeaturize computes a file's features for
-    assert (recorded.cores, recorded.vector_bytes, recorded.l2_bytes >> 10) == (t.cores, t.vector_bytes, t.l2_bytes >> 10)
+    assert (recorded.cores, recorded.vector_bytes, recorded.l2_bytes >> 10) == (
+        t.cores, t.vector_bytes, t.l2_bytes >> 10)
     assert target_of_machine("") is None and target_of_machine("AMD EPYC; 2 cores") is None
     old = write_batch(tmp_path, "host", "0000", _samples(1, [1e-3], [0.01]))
     write_batch(tmp_path, "host", "0001", _samples(2, [2e-3], [0.01]), machine=here)

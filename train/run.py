@@ -236,8 +236,8 @@ def _decisions(cfg: TrainConfig, scored: list, val_batches) -> tuple[tuple, tupl
 
 
 def _load_best(module, path: str, last_epoch: int) -> int:
-    """Load the best checkpoint's weights (by the validation metric cfg.select) into `module`; its epoch (from 0, as Lightning
-    and the MLflow steps count). Without one (no validation epoch ran), the last epoch's weights stay."""
+    """Load the best checkpoint's weights (by the validation metric cfg.select) into `module`; its epoch (from 0, as
+    Lightning and the MLflow steps count). Without one (no validation epoch ran), the last epoch's weights stay."""
     import torch
 
     if not path or not Path(path).is_file():
