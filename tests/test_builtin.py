@@ -47,7 +47,8 @@ def store(tmp_path_factory):
                              {"val_top1_score": 0.91, "val_pairwise_accuracy": 0.83}, features(0), promote=False,
                              tracking=uri, backend="halide")
         (root / "data").mkdir()
-        registry._client(uri).log_param(v.run_id, "data", str(root / "data"))  # as python -m train logs it
+        for key, value in {"data": str(root / "data"), "lr": "0.01", "epochs": "7", "tracking_uri": uri}.items():
+            registry._client(uri).log_param(v.run_id, key, value)  # as python -m train logs them
     return uri
 
 
@@ -67,6 +68,8 @@ def test_export_writes_plain_data_and_lineage(shipped, store):
     assert (lineage["tags"]["target"], lineage["tags"]["backend"]) == ("host", "halide")
     assert float(lineage["tags"]["val_top1_score"]) == 0.91
     assert not any(k.startswith("last_run.") for k in lineage["tags"])
+    assert lineage["training_params"]["lr"] == "0.01" and lineage["training_params"]["data"] == lineage["dataset_path"]
+    assert builtin.read_builtin(shipped).train_command() == f"python -m train data={lineage['dataset_path']} epochs=7 lr=0.01"
     # tensors only: the weights load without unpickling code
     state = torch.load(shipped / "state_dict.pt", weights_only=True)
     assert all(isinstance(v, torch.Tensor) for v in state.values())
@@ -166,3 +169,15 @@ def test_every_shipped_model_loads_and_records_its_lineage(model, monkeypatch):
     m = load_model(f"builtin:{model.path.name}", get_target(model.target))
     pf, sf = features(1)
     assert np.all(np.isfinite(m.predict(pf, sf).total))
+    # it can be rebuilt here: its dataset is committed, unchanged, and the lineage says how it was trained
+    from train.data import DataConfig, TrainingData
+
+    data = builtin.dataset_of(model)
+    assert data is not None and data.is_relative_to(builtin.REPO), model.dataset_path
+    params = dict(model.training_params)
+    stats = TrainingData.load(DataConfig(path=str(data), target=model.target, val_fraction=float(params["val_fraction"]),
+                                         max_spread=float(params["max_spread"]))).stats
+    assert stats.fingerprint == model.tags["dataset_fingerprint"] == params["data_fingerprint"]
+    command = model.train_command()
+    assert f"data={model.dataset_path}" in command and f"model={model.tags['model_kind']}" in command
+    assert f"loss={model.tags['loss']}" in command and "lr=" in command and "seed=" in command, command

@@ -12,6 +12,7 @@ user's store has no champion; a champion of the user's own always takes preceden
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
@@ -45,10 +46,21 @@ class BuiltinModel:
     source: str  # the registered version it was exported from, e.g. models:/schedlab-host/3
     tags: dict[str, str]  # that version's tags, verbatim
     dataset_path: str = ""  # the `data=` its training read, relative to the repository when inside it
+    training_params: tuple[tuple[str, str], ...] = ()  # the training run's params (lineages written since 2026-11-29)
 
     @property
     def name(self) -> str:
         return f"builtin:{self.path.name}"
+
+    def train_command(self) -> str:
+        """The `python -m train` line that rebuilds this model from its dataset (training is seeded): the keys of
+        conf/train.yaml whose values the run logged ('' when the lineage predates training_params)."""
+        from .config import TrainConfig
+
+        keys = {f.name for f in dataclasses.fields(TrainConfig)} - {"tracking_uri", "checkpoint_dir", "progress",
+                                                                      "run_name", "resume", "promote", "register"}
+        args = [f"{k}={v}" for k, v in self.training_params if k in keys and v != "None"]
+        return f"python -m train {' '.join(args)}" if args else ""
 
 
 def read_builtin(path: Path) -> BuiltinModel:
@@ -59,8 +71,9 @@ def read_builtin(path: Path) -> BuiltinModel:
                            f"write one with {PROG} model=<registered version>)")
     data = json.loads(lineage.read_text())
     tags = {str(k): str(v) for k, v in data.get("tags", {}).items()}
+    params = tuple((str(k), str(v)) for k, v in sorted(data.get("training_params", {}).items()))
     return BuiltinModel(path, tags.get("target", ""), tags.get("backend", ""), str(data.get("source", "")), tags,
-                        str(data.get("dataset_path", "")))
+                        str(data.get("dataset_path", "")), params)
 
 
 def dataset_of(model: BuiltinModel) -> Path | None:
@@ -124,8 +137,11 @@ def export_builtin(model: str, tracking: str | None = None, out: Path | None = N
         staged.mkdir()
         for name in ("config.json", "state_dict.pt"):
             shutil.copyfile(checkpoint / name, staged / name)
-        lineage = {"source": version, "given_as": model, "store": store, "dataset_path": _training_data(version, store),
-                   "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        params = _training_params(version, store)
+        if params.get("data"):
+            params["data"] = _relative(params["data"])
+        lineage = {"source": version, "given_as": model, "store": store, "dataset_path": params.get("data", ""),
+                   "training_params": params, "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                    "schedlab_commit": _commit(), "tags": dict(sorted(tags.items()))}
         (staged / LINEAGE).write_text(json.dumps(lineage, indent=1) + "\n")
         if dest.exists():
@@ -135,14 +151,18 @@ def export_builtin(model: str, tracking: str | None = None, out: Path | None = N
     return read_builtin(dest)
 
 
-def _training_data(version: str, store: str) -> str:
-    """The `data=` param of the run that trained `version`, relative to the repository when inside it."""
+def _training_params(version: str, store: str) -> dict[str, str]:
+    """The params of the run that trained `version` (its `python -m train` keys: what rebuilds it from the data)."""
     from .registry import _client
 
     name, _, number = version[len("models:/"):].partition("/")
     client = _client(store)
     run_id = client.get_model_version(name, number).run_id
-    data = client.get_run(run_id).data.params.get("data", "") if run_id else ""
+    return dict(sorted(client.get_run(run_id).data.params.items())) if run_id else {}
+
+
+def _relative(data: str) -> str:
+    """A dataset path relative to the repository when inside it (the committed datasets/), else absolute."""
     if not data:
         return ""
     path = Path(data).expanduser().resolve()
