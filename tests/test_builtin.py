@@ -69,7 +69,8 @@ def test_export_writes_plain_data_and_lineage(shipped, store):
     assert float(lineage["tags"]["val_top1_score"]) == 0.91
     assert not any(k.startswith("last_run.") for k in lineage["tags"])
     assert lineage["training_params"]["lr"] == "0.01" and lineage["training_params"]["data"] == lineage["dataset_path"]
-    assert builtin.read_builtin(shipped).train_command() == f"python -m train data={lineage['dataset_path']} epochs=7 lr=0.01"
+    command = builtin.read_builtin(shipped).train_command()
+    assert command == f"python -m train data={lineage['dataset_path']} epochs=7 lr=0.01"
     # tensors only: the weights load without unpickling code
     state = torch.load(shipped / "state_dict.pt", weights_only=True)
     assert all(isinstance(v, torch.Tensor) for v in state.values())
@@ -175,7 +176,8 @@ def test_every_shipped_model_loads_and_records_its_lineage(model, monkeypatch):
     data = builtin.dataset_of(model)
     assert data is not None and data.is_relative_to(builtin.REPO), model.dataset_path
     params = dict(model.training_params)
-    stats = TrainingData.load(DataConfig(path=str(data), target=model.target, val_fraction=float(params["val_fraction"]),
+    stats = TrainingData.load(DataConfig(path=str(data), target=model.target,
+                                         val_fraction=float(params["val_fraction"]),
                                          max_spread=float(params["max_spread"]))).stats
     assert stats.fingerprint == model.tags["dataset_fingerprint"] == params["data_fingerprint"]
     command = model.train_command()

@@ -138,10 +138,11 @@ def export_builtin(model: str, tracking: str | None = None, out: Path | None = N
         for name in ("config.json", "state_dict.pt"):
             shutil.copyfile(checkpoint / name, staged / name)
         params = _training_params(version, store)
-        if params.get("data"):
+        if "data" in params:
             params["data"] = _relative(params["data"])
         lineage = {"source": version, "given_as": model, "store": store, "dataset_path": params.get("data", ""),
-                   "training_params": params, "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                   "training_params": params,
+                   "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                    "schedlab_commit": _commit(), "tags": dict(sorted(tags.items()))}
         (staged / LINEAGE).write_text(json.dumps(lineage, indent=1) + "\n")
         if dest.exists():
