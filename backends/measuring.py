@@ -91,3 +91,14 @@ def measure_many(items: Sequence[MeasureInput], target="host", *, backend: str =
         if progress is not None:
             progress(i, m)
     return out
+
+
+def measuring_machine() -> str:
+    """The line every batch file records about what measured it: the machine (ir.target.machine_description()) and
+    the malloc setting of its measurement workers (backends.worker.ALLOCATORS), since labels measured under glibc's
+    adaptive thresholds and under pinned ones do not rank schedules alike (camera_pipe: 42 against 17 ms)."""
+    from ir.target import machine_description
+
+    from .worker import allocator_description
+
+    return f"{machine_description()}; {allocator_description()}"

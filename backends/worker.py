@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from ir.errors import SchedlabError
+
 _ROOT = str(Path(__file__).resolve().parent.parent)
 
 
@@ -86,6 +88,50 @@ def resident_bytes(pid: int) -> int:
         return 0
 
 
+# glibc's malloc adapts its mmap and trim thresholds to what the process freed before (mallopt(3): freeing a
+# mapped chunk raises both), so the pages a kernel faults in at each call depended on the kernels its worker had
+# run before it: one camera_pipe schedule measured 42-50 ms in workers left to glibc's adaptive thresholds and
+# 17-20 ms with them fixed (benchmarks/allocator_history.py). Workers fix them ("pinned"): an allocation of
+# 32 MiB or more is mapped afresh at every call, as under glibc's largest adaptive threshold, and a smaller one
+# comes from a heap that is never trimmed, so its pages fault once per worker, not once per call. That is what
+# the analytical model's page-fault term charges (train.analytical.MMAP_THRESHOLD, the same 32 MiB).
+# SCHEDLAB_WORKER_ALLOCATOR=adaptive (or Worker(allocator="adaptive")) leaves glibc's default.
+ALLOCATORS = {
+    "pinned": "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824",
+    "adaptive": "",
+}
+
+
+class AllocatorError(SchedlabError, ValueError):
+    """An unknown allocator setting for worker processes."""
+
+
+def allocator_name(allocator: str | None = None) -> str:
+    """The setting a worker runs under: `allocator`, else $SCHEDLAB_WORKER_ALLOCATOR, else pinned."""
+    name = allocator or os.environ.get("SCHEDLAB_WORKER_ALLOCATOR") or "pinned"
+    if name not in ALLOCATORS:
+        raise AllocatorError(f"unknown worker allocator {name!r}; use one of {', '.join(ALLOCATORS)} "
+                             "(Worker(allocator=...) or SCHEDLAB_WORKER_ALLOCATOR)")
+    return name
+
+
+def allocator_tunables(allocator: str | None, tunables: str = "") -> str:
+    """GLIBC_TUNABLES for a worker under `allocator` (allocator_name), given the caller's own `tunables`: malloc
+    settings the caller made are kept as they are."""
+    setting = ALLOCATORS[allocator_name(allocator)]
+    if not setting or "glibc.malloc." in tunables:
+        return tunables
+    return setting + (":" + tunables if tunables else "")
+
+
+def allocator_description(allocator: str | None = None) -> str:
+    """How workers' malloc runs, in a few words, for the record a batch file keeps (backends.measuring_machine)."""
+    own = os.environ.get("GLIBC_TUNABLES", "")
+    if ALLOCATORS[allocator_name(allocator)] and "glibc.malloc." in own:
+        return f"malloc as GLIBC_TUNABLES={own}"
+    return f"malloc {allocator_name(allocator)}"
+
+
 KEPT = 4  # Keep values a worker process holds (the inputs and expected outputs of two batches), oldest dropped first
 
 
@@ -106,8 +152,11 @@ class _Kept:
 
 
 class Worker:
-    def __init__(self, env: dict[str, str] | None = None, max_rss_gb: float | None = None):
+    def __init__(self, env: dict[str, str] | None = None, max_rss_gb: float | None = None,
+                 allocator: str | None = None):
         self.env = dict(env or {})
+        self.allocator = allocator
+        allocator_name(allocator)  # a wrong name fails here, not at the first call
         self.max_rss_bytes = (MAX_RSS_GB if max_rss_gb is None else max_rss_gb) * 2**30
         self.replaced = 0  # workers closed for their memory
         self._proc: subprocess.Popen | None = None
@@ -117,6 +166,9 @@ class Worker:
     def _start(self) -> None:
         env = dict(os.environ)
         env.update(self.env)
+        tunables = allocator_tunables(self.allocator, env.get("GLIBC_TUNABLES", ""))
+        if tunables:
+            env["GLIBC_TUNABLES"] = tunables
         env["PYTHONPATH"] = _ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env[_PARENT] = str(os.getpid())
         # the kernel's death signal follows the thread that forks: only a main-thread parent can use it
@@ -155,6 +207,11 @@ class Worker:
             if status == "err":
                 raise RemoteError(*payload)
             return payload
+
+    @property
+    def pid(self) -> int | None:
+        """The current worker process's id (None before the first call or after it ended)."""
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
 
     def _send(self, arg):
         """What to send for one argument: a Keep's key alone once this process holds its value. The process

@@ -28,7 +28,7 @@ from typing import Literal
 
 from backends.protocols import PROTOCOLS, QUICK, get_protocol  # noqa: F401 - re-exported: the named protocols
 from ir.errors import SchedlabError, first_line
-from ir.target import machine_description
+from backends.measuring import measuring_machine
 from ir.progress import ProgressSetting
 from ir.units import format_seconds
 
@@ -192,7 +192,7 @@ def generate_batch(spec: BatchSpec, root: Path | str, worker=None, progress: Pro
             for _ in plan.errors:
                 tick(f"seed {key.seed}: featurize_error")
             measurements = _measure_plan(plan, spec, tgt, worker, tick)
-            path = write_rows(root, tgt.name, key, batch_rows(plan, measurements), overwrite, machine_description())
+            path = write_rows(root, tgt.name, key, batch_rows(plan, measurements), overwrite, measuring_machine())
             status = collections.Counter(m.status for m in measurements)
             failed = {k: v for k, v in status.items() if k != "ok"}
             if plan.errors:

@@ -223,6 +223,32 @@ def test_a_worker_past_its_memory_limit_is_replaced_between_calls():
     keep.close()
 
 
+def test_workers_pin_the_allocator_so_a_kernel_faults_its_buffers_in_once():
+    """glibc's adaptive malloc thresholds made a kernel's page faults depend on what its worker ran before
+    (camera_pipe: 17 against 50 ms for one schedule). Pinned (the default), buffers under 32 MiB come back from a
+    heap that is never trimmed; adaptive, the same buffers are faulted in again at every call."""
+    pinned, adaptive = Worker(), Worker(allocator="adaptive")
+    page = os.sysconf("SC_PAGE_SIZE")
+    refaults = 3 * (12 << 20) // page  # every page of the three buffers
+    assert pinned.call(wt.refaulted_pages, timeout=60) < 0.05 * refaults
+    assert adaptive.call(wt.refaulted_pages, timeout=60) > 0.9 * refaults
+    pinned.close()
+    adaptive.close()
+
+
+def test_allocator_settings_name_what_to_fix_and_keep_the_callers_own():
+    from backends.worker import AllocatorError, allocator_tunables
+
+    with pytest.raises(AllocatorError, match="unknown worker allocator 'jemalloc'; use one of pinned, adaptive"):
+        Worker(allocator="jemalloc")
+    assert allocator_tunables("pinned").startswith("glibc.malloc.mmap_threshold=33554432:")
+    assert allocator_tunables("pinned", "glibc.cpu.hwcaps=-AVX2") == (allocator_tunables("pinned")
+                                                                       + ":glibc.cpu.hwcaps=-AVX2")
+    own = "glibc.malloc.trim_threshold=0"
+    assert allocator_tunables("pinned", own) == own  # the caller's malloc settings win
+    assert allocator_tunables("adaptive", "") == ""
+
+
 def test_a_worker_that_crashed_hung_or_was_replaced_leaves_no_pipe_open():
     """Each ended worker process used to leave our ends of its two pipes open until the collector found them
     (ResourceWarning: unclosed file): a long evaluation replaces workers hundreds of times."""

@@ -168,6 +168,9 @@ def test_which_machine_measured_each_batch_is_recorded_and_reported(tmp_path, ca
     assert (recorded.cores, recorded.vector_bytes, recorded.l2_bytes >> 10) == (
         t.cores, t.vector_bytes, t.l2_bytes >> 10)
     assert target_of_machine("") is None and target_of_machine("AMD EPYC; 2 cores") is None
+    from backends import measuring_machine
+
+    assert measuring_machine().startswith(here + "; malloc ") and target_of_machine(measuring_machine()) == recorded
     old = write_batch(tmp_path, "host", "0000", _samples(1, [1e-3], [0.01]))
     write_batch(tmp_path, "host", "0001", _samples(2, [2e-3], [0.01]), machine=here)
     write_batch(tmp_path, "host", "0002", _samples(3, [3e-3], [0.01]), machine=here)

@@ -156,10 +156,10 @@ def test_crashing_hanging_and_dying_samples_are_recorded_and_the_rest_completes(
     assert rows.height == 5 and rows["file"].n_unique() == 1
     # the node that measured them (the only one) is recorded in the file, as the job's summary names it
     from featurize.dataset import file_machine
-    from ir.target import machine_description
+    from backends import measuring_machine
 
-    assert file_machine(tmp_path / "data" / "target=host" / rows["file"][0]) == machine_description()
-    assert machine_description() in r.stdout
+    assert file_machine(tmp_path / "data" / "target=host" / rows["file"][0]) == measuring_machine()
+    assert measuring_machine() in r.stdout
     assert rows["status"].to_list() == ["ok", "crash", "timeout", "worker_died", "ok"], rows.select("status", "error")
     assert "died" in rows["error"][1] and "within 20 s" in rows["error"][2] and "tried 2 times" in rows["error"][3]
     assert rows["runtime_s"][0] > 0 and rows["runtime_s"][4] > 0

@@ -19,7 +19,7 @@ from generator.datagen import BatchSpec, generate_batch, sample_schedules
 from generator.random_pipeline import random_pipeline
 from ir import LoopNest, Pipeline
 from featurize.schema import SCHEDULE_FEATURES, SCHEMA_VERSION
-from ir.target import machine_description
+from backends import measuring_machine
 from train.data import CostModelDataModule, DataConfig, PipelineBatch, TrainingData, is_validation
 
 SIZE, STAGES = (32, 24, 3), 3
@@ -87,7 +87,7 @@ def test_batches_are_one_pipeline_s_schedules_with_their_features(root):
     ok = {r["sample_id"]: r for r in ds.samples.iter_rows(named=True) if r["status"] == "ok"}
     assert data.stats.train_samples + data.stats.val_samples == len(ok)
     # generate_batch recorded this host in every file; the stats (and the run's params and tags) say so
-    here = f"{machine_description()} ({len(ds.files)} files)"
+    here = f"{measuring_machine()} ({len(ds.files)} files)"
     assert data.stats.machines == here and f"measured on {here}" in str(data.stats)
     for b in data.train + data.val:
         assert isinstance(b, PipelineBatch) and len(b) == len(set(b.schedule_ids)) >= 3

@@ -40,7 +40,7 @@ class NodeReport:
     code_root: str  # the directory this node imports schedlab from
     versions: tuple[tuple[str, str | None], ...]  # (distribution, version or None when it does not import)
     kernel_cache: str = ""  # backends.cache.PruneReport.describe() of the node's cache, once pruned
-    machine: str = ""  # ir.target.machine_description(): CPU model, cores, SIMD, caches
+    machine: str = ""  # backends.measuring_machine(): CPU model, cores, SIMD, caches, workers' malloc
 
     def describe(self) -> str:
         have = ", ".join(f"{n} {v}" for n, v in self.versions if v is not None)
@@ -71,12 +71,12 @@ def _version(name: str) -> str | None:
 def local_report(packages: tuple[str, ...], node_id: str = "driver", ip: str = "") -> NodeReport:
     """This process's report: what it imports schedlab from, and which of `packages` import."""
     import ir
-    from ir.target import machine_description
+    from backends import measuring_machine
 
     root = Path(ir.__file__).resolve().parent.parent
     return NodeReport(node_id=node_id, ip=ip or platform.node(), python=platform.python_version(),
                       code_digest=code_digest(root), code_root=str(root),
-                      versions=tuple((p, _version(p)) for p in packages), machine=machine_description())
+                      versions=tuple((p, _version(p)) for p in packages), machine=measuring_machine())
 
 
 def required(backend: str) -> tuple[str, ...]:
