@@ -126,6 +126,10 @@ def allocator_tunables(allocator: str | None, tunables: str = "") -> str:
 
 def allocator_description(allocator: str | None = None) -> str:
     """How workers' malloc runs, in a few words, for the record a batch file keeps (backends.measuring_machine)."""
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        return "malloc not glibc's (the setting does not apply)"
     own = os.environ.get("GLIBC_TUNABLES", "")
     if ALLOCATORS[allocator_name(allocator)] and "glibc.malloc." in own:
         return f"malloc as GLIBC_TUNABLES={own}"
