@@ -90,8 +90,8 @@ def resident_bytes(pid: int) -> int:
 
 # glibc's malloc adapts its mmap and trim thresholds to what the process freed before (mallopt(3): freeing a
 # mapped chunk raises both), so the pages a kernel faults in at each call depended on the kernels its worker had
-# run before it: one camera_pipe schedule measured 42-50 ms in workers left to glibc's adaptive thresholds and
-# 17-20 ms with them fixed (benchmarks/allocator_history.py). Workers fix them ("pinned"): an allocation of
+# run before it: one camera_pipe schedule measured 42-56 ms in workers left to glibc's adaptive thresholds and
+# 17-23 ms with them fixed (benchmarks/allocator_history.py). Workers fix them ("pinned"): an allocation of
 # 32 MiB or more is mapped afresh at every call, as under glibc's largest adaptive threshold, and a smaller one
 # comes from a heap that is never trimmed, so its pages fault once per worker, not once per call. That is what
 # the analytical model's page-fault term charges (train.analytical.MMAP_THRESHOLD, the same 32 MiB).
