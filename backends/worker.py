@@ -130,10 +130,10 @@ def allocator_description(allocator: str | None = None) -> str:
 
     if platform.libc_ver()[0] != "glibc":
         return "malloc not glibc's (the setting does not apply)"
-    own = os.environ.get("GLIBC_TUNABLES", "")
-    if ALLOCATORS[allocator_name(allocator)] and "glibc.malloc." in own:
+    name, own = allocator_name(allocator), os.environ.get("GLIBC_TUNABLES", "")
+    if ALLOCATORS[name] and allocator_tunables(name, own) == own:  # the caller's malloc settings won
         return f"malloc as GLIBC_TUNABLES={own}"
-    return f"malloc {allocator_name(allocator)}"
+    return f"malloc {name}"
 
 
 KEPT = 4  # Keep values a worker process holds (the inputs and expected outputs of two batches), oldest dropped first
