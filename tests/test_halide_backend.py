@@ -254,6 +254,32 @@ def test_kernel_runs_in_process_and_measures():
     assert m.status == "ok" and m.min_s > 0 and k.backend == "halide"
 
 
+def test_a_kernel_that_fails_at_run_time_is_a_runtime_error_with_halides_message():
+    """Halide's default error handler aborts the process: a Func over 2^31 bytes killed the measuring worker
+    (exit -6) and its message went to stderr. Now the status names the cause and the worker lives on."""
+    from backends.worker import Worker
+
+    x, y = Var("x"), Var("y")
+    img = Input("img", f32, 1)
+    big, out = Func("big"), Func("out")
+    big[x, y] = img[x] + cast(f32, y)
+    out[x] = big[x, 0] + big[x, 40000]
+    p = Pipeline([out], {out: (16384,)})  # big, computed at root: 16,384 x 40,001 f32, 2.6 GB
+    worker = Worker()
+    try:
+        k = backends.build(p, naive_schedule(p), "host", backend="halide", worker=worker)
+        pid = worker.pid
+        m = backends.run(k, p.random_inputs(0), CHECK_ONLY, worker=worker)
+        assert m.status == "runtime_error"
+        assert "Total allocation for buffer big is 2621505536, which exceeds the maximum size" in m.error
+        small = get_app("blur").build("small")
+        ok = backends.run(backends.build(small, naive_schedule(small), "host", backend="halide", worker=worker),
+                          small.random_inputs(0), CHECK_ONLY, worker=worker)
+        assert ok.status == "ok" and worker.pid == pid
+    finally:
+        worker.close()
+
+
 @pytest.mark.parametrize("scheduler,params", [("Adams2019", {"beam_size": "1"}), ("Mullapudi2016", None)])
 @pytest.mark.parametrize("name", ["blur", "unsharp", "local_laplacian"])
 def test_halide_autoschedulers_give_schedules_that_match_interpreter(scheduler, params, name):

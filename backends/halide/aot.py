@@ -219,6 +219,9 @@ def _read_info(obj: Path) -> ObjectInfo | None:
                       str(d.get("schedule_source", "")), float(d.get("search_s", 0.0)))
 
 
+_ERROR_HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)  # halide_error_handler_t
+
+
 class _Engine:
     """An MCJIT engine holding Halide's runtime and up to GENERATION kernels that call into it."""
 
@@ -239,6 +242,18 @@ class _Engine:
         shutdown = self.engine.get_function_address("halide_shutdown_thread_pool")
         self.shutdown = ctypes.CFUNCTYPE(None)(shutdown) if shutdown else None
         self.kernels = 0
+        # Halide's default error handler prints the message and aborts the process, so a kernel that fails at
+        # run time (an allocation over 2^31 bytes, an input too small) killed its worker with SIGABRT and the
+        # message was lost on stderr; this handler keeps the message and lets the kernel return its error code
+        self.errors: list[str] = []
+        self._on_error = _ERROR_HANDLER(self._record_error)  # kept alive as long as the runtime that calls it
+        set_handler = self.engine.get_function_address("halide_set_error_handler")
+        if set_handler:
+            ctypes.CFUNCTYPE(ctypes.c_void_p, _ERROR_HANDLER)(set_handler)(self._on_error)
+
+    def _record_error(self, user_context, message) -> None:  # may run on one of Halide's pool threads
+        text = (message or b"").decode("utf-8", "replace").strip()
+        self.errors[:] = self.errors[-7:] + [text]
 
     def add(self, obj: Path, function: str):
         self.engine.add_object_file(self.llvm.ObjectFileRef.from_data(obj.read_bytes()))
@@ -307,8 +322,11 @@ def runner(spec):
                      zip(arrays[len(k.info.inputs):], k.info.outputs)]
             argv = (ctypes.c_void_p * len(bufs))(*[ctypes.addressof(b) for b, _ in bufs])
             argv_cache.update(key=key, argv=argv, keep=(bufs, arrays))
+        seen = len(k.engine.errors)
         rc = k.entry(argv)
         if rc != 0:
-            raise RuntimeError(f"the Halide kernel returned error {rc} (Halide's message is on stderr)")
+            said = k.engine.errors[seen:] if len(k.engine.errors) > seen else k.engine.errors[-1:]
+            raise RuntimeError(f"the Halide kernel returned error {rc}: "
+                               f"{said[-1] if said else 'Halide gave no message'}")
 
     return run
