@@ -51,7 +51,8 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
                  progress=None, backend: str | None = None, allow_mismatch: bool = False, budget: int = 2000,
                  budget_seconds: float = 0.0, trees: int = 4, exploration: float = 0.5, rollout: str = "greedy",
                  measurements: int = 8, derivation: str = "incremental", register_tiles: bool = True,
-                 register_tile_dims: int = 2, register_tile_vectors: int = 4) -> Schedule:
+                 register_tile_dims: int = 2, register_tile_vectors: int = 4,
+                 guides: tuple[str, ...] = ("analytical",)) -> Schedule:
     """Search a schedule for `pipeline` on `target`, to be compiled with `backend` (None: the backend whose
     runtimes the model learned, numba for a model that learned none).
 
@@ -66,13 +67,16 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
     autotune (`rounds` of `samples` dropout samples, measured, the model updated on them; never worse than
     the beam result), mcts (`trees` Monte Carlo trees, `budget` cost-model evaluations and/or `budget_seconds`,
     UCT constant `exploration`, `rollout` greedy or random), mcts-real (MCTS, then `measurements` of its best
-    leaves measured, the runtimes backed up the tree). mode: deprecated, kept for one release: mode="top-k" / "autotune" runs that strategy
+    leaves measured, the runtimes backed up the tree), portfolio (beam under the model and under each cost model of
+    `guides`; the model keeps the cheapest of all their complete schedules).
+    mode: deprecated, kept for one release: mode="top-k" / "autotune" runs that strategy
     starting from `algorithm`. partial: {Func name: ir.builder.FuncDecision} the search must follow.
     derivation: "incremental" (each child's plan and features derived from its parent's) or "fresh" (each
     derived from scratch: the slow reference, same schedules; benchmarks and checks). register_tiles: offer
     reductions register tiles (scheduler.tilings.register_tilings); False searches the space without them.
     register_tile_dims: 2 (register tiles unrolled along up to two dimensions besides the vector's) or 1.
-    register_tile_vectors: 4 (register tiles up to four native vectors wide), 2 or 1."""
+    register_tile_vectors: 4 (register tiles up to four native vectors wide), 2 or 1.
+    guides: portfolio's other cost models, named as `model` is (default the analytical model)."""
     if mode not in MODES:
         raise SearchError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)} (or algorithm=top-k/autotune)")
     base = "beam"
@@ -89,7 +93,7 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
     config = StrategyConfig(beam_size=beam_size, passes=passes, seed=seed, dropout=dropout, k=k, rounds=rounds,
                             samples=samples, base=base, progress=progress, budget=budget,
                             budget_seconds=budget_seconds, trees=trees, exploration=exploration, rollout=rollout,
-                            measurements=measurements)
+                            measurements=measurements, guides=tuple(guides))
     get_strategy(base)
     with fewer_collections():
         strategy.initialize(space, cost_model, config)

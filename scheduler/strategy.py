@@ -39,6 +39,7 @@ class StrategyConfig:
     exploration: float = 0.5  # mcts: UCT's exploration constant (values are in (0, 1])
     rollout: str = "greedy"  # mcts: "greedy" (the model's cheapest child each step) or "random"
     measurements: int = 8  # mcts-real: leaves compiled and measured
+    guides: tuple[str, ...] = ("analytical",)  # portfolio: the other cost models whose beam finals the model judges
     progress: object = field(default=None, compare=False)  # the search's callback (pass, decisions, total, evaluated)
 
 
