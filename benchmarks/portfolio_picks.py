@@ -1,4 +1,4 @@
-"""Which apps does the portfolio strategy schedule differently from beam, and by how much does the model think so?
+"""Which apps does the portfolio strategy schedule differently from beam (--greedy: portfolio-greedy from greedy)?
 
 For each app: beam and portfolio (beam under the model and under its guides, the model picking among all their
 complete schedules) with the same model, beam size, passes and seed; the model's predicted cost of each pick,
@@ -33,6 +33,7 @@ def main(argv=None) -> int:
     ap.add_argument("--beam-size", type=int, default=8)
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--greedy", action="store_true", help="greedy against portfolio-greedy instead")
     a = ap.parse_args(argv)
 
     from generator.apps import get_app
@@ -43,23 +44,24 @@ def main(argv=None) -> int:
     if unknown:
         ap.error(f"unknown app {unknown[0]!r}; apps: {', '.join(APPS)}")
     kw = dict(model=a.model, beam_size=a.beam_size, passes=a.passes, seed=a.seed)
-    print(f"beam {a.beam_size} x {a.passes} and portfolio (guides {a.guides}) under {a.model}, {a.size} size; "
-          "predicted cost of each pick")
-    print(f"{'app':26s} {'beam':>12s} {'portfolio':>12s}  {'pick':9s}  search beam / portfolio")
+    base, portfolio = ("greedy", "portfolio-greedy") if a.greedy else ("beam", "portfolio")
+    print(f"{'greedy' if a.greedy else f'beam {a.beam_size} x {a.passes}'} and {portfolio} (guides {a.guides}) "
+          f"under {a.model}, {a.size} size; predicted cost of each pick")
+    print(f"{'app':26s} {base:>12s} {portfolio:>12s}  {'pick':9s}  search {base} / {portfolio}")
     changed = []
     for name in apps:
         p = get_app(name).build(a.size)
         t0 = time.perf_counter()
-        beam = autoschedule(p, algorithm="beam", **kw)
+        beam = autoschedule(p, algorithm=base, **kw)
         t1 = time.perf_counter()
-        pf = autoschedule(p, algorithm="portfolio", guides=tuple(g for g in a.guides.split(",") if g), **kw)
+        pf = autoschedule(p, algorithm=portfolio, guides=tuple(g for g in a.guides.split(",") if g), **kw)
         t2 = time.perf_counter()
         same = beam.loopnest.fingerprint == pf.loopnest.fingerprint
         if not same:
             changed.append(f"{name} {beam.predicted_cost / pf.predicted_cost:.2f}x")
         print(f"{name:26s} {beam.predicted_cost * 1e3:9.3f} ms {pf.predicted_cost * 1e3:9.3f} ms  "
               f"{'same' if same else 'different'}  {t1 - t0:.1f} s / {t2 - t1:.1f} s", flush=True)
-    print(f"portfolio picks another schedule on {len(changed)} of {len(apps)} apps"
+    print(f"{portfolio} picks another schedule on {len(changed)} of {len(apps)} apps"
           + (f" (predicted faster by: {', '.join(changed)})" if changed else ""))
     return 0
 

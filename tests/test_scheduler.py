@@ -371,7 +371,8 @@ def test_strategy_registry_toy_strategy_and_unknown_name(monkeypatch):
     assert s.stats.algorithm == "widest"
     assert s.predicted_cost <= autoschedule(p, model="analytical", algorithm="greedy").predicted_cost
     with pytest.raises(SearchError, match="unknown algorithm 'annealing'; choose one of autotune, beam, dropout, "
-                                          "greedy, hierarchical, mcts, mcts-real, polymage-dp, top-k, widest"):
+                                          "greedy, hierarchical, mcts, mcts-real, polymage-dp, portfolio, "
+                                          "portfolio-greedy, top-k, widest"):
         autoschedule(p, model="analytical", algorithm="annealing")
 
 

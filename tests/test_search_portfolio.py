@@ -38,3 +38,14 @@ def test_a_guide_that_is_the_model_adds_nothing_and_no_guide_is_an_error():
     assert same.stats.states_evaluated == beam.stats.states_evaluated
     with pytest.raises(SearchError, match=r"portfolio needs at least one guide cost model \(guides=\['analytical'\]\)"):
         autoschedule(p, model="analytical", algorithm="portfolio", guides=())
+
+
+def test_portfolio_greedy_keeps_the_cheaper_of_the_two_greedy_schedules():
+    p = get_app("unsharp").build("small")
+    model = load_model("random:3", HOST)
+    own = BeamSearch(p, HOST, model, SearchConfig(beam_size=1, passes=1)).run()
+    led = BeamSearch(p, HOST, load_model("analytical", HOST), SearchConfig(beam_size=1, passes=1)).run()
+    s = autoschedule(p, model=model, algorithm="portfolio-greedy")
+    assert s.predicted_cost == min(own.best.cost, *model.score(p.dag, [x.state for x in led.finals]))
+    assert s.stats.algorithm == "portfolio-greedy"
+    assert s.stats.states_evaluated == own.stats.states_evaluated + led.stats.states_evaluated

@@ -6,7 +6,7 @@ interpolate the built-in model predicts the analytical model's beam schedule at 
 measured order too), yet its own beam, up to 32 x 5, never reaches that schedule: the partial states that lead
 there look expensive to it and are pruned. A guide's search walks other partial states; the model only has to
 rank the ends, which it does well. The result is never worse than beam's by the model's own prediction, and it
-costs one more search per guide.
+costs one more search per guide. portfolio-greedy does the same with greedy searches (beam 1, one pass).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import dataclasses
 import time
 
 from ..cost import load_model, timed_score
-from ..search import BeamSearch, Scored, SearchResult, _distinct
+from ..search import BeamSearch, Scored, SearchConfig, SearchResult, _distinct
 from ..space import SearchError
 from ..strategy import register_strategy
 from .beam import Beam
@@ -52,6 +52,14 @@ class Portfolio(Beam):
                 model_s=stats.model_s + g.model_s + timing.model_s, replayed=stats.replayed + g.replayed)
         finals = _distinct(finals)
         return SearchResult(finals[0], finals, dataclasses.replace(stats, algorithm=self.name, model=self.model.name))
+
+
+@register_strategy("portfolio-greedy")
+class PortfolioGreedy(Portfolio):
+    """Greedy (beam 1, one pass) under the model and under each of `guides`; the model picks among their ends."""
+
+    def search_config(self, c):
+        return SearchConfig(beam_size=1, passes=1, seed=c.seed)
 
 
 @dataclasses.dataclass
