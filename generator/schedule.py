@@ -46,6 +46,8 @@ class SchedulerConfig:
     k: int = 5  # schedules benchmarked by algorithm=top-k
     rounds: int = 2  # rounds of algorithm=autotune
     samples: int = 16  # dropout samples per autotune round
+    guides: tuple[str, ...] = ("analytical",)  # algorithm=portfolio / portfolio-greedy: the other cost models
+    #   searched under, whose complete schedules the model also judges
     measure: bool = False  # benchmark the schedule, the naive one and (for an app) the expert one
     halide_schedule: bool = False  # also print the schedule as Halide scheduling directives (C++)
 
@@ -76,7 +78,7 @@ def _run(cfg: SchedulerConfig) -> int:
         s = autoschedule(pipeline, cfg.target, model=cfg.model, algorithm=cfg.algorithm, beam_size=cfg.beam_size,
                          passes=cfg.passes, seed=cfg.seed, k=cfg.k, dropout=cfg.dropout, tracking=cfg.tracking_uri,
                          rounds=cfg.rounds, samples=cfg.samples, progress=_progress, backend=cfg.backend,
-                         allow_mismatch=cfg.allow_mismatch)  # run_cli prints a champion fallback as one warning line
+                         allow_mismatch=cfg.allow_mismatch, guides=cfg.guides)  # run_cli prints a champion fallback as one warning line
     except ValueError as e:  # a value the search itself refuses
         raise ConfigError(first_line(e)) from None
     print(s.text)
