@@ -148,7 +148,8 @@ class HalideComparison:
                 f"  (geomean over {self.beam_apps} apps)")
         numba = (f"{format_runtime_ratio('numba', 'Halide', self.numba_over_halide)}, same LoopNest"
                  f"  (geomean over {self.pairs} pairs of {pairs})")
-        return [beam, numba] if self.pairs else [beam]  # no pairs under backend=halide: no numba rows
+        # no Adams2019 or no beam row: no ratio to state; no pairs under backend=halide: no numba rows
+        return [beam] * (self.beam_apps > 0) + [numba] * (self.pairs > 0)
 
 
 @dataclass
@@ -170,7 +171,8 @@ class AppsResult:
         return "\n".join([
             f"geometric mean speedup over naive ({apps} apps, searches with {self.model or 'no model'}):",
             *map(format_geomean, self.geomeans),
-            *(["compared under Halide:", *(f"  {line}" for line in self.halide.lines())] if self.halide else []),
+            *(["compared under Halide:", *(f"  {line}" for line in self.halide.lines())]
+              if self.halide and self.halide.lines() else []),
             f"{len(self.rows)} rows in {format_seconds(self.seconds)}, "
             f"{sum(r.status != 'ok' for r in self.rows)} failed",
             f"MLflow run {self.run_id} (experiment {self.experiment_id}) in {self.tracking_uri}",

@@ -449,6 +449,16 @@ def test_the_example_configs_state_the_defaults():
 
 # -- python -m evaluate.apps, compared under Halide -------------------------------------------------------------
 
+def test_the_halide_comparison_states_only_the_ratios_it_has():
+    from evaluate.apps import HalideComparison
+
+    both = HalideComparison(1.25, 3, 2.0, 4, ("naive", "beam")).lines()
+    assert [line.split("(geomean")[-1] for line in both] == [" over 3 apps)", " over 4 pairs of naive, beam)"]
+    # halide_autoschedulers without Adams2019 (or no beam row) and backend=halide: nothing to compare, no NaN line
+    assert HalideComparison(math.nan, 0, math.nan, 0, ()).lines() == []
+    assert len(HalideComparison(math.nan, 0, 2.0, 4, ("naive",)).lines()) == 1
+
+
 HALIDE_ROWS = ["naive@halide", "expert@halide", "greedy@halide", "beam@halide", "Adams2019@halide",
                "Mullapudi2016@halide"]
 
