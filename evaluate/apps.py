@@ -168,11 +168,11 @@ class AppsResult:
 
     def summary(self) -> str:
         apps = len({r.app for r in self.rows})
+        halide = self.halide.lines() if self.halide else []
         return "\n".join([
             f"geometric mean speedup over naive ({apps} apps, searches with {self.model or 'no model'}):",
             *map(format_geomean, self.geomeans),
-            *(["compared under Halide:", *(f"  {line}" for line in self.halide.lines())]
-              if self.halide and self.halide.lines() else []),
+            *(["compared under Halide:", *(f"  {line}" for line in halide)] if halide else []),
             f"{len(self.rows)} rows in {format_seconds(self.seconds)}, "
             f"{sum(r.status != 'ok' for r in self.rows)} failed",
             f"MLflow run {self.run_id} (experiment {self.experiment_id}) in {self.tracking_uri}",

@@ -74,11 +74,11 @@ def _run(cfg: SchedulerConfig) -> int:
     pipeline = pipeline_of(cfg)
     from scheduler.api import autoschedule
 
-    try:
+    try:  # run_cli prints a champion fallback as one warning line
         s = autoschedule(pipeline, cfg.target, model=cfg.model, algorithm=cfg.algorithm, beam_size=cfg.beam_size,
                          passes=cfg.passes, seed=cfg.seed, k=cfg.k, dropout=cfg.dropout, tracking=cfg.tracking_uri,
                          rounds=cfg.rounds, samples=cfg.samples, progress=_progress, backend=cfg.backend,
-                         allow_mismatch=cfg.allow_mismatch, guides=cfg.guides)  # run_cli prints a champion fallback as one warning line
+                         allow_mismatch=cfg.allow_mismatch, guides=cfg.guides)
     except ValueError as e:  # a value the search itself refuses
         raise ConfigError(first_line(e)) from None
     print(s.text)

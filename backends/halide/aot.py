@@ -245,15 +245,15 @@ class _Engine:
         # Halide's default error handler prints the message and aborts the process, so a kernel that fails at
         # run time (an allocation over 2^31 bytes, an input too small) killed its worker with SIGABRT and the
         # message was lost on stderr; this handler keeps the message and lets the kernel return its error code
-        self.errors: list[str] = []
+        self.errors, self.last_error = 0, ""  # messages Halide gave, and the last one
         self._on_error = _ERROR_HANDLER(self._record_error)  # kept alive as long as the runtime that calls it
         set_handler = self.engine.get_function_address("halide_set_error_handler")
         if set_handler:
             ctypes.CFUNCTYPE(ctypes.c_void_p, _ERROR_HANDLER)(set_handler)(self._on_error)
 
     def _record_error(self, user_context, message) -> None:  # may run on one of Halide's pool threads
-        text = (message or b"").decode("utf-8", "replace").strip()
-        self.errors[:] = self.errors[-7:] + [text]
+        self.last_error = (message or b"").decode("utf-8", "replace").strip()
+        self.errors += 1
 
     def add(self, obj: Path, function: str):
         self.engine.add_object_file(self.llvm.ObjectFileRef.from_data(obj.read_bytes()))
@@ -322,11 +322,10 @@ def runner(spec):
                      zip(arrays[len(k.info.inputs):], k.info.outputs)]
             argv = (ctypes.c_void_p * len(bufs))(*[ctypes.addressof(b) for b, _ in bufs])
             argv_cache.update(key=key, argv=argv, keep=(bufs, arrays))
-        seen = len(k.engine.errors)
+        seen = k.engine.errors
         rc = k.entry(argv)
-        if rc != 0:
-            said = k.engine.errors[seen:] if len(k.engine.errors) > seen else k.engine.errors[-1:]
-            raise RuntimeError(f"the Halide kernel returned error {rc}: "
-                               f"{said[-1] if said else 'Halide gave no message'}")
+        if rc != 0:  # a message from before this call is another kernel's
+            said = k.engine.last_error if k.engine.errors > seen else "Halide gave no message"
+            raise RuntimeError(f"the Halide kernel returned error {rc}: {said}")
 
     return run

@@ -15,10 +15,11 @@ import dataclasses
 import time
 
 from ..cost import load_model, timed_score
-from ..search import BeamSearch, Scored, SearchConfig, SearchResult, _distinct
-from ..space import SearchError
+from ..search import BeamSearch, Scored, SearchResult, _distinct
+from ..space import SearchError, Timing
 from ..strategy import register_strategy
 from .beam import Beam
+from .greedy import Greedy
 
 
 @register_strategy("portfolio")
@@ -39,7 +40,7 @@ class Portfolio(Beam):
         finals, stats = list(own.finals), own.stats
         for guide in self.guides:
             led = BeamSearch(s.pipeline, s.target, guide, cfg, self.config.progress, options=s.options).run()
-            timing = _ModelTime()
+            timing = Timing()
             t0 = time.perf_counter()
             states = [x.state for x in led.finals]
             costs, stages = timed_score(self.model, s.dag, states, timing)
@@ -58,10 +59,4 @@ class Portfolio(Beam):
 class PortfolioGreedy(Portfolio):
     """Greedy (beam 1, one pass) under the model and under each of `guides`; the model picks among their ends."""
 
-    def search_config(self, c):
-        return SearchConfig(beam_size=1, passes=1, seed=c.seed)
-
-
-@dataclasses.dataclass
-class _ModelTime:
-    model_s: float = 0.0
+    search_config = Greedy.search_config
