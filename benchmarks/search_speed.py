@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
 import sys
 import time
 import traceback
@@ -140,6 +141,43 @@ def fresh_derivation(p, a, model, alg: str, incremental) -> tuple[float, dict[st
     return s.stats.seconds, split(s.stats)
 
 
+def torch_threads(p, a, model, alg: str, single) -> tuple[float, float]:
+    """The same search with the model scoring on torch's own intra-op threads (scheduler.cost.threads off); its
+    seconds and model seconds (a different schedule is an error)."""
+    import scheduler.cost.threads as threads
+
+    keep, threads.SINGLE_THREAD_ROWS = threads.SINGLE_THREAD_ROWS, 0
+    try:
+        s = autoschedule(p, target=a.target, model=model, algorithm=alg, beam_size=a.beam_size, passes=a.passes,
+                         seed=a.seed)
+    finally:
+        threads.SINGLE_THREAD_ROWS = keep
+    if s.loopnest.fingerprint != single.loopnest.fingerprint or \
+            s.stats.states_evaluated != single.stats.states_evaluated:
+        raise AssertionError(f"{alg} on {p.name}: the scoring threads changed the search's result")
+    return s.stats.seconds, s.stats.model_s
+
+
+def print_threads_ab(rows: list[dict], algorithms: list[str], torch_n: int) -> None:
+    """Per algorithm: search and model seconds scoring on torch's threads vs on one, same schedules."""
+    print(f"\nscoring threads, the same searches side by side, same schedules (torch's own: {torch_n}; "
+          "scheduler.cost.threads: 1):")
+    for alg in algorithms:
+        sel = [r for r in rows if r["alg"] == alg and "torch_threads" in r]
+        if not sel:
+            continue
+        states = max(1, sum(r["states"] for r in sel))
+        many, one = sum(r["torch_threads"] for r in sel), sum(r["seconds"] for r in sel)
+        m_many, m_one = sum(r["torch_threads_model"] for r in sel), sum(r["parts"]["model"] for r in sel)
+        print(f"  {alg:12s} {len(sel):3d} runs: {1e6 * many / states:.0f} -> {1e6 * one / states:.0f} us/state "
+              f"({many / one:.2f}x); model {m_many:.2f} s -> {m_one:.2f} s ({m_many / max(m_one, 1e-9):.2f}x)")
+
+
+def busy_loop() -> None:  # pragma: no cover - a child process spinning until it is terminated
+    while True:
+        pass
+
+
 def print_derivation_ab(rows: list[dict], algorithms: list[str]) -> None:
     """Per algorithm: us/state deriving every child from scratch vs incrementally from its parent, same schedules."""
     print("\nderivation of a child's plan and features, the same searches side by side, same schedules:")
@@ -194,6 +232,11 @@ def main(argv=None) -> int:
     ap.add_argument("--derivation-ab", action="store_true",
                     help="also run every search with each child planned and featurized from scratch (derivation="
                          "fresh), check it returns the same schedule, and print both us/state side by side")
+    ap.add_argument("--threads-ab", action="store_true",
+                    help="also run every search with the model scoring on torch's own intra-op threads instead of "
+                         "one (scheduler.cost.threads), check it returns the same schedule, print both side by side")
+    ap.add_argument("--busy", type=int, default=0,
+                    help="processes spinning beside the searches (as compiles run beside the data job's planning)")
     ap.add_argument("--vs-halide", action="store_true",
                     help="also run Halide's Adams2019 (beam --beam-size) on every pipeline and compare search times")
     a = ap.parse_args(argv)
@@ -206,9 +249,21 @@ def main(argv=None) -> int:
 
     model = load_model(a.model, get_target(a.target))  # loaded once, shared by every search
     warm_up(model, a.target)
+    spinners = [multiprocessing.Process(target=busy_loop, daemon=True) for _ in range(a.busy)]
+    for sp in spinners:
+        sp.start()
+    try:
+        return run(a, model)
+    finally:
+        for sp in spinners:
+            sp.terminate()
+
+
+def run(a, model) -> int:
     beam_desc = f"beam {a.beam_size} x {a.passes} passes"
     print(f"model: {model.name}; target: {a.target}; apps at size {a.size}; "
-          f"{a.random} random {a.random_stages}-stage pipelines from seed {a.seed}; beam/hierarchical: {beam_desc}")
+          f"{a.random} random {a.random_stages}-stage pipelines from seed {a.seed}; beam/hierarchical: {beam_desc}"
+          + (f"; {a.busy} busy process(es) beside" if a.busy else ""))
     print("split: enumerate (place + plan) / featurize / model / other (rest of the search loop)\n")
     header = (f"{'pipeline':24s} {'funcs':>5s} {'stages':>6s} {'algorithm':12s} {'states':>9s} {'seconds':>9s} "
               f"{'us/state':>9s} {'enum':>7s} {'feat':>7s} {'model':>7s} {'other':>7s}")
@@ -251,6 +306,8 @@ def main(argv=None) -> int:
                 rows[-1]["without_replay"] = without_replay(p, a, model, alg, s)
             if a.derivation_ab:
                 rows[-1]["fresh"], rows[-1]["fresh_parts"] = fresh_derivation(p, a, model, alg, s)
+            if a.threads_ab:
+                rows[-1]["torch_threads"], rows[-1]["torch_threads_model"] = torch_threads(p, a, model, alg, s)
             print(f"{name:24s} {funcs:5d} {stages:6d} {alg:12s} {st.states_evaluated:9d} {st.seconds:9.2f} "
                   f"{st.us_per_state:9.0f} {pct(parts, st.seconds)}", flush=True)
         if a.vs_halide:
@@ -299,6 +356,10 @@ def main(argv=None) -> int:
         print_replay_ab(rows, a.algorithms)
     if a.derivation_ab:
         print_derivation_ab(rows, a.algorithms)
+    if a.threads_ab:
+        import torch
+
+        print_threads_ab(rows, a.algorithms, torch.get_num_threads())
     if halide_s:
         print_vs_halide(rows, halide_s, beam_desc)
     if errors:

@@ -521,6 +521,8 @@ def test_cli_random_pipeline_has_no_expert(capsys):
     (["app=blurr"], "unknown app 'blurr'; choose one of bgu, bilateral_grid, blur, camera_pipe"),
     (["app=blur", "algorithm=annealing"], "unknown algorithm 'annealing'; choose one of"),
     (["app=blur", "beam_size=0"], "beam_size must be >= 1, got 0"),
+    (["app=blur", "size=small", "model=analytical", "algorithm=portfolio", "guide_margin=0.5"],
+     "guide_margin is how much cheaper"),
     (["app=blur", "size=huge"], "config key 'size' must be one of small, full"),
     (["--app", "blur"], "unrecognized arguments: --app; settings are key=value (app=...)"),  # the old flags
     (["app=blur", "--beam-size", "4"], "settings are key=value (beam_size=...)"),
@@ -563,3 +565,38 @@ def test_searches_collect_garbage_less_often_and_restore_the_thresholds():
         with fewer_collections():
             raise RuntimeError("a search that fails")
     assert gc.get_threshold() == before
+
+
+def test_searches_score_with_one_torch_thread_and_restore_torch_setting(monkeypatch):
+    import torch
+
+    import scheduler.cost.threads as threads
+
+    seen: list[int] = []
+
+    class Probe(AnalyticalModel):
+        def predict(self, pipeline_features, schedule_features):
+            seen.append(torch.get_num_threads())
+            return super().predict(pipeline_features, schedule_features)
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        p = get_app("blur").build("small")
+        target = get_target("host")
+        one = autoschedule(p, target=target, model=Probe(target), algorithm="greedy")
+        assert seen and set(seen) == {1}
+        assert torch.get_num_threads() == 2
+        seen.clear()
+        monkeypatch.setattr(threads, "SINGLE_THREAD_ROWS", 0)  # every batch counts as large: torch's own threads
+        many = autoschedule(p, target=target, model=Probe(target), algorithm="greedy")
+        assert seen and set(seen) == {2}
+        assert many.loopnest.fingerprint == one.loopnest.fingerprint and many.predicted_cost == one.predicted_cost
+        monkeypatch.setattr(threads, "SINGLE_THREAD_ROWS", 1 << 20)
+        with pytest.raises(RuntimeError):
+            with threads.scoring_threads(10):
+                assert torch.get_num_threads() == 1
+                raise RuntimeError("a model that fails")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

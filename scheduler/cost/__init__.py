@@ -22,6 +22,7 @@ import numpy as np
 from featurize import cached_pipeline_features
 
 from ..space import SearchError, State
+from .threads import scoring_threads
 
 StageKeys = tuple[tuple[str, int], ...]
 
@@ -83,14 +84,16 @@ class CostModel(ABC):
         groups: dict[StageKeys, list[int]] = {}
         for i, s in enumerate(states):
             groups.setdefault(stage_keys(dag, s), []).append(i)
-        for keys, idx in groups.items():
-            if not keys:
-                continue
-            sched = np.stack([np.stack([states[i].features[k] for k in keys]) for i in idx])
-            costs = self.predict(self.pipeline_features(dag, keys), sched)
-            for row, total, i in zip(costs.stages, costs.total, idx):
-                stages[i] = dict(zip(keys, (float(c) for c in row)))
-                out[i] = float(total)
+        rows = sum(len(keys) * len(idx) for keys, idx in groups.items())
+        with scoring_threads(rows):
+            for keys, idx in groups.items():
+                if not keys:
+                    continue
+                sched = np.stack([np.stack([states[i].features[k] for k in keys]) for i in idx])
+                costs = self.predict(self.pipeline_features(dag, keys), sched)
+                for row, total, i in zip(costs.stages, costs.total, idx):
+                    stages[i] = dict(zip(keys, (float(c) for c in row)))
+                    out[i] = float(total)
         return out, stages
 
     def score(self, dag, states: Sequence[State]) -> np.ndarray:
