@@ -171,8 +171,8 @@ class ScheduleBuilder:
                  for s in node.stages]
         if plan.inlined == inlined:  # the plan checked every innermost level's list: only the new ones need theirs
             heads = [annotate_inlined(h, self.dag, inlined) for h in heads]
-            return _insert(tree, site_path, store_path, heads, func, self.dag, inlined)
-        tree = _insert(tree, site_path, store_path, heads, func, self.dag, inlined)
+            return _insert(tree, site_path, store_path, heads, func, self.dag, inlined, plan)
+        tree = _insert(tree, site_path, store_path, heads, func, self.dag, inlined, plan)
         return annotate_inlined(tree, self.dag, inlined)
 
     def _vector_dim(self, func: str, d: FuncDecision) -> int:
@@ -258,12 +258,13 @@ def _find_chain(tree: LoopNest, consumer: str, stage: int, func: str) -> list[Lo
 
 
 def _insert(tree: LoopNest, site_path: list[LoopNest], store_path: list[LoopNest], heads: list[LoopNest],
-            func: str, dag: FunctionDAG, inlined: set[str]) -> LoopNest:
+            func: str, dag: FunctionDAG, inlined: set[str], plan: Plan) -> LoopNest:
     """Put `heads` in the site's children before the first child that reads `func`, and `func` in the
-    store level's store_at."""
+    store level's store_at. `plan` is the plan of `tree`."""
     site = site_path[-1]
     reading = readers(dag, func, inlined)
-    pos = next((i for i, c in enumerate(site.children) if _reads(c, reading)), None)
+    holders = _children_holding(plan, site, reading)
+    pos = next((i for i, c in enumerate(site.children) if id(c) in holders), None)
     if pos is None and site.is_root and dag.node(func).is_output:
         pos = len(site.children)
     if pos is None:
@@ -308,8 +309,28 @@ def _direct_readers(dag: FunctionDAG) -> dict[str, tuple[tuple[str, int], ...]]:
     return dag.analysis("ir.builder.direct_readers", compute)
 
 
-def _reads(n: LoopNest, reading: set[tuple[str, int]]) -> bool:
-    return any((m.func, m.stage) in reading for m, _ in n.nodes())
+def _children_holding(plan: Plan, site: LoopNest, stages: set[tuple[str, int]]) -> set[int]:
+    """Ids of the children of `site` whose subtrees compute one of `stages`: the next level of the stage when
+    `site` is one of its levels, else its chain head walked up the plan's parent links (the tree's depth, not
+    the subtrees' sizes)."""
+    out: set[int] = set()
+    parent, funcs = plan.parent, plan.funcs
+    own = plan.levels.get(id(site))
+    for f, index in stages:
+        fp = funcs.get(f)
+        if fp is None or fp.inlined:
+            continue
+        ch = fp.chains[index]
+        if own is not None and own.chain is ch:
+            out.add(id(ch.levels[own.depth + 1].node))
+            continue
+        m = ch.head
+        p = parent[id(m)]
+        while p is not None and p is not site:
+            m, p = p, parent[id(p)]
+        if p is site:
+            out.add(id(m))
+    return out
 
 
 def annotate_inlined(tree: LoopNest, dag: FunctionDAG, inlined: set[str]) -> LoopNest:

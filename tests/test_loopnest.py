@@ -402,3 +402,23 @@ def test_plan_checks_a_cuda_targets_threads_and_shared_memory():
     small = _gpu(ScheduleBuilder(p).root("by", tiles=[{"x": 64, "y": 32}, {"x": 16, "y": 16}])
                  .compute_at("bx", "by", 0).build(), three)
     assert Plan(p.dag, small, h100).func("bx").allocation_points == 64 * 34
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_children_holding_a_reader_found_through_the_plan_equal_a_walk_of_each_subtree(seed):
+    from ir.builder import _children_holding, readers
+
+    p = random_test_pipeline(seed)
+    tree = random_loopnest(p, seed)
+    plan = Plan(p.dag, tree)
+    inlined = plan.inlined
+    checked = 0
+    for site, _ in tree.nodes():
+        if site.innermost:
+            continue
+        for node in p.dag.nodes:
+            stages = readers(p.dag, node.name, inlined)
+            walked = {id(c) for c in site.children if any((m.func, m.stage) in stages for m, _ in c.nodes())}
+            assert _children_holding(plan, site, stages) == walked, (seed, node.name, site.func, site.stage)
+            checked += bool(walked)
+    assert checked > 0
