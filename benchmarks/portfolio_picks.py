@@ -30,6 +30,8 @@ def main(argv=None) -> int:
     ap.add_argument("--size", default="full", choices=("small", "full"))
     ap.add_argument("--model", default="builtin", help="the cost model that picks (default builtin)")
     ap.add_argument("--guides", default="analytical", help="comma-separated guide cost models")
+    ap.add_argument("--margin", type=float, default=1.05,
+                    help="guide_margin: a guide's end wins only when predicted this many times cheaper (default 1.05)")
     ap.add_argument("--beam-size", type=int, default=8)
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
@@ -45,8 +47,8 @@ def main(argv=None) -> int:
         ap.error(f"unknown app {unknown[0]!r}; apps: {', '.join(APPS)}")
     kw = dict(model=a.model, beam_size=a.beam_size, passes=a.passes, seed=a.seed)
     base, portfolio = ("greedy", "portfolio-greedy") if a.greedy else ("beam", "portfolio")
-    print(f"{'greedy' if a.greedy else f'beam {a.beam_size} x {a.passes}'} and {portfolio} (guides {a.guides}) "
-          f"under {a.model}, {a.size} size; predicted cost of each pick")
+    print(f"{'greedy' if a.greedy else f'beam {a.beam_size} x {a.passes}'} and {portfolio} (guides {a.guides}, "
+          f"margin {a.margin:g}) under {a.model}, {a.size} size; predicted cost of each pick")
     print(f"{'app':26s} {base:>12s} {portfolio:>12s}  {'pick':9s}  search {base} / {portfolio}")
     changed = []
     for name in apps:
@@ -54,7 +56,8 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         beam = autoschedule(p, algorithm=base, **kw)
         t1 = time.perf_counter()
-        pf = autoschedule(p, algorithm=portfolio, guides=tuple(g for g in a.guides.split(",") if g), **kw)
+        pf = autoschedule(p, algorithm=portfolio, guides=tuple(g for g in a.guides.split(",") if g),
+                          guide_margin=a.margin, **kw)
         t2 = time.perf_counter()
         same = beam.loopnest.fingerprint == pf.loopnest.fingerprint
         if not same:

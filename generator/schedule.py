@@ -48,6 +48,7 @@ class SchedulerConfig:
     samples: int = 16  # dropout samples per autotune round
     guides: tuple[str, ...] = ("analytical",)  # algorithm=portfolio / portfolio-greedy: the other cost models
     #   searched under, whose complete schedules the model also judges
+    guide_margin: float = 1.05  # portfolio: a guide's schedule wins only when the model predicts it this much cheaper
     measure: bool = False  # benchmark the schedule, the naive one and (for an app) the expert one
     halide_schedule: bool = False  # also print the schedule as Halide scheduling directives (C++)
 
@@ -78,7 +79,7 @@ def _run(cfg: SchedulerConfig) -> int:
         s = autoschedule(pipeline, cfg.target, model=cfg.model, algorithm=cfg.algorithm, beam_size=cfg.beam_size,
                          passes=cfg.passes, seed=cfg.seed, k=cfg.k, dropout=cfg.dropout, tracking=cfg.tracking_uri,
                          rounds=cfg.rounds, samples=cfg.samples, progress=_progress, backend=cfg.backend,
-                         allow_mismatch=cfg.allow_mismatch, guides=cfg.guides)
+                         allow_mismatch=cfg.allow_mismatch, guides=cfg.guides, guide_margin=cfg.guide_margin)
     except ValueError as e:  # a value the search itself refuses
         raise ConfigError(first_line(e)) from None
     print(s.text)

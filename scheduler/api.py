@@ -52,7 +52,7 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
                  budget_seconds: float = 0.0, trees: int = 4, exploration: float = 0.5, rollout: str = "greedy",
                  measurements: int = 8, derivation: str = "incremental", register_tiles: bool = True,
                  register_tile_dims: int = 2, register_tile_vectors: int = 4,
-                 guides: tuple[str, ...] = ("analytical",)) -> Schedule:
+                 guides: tuple[str, ...] = ("analytical",), guide_margin: float = 1.05) -> Schedule:
     """Search a schedule for `pipeline` on `target`, to be compiled with `backend` (None: the backend whose
     runtimes the model learned, numba for a model that learned none).
 
@@ -68,7 +68,8 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
     the beam result), mcts (`trees` Monte Carlo trees, `budget` cost-model evaluations and/or `budget_seconds`,
     UCT constant `exploration`, `rollout` greedy or random), mcts-real (MCTS, then `measurements` of its best
     leaves measured, the runtimes backed up the tree), portfolio (beam under the model and under each cost model of
-    `guides`; the model keeps the cheapest of all their complete schedules).
+    `guides`; the model keeps the cheapest of all their complete schedules, a guide's only when predicted
+    `guide_margin` times cheaper than its own).
     mode: deprecated, kept for one release: mode="top-k" / "autotune" runs that strategy
     starting from `algorithm`. partial: {Func name: ir.builder.FuncDecision} the search must follow.
     derivation: "incremental" (each child's plan and features derived from its parent's) or "fresh" (each
@@ -76,7 +77,8 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
     reductions register tiles (scheduler.tilings.register_tilings); False searches the space without them.
     register_tile_dims: 2 (register tiles unrolled along up to two dimensions besides the vector's) or 1.
     register_tile_vectors: 4 (register tiles up to four native vectors wide), 2 or 1.
-    guides: portfolio's other cost models, named as `model` is (default the analytical model)."""
+    guides: portfolio's other cost models, named as `model` is (default the analytical model). guide_margin: a
+    guide's schedule replaces the model's own only when the model predicts it this many times cheaper (>= 1.0)."""
     if mode not in MODES:
         raise SearchError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)} (or algorithm=top-k/autotune)")
     base = "beam"
@@ -93,7 +95,7 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
     config = StrategyConfig(beam_size=beam_size, passes=passes, seed=seed, dropout=dropout, k=k, rounds=rounds,
                             samples=samples, base=base, progress=progress, budget=budget,
                             budget_seconds=budget_seconds, trees=trees, exploration=exploration, rollout=rollout,
-                            measurements=measurements, guides=tuple(guides))
+                            measurements=measurements, guides=tuple(guides), guide_margin=guide_margin)
     get_strategy(base)
     with fewer_collections():
         strategy.initialize(space, cost_model, config)

@@ -40,6 +40,7 @@ class StrategyConfig:
     rollout: str = "greedy"  # mcts: "greedy" (the model's cheapest child each step) or "random"
     measurements: int = 8  # mcts-real: leaves compiled and measured
     guides: tuple[str, ...] = ("analytical",)  # portfolio: the other cost models whose beam finals the model judges
+    guide_margin: float = 1.05  # portfolio: a guide's end replaces the model's own only when predicted this much cheaper
     progress: object = field(default=None, compare=False)  # the search's callback (pass, decisions, total, evaluated)
 
 

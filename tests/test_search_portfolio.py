@@ -21,13 +21,34 @@ def test_the_model_keeps_the_cheapest_end_of_its_own_search_and_the_guides():
     config = SearchConfig(beam_size=4, passes=2)
     own, led = BeamSearch(p, HOST, model, config).run(), BeamSearch(p, HOST, guide, config).run()
     judged = model.score(p.dag, [s.state for s in led.finals])
-    s = autoschedule(p, model=model, algorithm="portfolio", beam_size=4, passes=2)
+    s = autoschedule(p, model=model, algorithm="portfolio", beam_size=4, passes=2, guide_margin=1.0)
     assert s.predicted_cost == min(own.best.cost, *judged) < own.best.cost
     best = min(zip(judged, led.finals), key=lambda t: t[0])[1]
     assert s.loopnest.fingerprint == best.tree.fingerprint
     assert s.predicted_cost == pytest.approx(float(model.score(p.dag, [best.state])[0]), rel=1e-6)
     assert s.stats.algorithm == "portfolio" and s.stats.model == model.name
     assert s.stats.states_evaluated == own.stats.states_evaluated + led.stats.states_evaluated
+
+
+def test_a_guide_end_wins_only_when_predicted_guide_margin_times_cheaper():
+    p = get_app("unsharp").build("small")
+    model, guide = load_model("random:3", HOST), load_model("analytical", HOST)
+    config = SearchConfig(beam_size=4, passes=2)
+    own, led = BeamSearch(p, HOST, model, config).run(), BeamSearch(p, HOST, guide, config).run()
+    cheapest = float(min(model.score(p.dag, [s.state for s in led.finals])))
+    ratio = own.best.cost / cheapest  # how many times cheaper the model predicts the guide's best end
+    assert ratio > 1.0
+    for margin, wins in ((1.0, True), (ratio * 0.999, True), (ratio * 1.001, False), (1e9, False)):
+        s = autoschedule(p, model=model, algorithm="portfolio", beam_size=4, passes=2, guide_margin=margin)
+        expected = cheapest if wins else own.best.cost
+        assert s.predicted_cost == pytest.approx(expected, rel=1e-9), margin
+        if not wins:
+            assert s.loopnest.fingerprint == own.best.tree.fingerprint
+    default = autoschedule(p, model=model, algorithm="portfolio", beam_size=4, passes=2)
+    assert default.predicted_cost == pytest.approx(cheapest if ratio > 1.05 else own.best.cost, rel=1e-9)
+    for bad in (0.99, float("nan")):
+        with pytest.raises(SearchError, match=r"guide_margin .* must be >= 1.0 .*got"):
+            autoschedule(p, model=model, algorithm="portfolio", beam_size=4, passes=2, guide_margin=bad)
 
 
 def test_a_guide_that_is_the_model_adds_nothing_and_no_guide_is_an_error():
@@ -45,7 +66,7 @@ def test_portfolio_greedy_keeps_the_cheaper_of_the_two_greedy_schedules():
     model = load_model("random:3", HOST)
     own = BeamSearch(p, HOST, model, SearchConfig(beam_size=1, passes=1)).run()
     led = BeamSearch(p, HOST, load_model("analytical", HOST), SearchConfig(beam_size=1, passes=1)).run()
-    s = autoschedule(p, model=model, algorithm="portfolio-greedy")
+    s = autoschedule(p, model=model, algorithm="portfolio-greedy", guide_margin=1.0)
     assert s.predicted_cost == min(own.best.cost, *model.score(p.dag, [x.state for x in led.finals]))
     assert s.stats.algorithm == "portfolio-greedy"
     assert s.stats.states_evaluated == own.stats.states_evaluated + led.stats.states_evaluated
