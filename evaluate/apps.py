@@ -141,12 +141,13 @@ class HalideComparison:
     numba_over_halide: float  # geomean over (app, LoopNest) pairs of runtime(numba) / runtime(halide)
     pairs: int
     pair_methods: tuple[str, ...]  # the LoopNests compared: naive, expert, greedy, ...
+    backend: str = "numba"  # schedlab's backend that compiled the other side of each pair (numba, llvm)
 
     def lines(self) -> list[str]:
         pairs = ", ".join(self.pair_methods) or "none"
         beam = (f"{format_runtime_ratio('Adams2019@halide', 'beam@halide', self.beam_over_adams2019)}"
                 f"  (geomean over {self.beam_apps} apps)")
-        numba = (f"{format_runtime_ratio('numba', 'Halide', self.numba_over_halide)}, same LoopNest"
+        numba = (f"{format_runtime_ratio(self.backend, 'Halide', self.numba_over_halide)}, same LoopNest"
                  f"  (geomean over {self.pairs} pairs of {pairs})")
         # no Adams2019 or no beam row: no ratio to state; no pairs under backend=halide: no numba rows
         return [beam] * (self.beam_apps > 0) + [numba] * (self.pairs > 0)
@@ -186,7 +187,8 @@ HEADER = (f"{'app':16s} {'method':22s} {'status':14s} {'runtime':>10s} {'speedup
 
 def format_row(r: AppRow) -> str:
     """speedup: over the naive row; same-bk: over the naive schedule of the row's backend; t_nb/t_hl: runtime of
-    the same LoopNest under numba / under Halide (> 1: Halide faster); evals: states the cost model scored;
+    the same LoopNest under schedlab's backend (numba or llvm) / under Halide (> 1: Halide faster); evals: states
+    the cost model scored;
     meas: schedules the search measured."""
     runtime = format_seconds(r.runtime_s if math.isfinite(r.runtime_s) else math.nan)
     t_nb_hl = format_ratio(r.numba_over_halide) if math.isfinite(r.numba_over_halide) else "-"
@@ -447,8 +449,9 @@ def halide_comparison(rows: list[AppRow]) -> HalideComparison:
     beam = [ok[(a, "Adams2019" + HALIDE)] / ok[(a, name)] for a in apps
             if (a, "Adams2019" + HALIDE) in ok and (a, name) in ok]
     pairs = [r for r in rows if _positive(r.numba_over_halide)]
+    own = next((r.backend for r in rows if r.backend != "halide"), "numba")
     return HalideComparison(geomean(beam), len(beam), geomean([r.numba_over_halide for r in pairs]), len(pairs),
-                            tuple(dict.fromkeys(r.method.removesuffix(HALIDE) for r in pairs)))
+                            tuple(dict.fromkeys(r.method.removesuffix(HALIDE) for r in pairs)), own)
 
 
 def geomean(values: list[float]) -> float:

@@ -459,6 +459,17 @@ def test_the_halide_comparison_states_only_the_ratios_it_has():
     assert len(HalideComparison(math.nan, 0, 2.0, 4, ("naive",)).lines()) == 1
 
 
+def test_the_halide_comparison_names_the_backend_the_rows_were_compiled_by():
+    from evaluate.apps import AppRow, halide_comparison
+
+    def row(method, backend, runtime, over=math.nan):
+        return AppRow("blur", method, backend, "", "ok", runtime, 1.0, 1.0, over, 0.0)
+
+    rows = [row("naive", "llvm", 2.0), row("naive@halide", "halide", 1.0, over=2.0)]
+    lines = halide_comparison(rows).lines()
+    assert len(lines) == 1 and lines[0].startswith("runtime llvm / Halide 2"), lines
+
+
 HALIDE_ROWS = ["naive@halide", "expert@halide", "greedy@halide", "beam@halide", "Adams2019@halide",
                "Mullapudi2016@halide"]
 
