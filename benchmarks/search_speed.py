@@ -115,29 +115,38 @@ def print_vs_halide(rows: list[dict], halide_s: dict[str, float], beam_desc: str
         print("(no beam rows to compare: add beam to --algorithms)")
 
 
+def rerun(p, a, model, alg: str, reference, what: str, patch: tuple | None = None, **kw):
+    """The same search again, with `patch` (module, attribute, value) set while it runs and `kw` passed to
+    autoschedule; its Schedule. Another schedule or state count than `reference`'s is an error saying `what`."""
+    if patch is not None:
+        module, name, value = patch
+        keep = getattr(module, name)
+        setattr(module, name, value)
+    try:
+        s = autoschedule(p, target=a.target, model=model, algorithm=alg, beam_size=a.beam_size, passes=a.passes,
+                         seed=a.seed, **kw)
+    finally:
+        if patch is not None:
+            setattr(module, name, keep)
+    if s.loopnest.fingerprint != reference.loopnest.fingerprint or \
+            s.stats.states_evaluated != reference.stats.states_evaluated:
+        raise AssertionError(f"{alg} on {p.name}: {what}")
+    return s
+
+
 def without_replay(p, a, model, alg: str, with_replay) -> float:
     """The same search with the space remembering nothing; its seconds (a different schedule is an error)."""
     import scheduler.space as space
 
-    keep, space.REPLAY_LIMIT = space.REPLAY_LIMIT, 0
-    try:
-        s = autoschedule(p, target=a.target, model=model, algorithm=alg, beam_size=a.beam_size, passes=a.passes,
-                         seed=a.seed)
-    finally:
-        space.REPLAY_LIMIT = keep
-    if s.loopnest.fingerprint != with_replay.loopnest.fingerprint or s.stats.states_evaluated != with_replay.stats.states_evaluated:
-        raise AssertionError(f"{alg} on {p.name}: remembering states changed the search's result")
-    return s.stats.seconds
+    return rerun(p, a, model, alg, with_replay, "remembering states changed the search's result",
+                 patch=(space, "REPLAY_LIMIT", 0)).stats.seconds
 
 
 def fresh_derivation(p, a, model, alg: str, incremental) -> tuple[float, dict[str, float]]:
     """The same search with every child planned and featurized from scratch (derivation="fresh", the reference
     of the incremental path); its seconds and split (a different schedule is an error)."""
-    s = autoschedule(p, target=a.target, model=model, algorithm=alg, beam_size=a.beam_size, passes=a.passes,
-                     seed=a.seed, derivation="fresh")
-    if s.loopnest.fingerprint != incremental.loopnest.fingerprint or \
-            s.stats.states_evaluated != incremental.stats.states_evaluated:
-        raise AssertionError(f"{alg} on {p.name}: the fresh derivation found another schedule than the incremental")
+    s = rerun(p, a, model, alg, incremental, "the fresh derivation found another schedule than the incremental",
+              derivation="fresh")
     return s.stats.seconds, split(s.stats)
 
 
@@ -146,15 +155,8 @@ def torch_threads(p, a, model, alg: str, single) -> tuple[float, float]:
     seconds and model seconds (a different schedule is an error)."""
     import scheduler.cost.threads as threads
 
-    keep, threads.SINGLE_THREAD_ROWS = threads.SINGLE_THREAD_ROWS, 0
-    try:
-        s = autoschedule(p, target=a.target, model=model, algorithm=alg, beam_size=a.beam_size, passes=a.passes,
-                         seed=a.seed)
-    finally:
-        threads.SINGLE_THREAD_ROWS = keep
-    if s.loopnest.fingerprint != single.loopnest.fingerprint or \
-            s.stats.states_evaluated != single.stats.states_evaluated:
-        raise AssertionError(f"{alg} on {p.name}: the scoring threads changed the search's result")
+    s = rerun(p, a, model, alg, single, "the scoring threads changed the search's result",
+              patch=(threads, "SINGLE_THREAD_ROWS", 0))
     return s.stats.seconds, s.stats.model_s
 
 
