@@ -9,7 +9,10 @@ import pytest
 
 import backends
 from generator.apps import APPS
-from ir import interpret
+from ir import abs as habs
+from ir import cast, f32, i8, i16, i32, interpret, select, u8, u16, u32
+from ir import max as hmax
+from ir import min as hmin
 from ir.builder import ScheduleBuilder, naive_schedule
 
 from .fuzz import check, report
@@ -65,3 +68,81 @@ def test_llvm_rejects_cuda_targets_and_invalid_schedules_are_a_status():
     gpu = gpu_kinds(naive_schedule(p), "h100")
     (m,) = backends.measure_many([backends.MeasureInput(p, gpu, p.random_inputs(0))], backend="llvm", protocol="check")
     assert m.status == "invalid_schedule" and "not legal on host" in m.error
+
+
+def _edge_inputs(n: int = 64) -> dict[str, np.ndarray]:
+    """Each type's extremes and their neighbours first, then random values."""
+    rng = np.random.default_rng(5)
+    out = {}
+    for name, dt in (("a", np.int32), ("b", np.uint32), ("c", np.uint16), ("d", np.int8)):
+        info = np.iinfo(dt)
+        edge = [info.min, info.min + 1, -1, 0, 1, 2, 255, 256, 257, -256, -257, info.max - 1, info.max]
+        edge = [v for v in edge if info.min <= v <= info.max]
+        vals = np.concatenate([np.array(edge, dtype=np.int64),
+                               rng.integers(info.min, int(info.max) + 1, n - len(edge), dtype=np.int64)])
+        out[name] = vals.astype(dt)
+    edge = [np.nan, np.inf, -np.inf, 2.0 ** 31, -(2.0 ** 31), 2147483520.0, -2147483904.0, 65535.0, 65535.5, 65536.0,
+            -0.5, -0.0, 0.5, 127.9, 128.0, -128.5, -129.0, 255.5, 4294967040.0, 1e20, -1e20]
+    out["e"] = np.concatenate([edge, rng.normal(0, 1e5, n - len(edge))]).astype(np.float32)
+    return out
+
+
+# integer expressions whose carriers the llvm backend narrows to 32 bits or keeps at 64: wrapping, division and
+# Euclidean modulus by constants (powers of two and not, either sign) of negative values, u32 beyond i32, saturating
+# float -> int casts (in f32 into 32-bit carriers) at NaN, infinities and each type's bounds
+_EDGE_EXPRS = {
+    "i32_mul_wraps": lambda a, b, c, d, e=None: a * 3 + a,
+    "i32_div_pow2": lambda a, b, c, d, e=None: a / 256,
+    "i32_div_minus_pow2": lambda a, b, c, d, e=None: a / -4,
+    "i32_div_7": lambda a, b, c, d, e=None: a / 7,
+    "i32_mod_pow2": lambda a, b, c, d, e=None: a % 16,
+    "i32_mod_minus_5": lambda a, b, c, d, e=None: a % -5,
+    "i32_abs": lambda a, b, c, d, e=None: habs(a),
+    "u32_wraps": lambda a, b, c, d, e=None: b * 5 - b / 3 + cast(u32, c),
+    "u32_mod_pow2": lambda a, b, c, d, e=None: b % 1024 + b / 4096,
+    "u32_clamp": lambda a, b, c, d, e=None: hmin(hmax(b, cast(u32, 7)), b / 2 + cast(u32, 2000000000)),
+    "u16_matrix_q8": lambda a, b, c, d, e=None: cast(i16, (cast(i32, c) * 300 - cast(i32, d) * 77 + 1000) / 256),
+    "u16_lut_index": lambda a, b, c, d, e=None: cast(u8, hmin(hmax(cast(i32, c) - 40000, 0), 1023) % 256),
+    "mixed_compare": lambda a, b, c, d, e=None: select(cast(i32, c) > a, cast(i32, d) / 2, a % 8),
+    "i8_avg": lambda a, b, c, d, e=None: cast(i8, (cast(i16, d) + cast(i16, d) * 3 + 2) / 4),
+    "f32_to_i32": lambda a, b, c, d, e: cast(i32, e),
+    "f32_to_u16_i8": lambda a, b, c, d, e: cast(i32, cast(u16, e)) + cast(i32, cast(i8, e * 3.0)),
+    "f32_to_u32": lambda a, b, c, d, e: cast(u32, e),
+}
+
+
+@pytest.mark.parametrize("name", list(_EDGE_EXPRS))
+@pytest.mark.parametrize("simd", [False, True])
+def test_integer_carriers_at_the_edges_equal_the_interpreter(name, simd):
+    """Narrow carriers are exact: each expression at every type's extremes, scalar and 8-lane SIMD, bit-exact."""
+    from ir import Func, Input, Pipeline, Var
+
+    x = Var("x")
+    ins = {"a": Input("a", i32, 1), "b": Input("b", u32, 1), "c": Input("c", u16, 1), "d": Input("d", i8, 1),
+           "e": Input("e", f32, 1)}
+    f = Func("f")
+    f[x] = _EDGE_EXPRS[name](*(i[x] for i in ins.values()))
+    p = Pipeline([f], {f: (64,)})
+    s = ScheduleBuilder(p)
+    s.root("f", tiles=[{"x": 8}], vectorize="x" if simd else None, vector_width=8 if simd else None)
+    inputs = {i.name: _edge_inputs()[i.name] for i in p.inputs}
+    k = backends.compile(p, s.build() if simd else naive_schedule(p), backend="llvm")
+    np.testing.assert_array_equal(k(inputs)["f"], interpret(p, inputs)["f"])
+
+
+def test_u16_arithmetic_is_carried_in_32_bits_and_powers_of_two_divide_by_shifts():
+    """What makes integer pipelines fast on AVX2 (docs/backends.md): 32-bit lanes, shifts for x / 2^k."""
+    from backends.llvm.irgen import generate
+    from ir import Func, Input, Pipeline, Var
+    from ir.plan import Plan
+
+    x = Var("x")
+    c, d = Input("c", u16, 1), Input("d", i8, 1)
+    f = Func("f")
+    f[x] = cast(i16, (cast(i32, c[x]) * 300 - cast(i32, d[x]) * 77) / 256)
+    p = Pipeline([f], {f: (64,)})
+    text = generate(Plan(p.dag, naive_schedule(p))).ir
+    body = text[text.index("define internal void"):]  # the stage's body (the helpers return values)
+    body = body[:body.index("\n}")]
+    assert "mul i32" in body and "ashr i32" in body
+    assert "mul i64 %" not in body and "sl_floordiv" not in body  # (constant offsets are folded)

@@ -6,9 +6,11 @@ fused loops (the host splits it over a thread pool, each call with the GIL relea
 lo/hi. Below the root the walk is the numba backend's: loops as `ir.plan.Plan` describes them, allocations at
 their store level (stack slots for small tiles, malloc for large ones), sliding windows that compute only the
 rows not computed yet, SIMD loops innermost with constant trip counts for LLVM's loop vectorizer. Values follow
-`ir/semantics.py` exactly: integers carried in i64 (LLVM's add/sub/mul wrap) and truncated back into their type
-where their static range can leave it, floats with no fast-math flags (no contraction), Halide's floor division,
-Euclidean modulus and saturating float->int casts as small internal functions, transcendentals as the same
+`ir/semantics.py` exactly: integers carried in i32 where every value they can take (their static range, or their
+type's once wrapped) is an i32, else in i64 (loop indices and addresses always), computed with LLVM's wrapping
+add/sub/mul and truncated back into their type where their static range can leave it; floats with no fast-math
+flags (no contraction); Halide's floor division and Euclidean modulus as shifts and masks for powers of two, as
+small internal functions otherwise, and its saturating float->int cast too; transcendentals as the same
 LLVM intrinsics and libm calls numba emits.
 """
 
@@ -32,9 +34,22 @@ from ir.types import Type
 from ..numba.codegen import MAX_POINT_STATEMENTS
 from ..numba.exprgen import INF, _range_arith, _range_div_const
 
-I1, I8, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(64)
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 F32, F64 = ir.FloatType(), ir.DoubleType()
 STACK_BYTES = 64 * 1024  # allocations up to this size are stack slots; larger ones are malloc'd
+I32_MIN, I32_MAX = -(2 ** 31), 2 ** 31 - 1
+
+
+def fits32(lo: float, hi: float) -> bool:
+    """Whether every value of [lo, hi] is an i32: such a value may be carried in 32 bits."""
+    return I32_MIN <= lo and hi <= I32_MAX
+
+
+def carrier(t: Type) -> ir.IntType:
+    """The carrier of a loaded or cast integer of type t: i32 for every type whose values are i32s (u8 to i32),
+    i64 for u32 and the 64-bit ones. On AVX2 a 32-bit lane is native for add, mul and arithmetic shifts; a 64-bit
+    one has half the lanes, and its multiply and arithmetic right shift are emulated."""
+    return I32 if fits32(t.min, t.max) else I64
 
 
 def storage_type(t: Type) -> ir.Type:
@@ -141,6 +156,13 @@ class _Gen:
         r = b.select(b.fcmp_ordered("<=", x, b.sitofp(lo, F64)), lo, r)
         b.ret(b.select(b.fcmp_unordered("uno", x, x), I64(0), r))
         self.f2i = f
+        f, b = fn("sl_f2i32", I32, [F32, I32, I32])  # the same from f32 into a 32-bit carrier: 8 lanes, not 4
+        x, lo, hi = f.args  # f32(hi) >= hi (i32's max rounds up to 2^31) and f32(lo) == lo: the same thresholds
+        xi = b.fptosi(x, I32)
+        r = b.select(b.fcmp_ordered(">=", x, b.sitofp(hi, F32)), hi, xi)
+        r = b.select(b.fcmp_ordered("<=", x, b.sitofp(lo, F32)), lo, r)
+        b.ret(b.select(b.fcmp_unordered("uno", x, x), I32(0), r))
+        self.f2i32 = f
         self.malloc = ir.Function(m, ir.FunctionType(I8.as_pointer(), [I64]), "malloc")
         self.free = ir.Function(m, ir.FunctionType(ir.VoidType(), [I8.as_pointer()]), "free")
         self._decls: dict[str, ir.Function] = {}
@@ -431,7 +453,8 @@ class _Gen:
         if isinstance(a, Sym):
             return self.env[a.name]
         if isinstance(a, FloorDiv):
-            return self.b.call(self.floordiv, [self.lin(a.num), I64(a.q)])
+            return floordiv_const(self.b, self.lin(a.num), a.q, False) if a.q > 0 else \
+                self.b.call(self.floordiv, [self.lin(a.num), I64(a.q)])
         if isinstance(a, MinMax):
             out = self.lin(a.args[0])
             for x in a.args[1:]:
@@ -451,7 +474,7 @@ class _Gen:
             lo, hi = (fp.node.region[l.func_dim] if l.pure else l.rdom_range)
             env[l.name] = V(self.lin(lp.base), lo, hi)
         em = _Points(self, env)
-        coords = [em.value(a, em.frame).v for a in stage.lhs]
+        coords = [em.index(em.value(a, em.frame)) for a in stage.lhs]
         val = em.value(stage.value, em.frame)
         self._store(fp.name, coords, val, fp.node.type)
         self.statements += em.count
@@ -470,8 +493,10 @@ class _Gen:
         v = val.v
         if t.is_bool:
             v = self.b.zext(v, I8)
-        elif t.is_integer:
-            v = self.b.trunc(v, ir.IntType(t.bits)) if t.bits < 64 else v
+        elif t.is_integer:  # the carrier holds the exact value (or, at the type's width, its bits)
+            w = v.type.width
+            v = self.b.trunc(v, ir.IntType(t.bits)) if t.bits < w else self.b.sext(v, ir.IntType(t.bits)) \
+                if t.bits > w else v
         self.b.store(v, self._address(f, coords))
 
     def load(self, call: Call, args: list[ir.Value]) -> ir.Value:
@@ -492,7 +517,8 @@ class _Gen:
         if t.is_bool:
             return self.b.icmp_unsigned("!=", raw, I8(0))
         if t.is_integer:
-            return (self.b.zext if t.is_uint else self.b.sext)(raw, I64)
+            c = carrier(t)
+            return raw if c.width == t.bits else (self.b.zext if t.is_uint else self.b.sext)(raw, c)
         return raw
 
 
@@ -525,6 +551,27 @@ class _Points:
             self.count += 1
         return v
 
+    # -- integer carriers ------------------------------------------------------------------------------------
+
+    def as_type(self, v: V, ty: ir.IntType) -> ir.Value:
+        """v's carrier as `ty`: sign-extended when wider (a carrier holds its exact value), truncated when narrower
+        (the low bits, all that wrapping add/sub/mul need)."""
+        w = v.v.type.width
+        if w == ty.width:
+            return v.v
+        return self.b.sext(v.v, ty) if ty.width > w else self.b.trunc(v.v, ty)
+
+    def index(self, v: V) -> ir.Value:
+        """An integer as an i64, for address arithmetic."""
+        return self.as_type(v, I64)
+
+    def common(self, a: V, c: V) -> tuple[ir.Value, ir.Value]:
+        """Two integer carriers at one width, exactly: 32 bits when one is carried in 32 and both values are i32s
+        (a constant or an index meeting a 32-bit value), else 64."""
+        narrow = 32 in (a.v.type.width, c.v.type.width) and fits32(min(a.lo, c.lo), max(a.hi, c.hi))
+        ty = I32 if narrow else I64
+        return self.as_type(a, ty), self.as_type(c, ty)
+
     def _emit(self, e: Expr, f: _Frame) -> V:
         b = self.b
         if isinstance(e, Cast):
@@ -539,7 +586,7 @@ class _Points:
             elif e.a.type.is_bool:
                 v = b.icmp_unsigned(_CMP[e.op], a.v, c.v)
             else:
-                v = b.icmp_signed(_CMP[e.op], a.v, c.v)
+                v = b.icmp_signed(_CMP[e.op], *self.common(a, c))
             return V(v, 0, 1)
         if isinstance(e, Logical):
             a, c = self.value(e.a, f), self.value(e.b, f)
@@ -548,7 +595,8 @@ class _Points:
             return V(b.not_(self.value(e.a, f).v), 0, 1)
         if isinstance(e, Select):
             c, t, fv = self.value(e.cond, f), self.value(e.t, f), self.value(e.f, f)
-            return V(b.select(c.v, t.v, fv.v), min(t.lo, fv.lo), max(t.hi, fv.hi))
+            tv, fvv = self.common(t, fv) if e.type.is_integer else (t.v, fv.v)
+            return V(b.select(c.v, tv, fvv), min(t.lo, fv.lo), max(t.hi, fv.hi))
         if isinstance(e, Call):
             args = [self.value(a, f) for a in e.args]
             if e.target.name in self.g.inlined and not e.is_input:
@@ -556,7 +604,7 @@ class _Points:
                 env = {name: a for name, a in zip(func.args, args)}
                 sub = _Frame(env, ("inline", e.target.name, tuple(id(a.v) for a in args)))
                 return self.value(func.definitions[0].value, sub)
-            v = self.g.load(e, [a.v for a in args])
+            v = self.g.load(e, [self.index(a) for a in args])
             t = e.type
             return V(v, t.min, t.max) if t.is_integer else V(v, 0, 1) if t.is_bool else V(v)
         if isinstance(e, Math):
@@ -564,11 +612,18 @@ class _Points:
         raise TypeError(f"cannot lower {e!r}")  # pragma: no cover
 
     def _wrap(self, v: V, t: Type) -> V:
+        """v wrapped into type t (its low t.bits bits), in t's carrier."""
         if t.min <= v.lo and v.hi <= t.max:
             return v
-        narrow = self.b.trunc(v.v, ir.IntType(t.bits))
-        ext = (self.b.zext if t.is_uint else self.b.sext)(narrow, I64)
-        return V(ext, t.min, t.max)
+        ty = carrier(t)
+        x = v.v
+        w = x.type.width
+        if t.bits < w:
+            x = self.b.trunc(x, ir.IntType(t.bits))
+            w = t.bits
+        if w < ty.width:
+            x = (self.b.zext if t.is_uint else self.b.sext)(x, ty)
+        return V(x, t.min, t.max)
 
     def _cast(self, e: Cast, f: _Frame) -> V:
         src, dst = e.value.type, e.target
@@ -579,7 +634,7 @@ class _Points:
                 return V(b.fcmp_unordered("!=", v.v, ir.Constant(v.v.type, 0.0)), 0, 1)
             if src.is_bool:
                 return v
-            return V(b.icmp_signed("!=", v.v, I64(0)), 0, 1)
+            return V(b.icmp_signed("!=", v.v, ir.Constant(v.v.type, 0)), 0, 1)
         if dst.is_float:
             ft = F32 if dst.bits == 32 else F64
             if src.is_float:
@@ -588,12 +643,15 @@ class _Points:
                 return V(b.fpext(v.v, ft) if dst.bits > src.bits else b.fptrunc(v.v, ft))
             if src.is_bool:
                 return V(b.uitofp(v.v, ft))
-            return V(b.sitofp(v.v, ft))  # i64 carriers of every integer type are exact and signed
+            return V(b.sitofp(v.v, ft))  # the carriers of every integer type are exact and signed
+        if src.is_float and src.bits == 32 and carrier(dst) is I32:
+            return V(b.call(self.g.f2i32, [v.v, I32(int(dst.min)), I32(int(dst.max))]), dst.min, dst.max)
         if src.is_float:
             x = v.v if src.bits == 64 else b.fpext(v.v, F64)
-            return V(b.call(self.g.f2i, [x, I64(int(dst.min)), I64(int(dst.max))]), dst.min, dst.max)
+            i = b.call(self.g.f2i, [x, I64(int(dst.min)), I64(int(dst.max))])
+            return V(i if carrier(dst) is I64 else b.trunc(i, carrier(dst)), dst.min, dst.max)
         if src.is_bool:
-            return V(b.zext(v.v, I64), 0, 1)
+            return V(b.zext(v.v, carrier(dst)), 0, 1)
         return self._wrap(v, dst)
 
     def _binop(self, e: BinOp, f: _Frame) -> V:
@@ -612,28 +670,36 @@ class _Points:
         op = e.op
         if op in ("add", "sub", "mul"):
             lo, hi = _range_arith(op, a, c)
-            return self._wrap(V({"add": b.add, "sub": b.sub, "mul": b.mul}[op](a.v, c.v), lo, hi), t)
+            # 32 bits when an operand is carried in 32 (values, not indices) and the exact result or its wrapped
+            # value is an i32: wrapping arithmetic is exact in the low 32 bits
+            narrow = 32 in (a.v.type.width, c.v.type.width) and (fits32(lo, hi) or carrier(t) is I32)
+            ty = I32 if narrow else I64
+            x, y = self.as_type(a, ty), self.as_type(c, ty)
+            return self._wrap(V({"add": b.add, "sub": b.sub, "mul": b.mul}[op](x, y), lo, hi), t)
         if op in ("min", "max"):
-            pick = b.icmp_signed("<" if op == "min" else ">", c.v, a.v)
+            x, y = self.common(a, c)
+            pick = b.icmp_signed("<" if op == "min" else ">", y, x)
             f_ = min if op == "min" else max
-            return V(b.select(pick, c.v, a.v), f_(a.lo, c.lo), f_(a.hi, c.hi))
+            return V(b.select(pick, y, x), f_(a.lo, c.lo), f_(a.hi, c.hi))
         k = c.v.constant if isinstance(c.v, ir.Constant) else None
         if op == "div":
             if k is not None:
                 if k == 0:
                     return V(I64(0), 0, 0)
-                q = b.call(self.g.floordiv, [a.v, I64(abs(k))])
                 lo, hi = _range_div_const(a, k)
+                x = self.as_type(a, a.v.type if fits32(lo, hi) and fits32(-abs(k), abs(k)) else I64)
+                q = floordiv_const(b, x, abs(k), a.lo >= 0)
                 return self._wrap(V(q if k > 0 else b.neg(q), lo, hi), t)
             m = max(abs(a.lo), abs(a.hi))
-            return self._wrap(V(b.call(self.g.idiv, [a.v, c.v]), -m, m), t)
+            return self._wrap(V(b.call(self.g.idiv, [self.index(a), self.index(c)]), -m, m), t)
         if op == "mod":
             if k is not None:
                 if k == 0:
                     return V(I64(0), 0, 0)
-                return V(b.call(self.g.imod, [a.v, I64(abs(k))]), 0, abs(k) - 1)
+                x = self.as_type(a, a.v.type if fits32(-abs(k), abs(k)) else I64)
+                return V(mod_const(b, x, abs(k), a.lo >= 0), 0, abs(k) - 1)
             m = max(abs(c.lo), abs(c.hi))
-            return V(b.call(self.g.imod, [a.v, c.v]), 0, max(m - 1, 0))
+            return V(b.call(self.g.imod, [self.index(a), self.index(c)]), 0, max(m - 1, 0))
         raise ValueError(op)  # pragma: no cover
 
     def _math(self, e: Math, f: _Frame) -> V:
@@ -646,7 +712,8 @@ class _Points:
                 return V(b.call(self.g._intrinsic(f"llvm.fabs.f{e.args[0].type.bits}", a.v.type), [a.v]))
             m = max(abs(a.lo), abs(a.hi))
             lo = 0 if a.lo <= 0 <= a.hi else min(abs(a.lo), abs(a.hi))
-            return V(b.select(b.icmp_signed("<", a.v, I64(0)), b.neg(a.v), a.v), lo, m)
+            x = self.as_type(a, a.v.type if fits32(lo, m) else I64)
+            return V(b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.neg(x), x), lo, m)
         vals = [a.v for a in args]
         if e.fn in VIA_F64 and t.bits == 32:  # ir.semantics: the f64 routine, rounded once
             wide = [b.fpext(v, F64) for v in vals]
@@ -662,6 +729,31 @@ class _Points:
         if fn == "tanh":
             return self.b.call(self.g._intrinsic("tanhf" if bits == 32 else "tanh", ty), vals)
         raise ValueError(fn)  # pragma: no cover
+
+
+def floordiv_const(b: ir.IRBuilder, x: ir.Value, m: int, nonnegative: bool) -> ir.Value:
+    """floor(x / m) for a constant m > 0, in x's width: an arithmetic shift for a power of two (vectorizable,
+    where LLVM's division by a constant of a value that may be negative is not simplified), a plain signed
+    division when x >= 0, else the signed division corrected by the remainder's sign."""
+    if m & (m - 1) == 0:
+        return b.ashr(x, ir.Constant(x.type, m.bit_length() - 1)) if m > 1 else x
+    k = ir.Constant(x.type, m)
+    q = b.sdiv(x, k)
+    if nonnegative:
+        return q
+    r = b.srem(x, k)
+    return b.select(b.icmp_signed("<", r, ir.Constant(x.type, 0)), b.sub(q, ir.Constant(x.type, 1)), q)
+
+
+def mod_const(b: ir.IRBuilder, x: ir.Value, m: int, nonnegative: bool) -> ir.Value:
+    """The Euclidean x mod m for a constant m > 0, in x's width: a mask for a power of two (two's complement)."""
+    if m & (m - 1) == 0:
+        return b.and_(x, ir.Constant(x.type, m - 1))
+    k = ir.Constant(x.type, m)
+    r = b.srem(x, k)
+    if nonnegative:
+        return r
+    return b.select(b.icmp_signed("<", r, ir.Constant(x.type, 0)), b.add(r, k), r)
 
 
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
