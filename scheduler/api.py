@@ -11,7 +11,7 @@ from ir.loopnest import LoopNest
 from ir.target import get_target
 
 from .cost import load_model
-from .search import SearchResult, SearchStats
+from .search import SearchResult, SearchStats, dropout_walks
 from .space import SearchError, SpaceOptions, make_space
 from .strategy import StrategyConfig, get_strategy, strategy_names
 
@@ -111,6 +111,19 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
     return _schedule(pipeline, tgt, result, algorithm if mode == "one-shot" else base, cost_model.name, backend)
 
 
+def dropout_schedules(pipeline, target="host", model="champion", seeds=range(1), dropout: float = 1.0, *,
+                      register_tiles: bool = True, backend: str | None = None, allow_mismatch: bool = False):
+    """What autoschedule(algorithm="dropout", seed=s, ...) returns for each seed s, lazily, faster: the walks
+    share one search space, which replays the states earlier walks realized (their common greedy prefix). The data
+    generator's dropout samples (generator.batch.plan_batch, which runs them inside fewer_collections())."""
+    tgt = get_target(target)
+    cost_model = load_model(model, tgt, None, backend=backend, allow_mismatch=allow_mismatch)
+    backend = backend or getattr(cost_model, "backend", None) or "numba"
+    options = SpaceOptions(register_tiles=register_tiles)
+    for result in dropout_walks(pipeline, tgt, cost_model, seeds, dropout if dropout < 100 else 1.0, options):
+        yield _schedule(pipeline, tgt, result, "dropout", cost_model.name, backend)
+
+
 SEARCH_GC_THRESHOLD = 50_000  # allocations between young-generation collections while a search runs
 _gc_lock = threading.Lock()
 _gc_depth = [0, None]  # searches running in this process, the thresholds before the first
@@ -142,4 +155,4 @@ def _schedule(pipeline, tgt, result: SearchResult, algorithm: str, model: str, b
                     result.runtime, backend)
 
 
-__all__ = ["ALGORITHMS", "MODES", "Schedule", "autoschedule", "strategy_names"]
+__all__ = ["ALGORITHMS", "MODES", "Schedule", "autoschedule", "dropout_schedules", "strategy_names"]

@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from .cost import CostModel, timed_score
-from .space import SearchError, SearchSpace, SpaceOptions, State, make_space
+from .space import SearchError, SearchSpace, SpaceOptions, State, Timing, make_space
 
 BLESS_RATIO = 1.2  # adams2019: ancestors of states within 1.2x of the best are permitted next pass
 NOT_PERMITTED_PENALTY = 10.0
@@ -101,7 +101,7 @@ class SearchResult:
 
 class BeamSearch:
     def __init__(self, pipeline, target, model: CostModel, config: SearchConfig, progress=None,
-                 fixed: dict | None = None, options: SpaceOptions | None = None):
+                 fixed: dict | None = None, options: SpaceOptions | None = None, space: SearchSpace | None = None):
         self.pipeline = pipeline
         # what the spaces it makes offer (derivation, register tiles: the calling space's options), with `fixed`,
         # Func -> FuncDecision the user imposes (a partial schedule), when given
@@ -114,11 +114,16 @@ class BeamSearch:
         self.rng = random.Random(config.seed)
         self.progress = progress
         self.evaluated = 0
+        # a space other searches of the same pipeline and options used before (dropout_walks): what it remembers
+        # of their states is replayed, the schedules are the same as with a space of its own
+        self.space = space
 
     def run(self) -> SearchResult:
         t0 = time.perf_counter()
         cfg = self.config
-        space = make_space(self.pipeline, self.target, self.options)
+        space = self.space or make_space(self.pipeline, self.target, self.options)
+        space.timing = Timing()  # this search's own split, also on a space that searched before
+        replayed_before = space.replayed
         passes = cfg.passes if cfg.beam_size > 1 else 1
         spaces = [space]
         finals: list[Scored] = []
@@ -147,7 +152,7 @@ class BeamSearch:
         timing = [s.timing for s in spaces]
         stats = SearchStats(self.evaluated, time.perf_counter() - t0, sum(t.enumerate_s for t in timing),
                             sum(t.featurize_s for t in timing), sum(t.model_s for t in timing), passes, frozen,
-                            model=self.model.name, replayed=sum(s.replayed for s in spaces))
+                            model=self.model.name, replayed=sum(s.replayed for s in spaces) - replayed_before)
         return SearchResult(finals[0], finals, stats)
 
     # -- one pass --------------------------------------------------------------------------------
@@ -229,6 +234,18 @@ class BeamSearch:
         if not chosen and dropped is not None:  # everything dropped: the walk goes on with the last one seen
             chosen.append(dropped)
         return chosen
+
+
+def dropout_walks(pipeline, target, model: CostModel, seeds, dropout: float, options: SpaceOptions | None = None):
+    """One random-dropout walk (beam 1, `dropout` % fully greedy) per seed, lazily, over one space that
+    remembers the states it realized. Walks share the greedy prefix until their first drop (with dropout 1 over 20
+    decisions a state is dropped with probability 0.11), and each walk replays what the walks before realized; each
+    gives the schedule a walk over a space of its own gives (tests/test_search.py)."""
+    space = make_space(pipeline, target, options)
+    space.remember_replays(generations=False)
+    for seed in seeds:
+        config = SearchConfig(beam_size=1, passes=1, seed=seed, dropout=dropout)
+        yield BeamSearch(pipeline, space.target, model, config, options=space.options, space=space).run()
 
 
 def _hash(s: State, depth: int) -> int:

@@ -114,6 +114,7 @@ class _Replays:
 
     def __init__(self, limit: int = 0):
         self.limit = limit  # 0: remember nothing
+        self.rotate = True  # False: one generation for all searches (the first `limit` entries of all of them)
         self.current: dict[tuple, tuple] = {}
         self.previous: dict[tuple, tuple] = {}
         self.hits = 0
@@ -137,7 +138,8 @@ class _Replays:
             self.current[key] = (pins, value)
 
     def next_generation(self) -> None:
-        self.previous, self.current = self.current, {}
+        if self.rotate:
+            self.previous, self.current = self.current, {}
 
 
 @dataclass
@@ -253,10 +255,12 @@ class SearchSpace:
         r = self._root
         return State(r.tree, r.plan, r.features)
 
-    def remember_replays(self) -> None:
+    def remember_replays(self, generations: bool = True) -> None:
         """Remember states for searches that meet them again (beam's coarse-to-fine passes); a search that
-        keeps its own states (MCTS's trees) would only pay the memory."""
+        keeps its own states (MCTS's trees) would only pay the memory. generations=False: what every search
+        since realized, up to REPLAY_LIMIT entries in all (dropout walks, whose greedy prefixes meet at random)."""
         self._replays.limit = REPLAY_LIMIT
+        self._replays.rotate = generations
 
     @property
     def replayed(self) -> int:

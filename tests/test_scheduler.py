@@ -148,6 +148,24 @@ def test_remembered_states_change_no_search(name, monkeypatch):
         assert remembered.stats.replayed > 0 and fresh.stats.replayed == 0
 
 
+@pytest.mark.parametrize("name", ["random", "harris"])
+def test_dropout_walks_over_one_space_give_the_schedules_of_separate_walks(name):
+    """generator.batch's dropout samples: walks sharing one space (which replays what earlier walks realized)
+    return, seed for seed, the schedule, predicted cost and state count of a walk over a space of its own."""
+    from scheduler.api import dropout_schedules
+
+    p = generate(5, max_stages=12).pipeline if name == "random" else get_app(name).build("small")
+    model = load_model("random:3", get_target("host"))
+    seeds = list(range(1, 9))
+    separate = [autoschedule(p, model=model, algorithm="dropout", dropout=1.0, seed=s) for s in seeds]
+    shared = list(dropout_schedules(p, "host", model, seeds, 1.0))
+    assert [(s.loopnest.fingerprint, s.predicted_cost, s.stats.states_evaluated) for s in shared] == \
+        [(s.loopnest.fingerprint, s.predicted_cost, s.stats.states_evaluated) for s in separate]
+    assert len({s.loopnest.fingerprint for s in shared}) > 1  # the walks did diverge
+    assert sum(s.stats.replayed for s in shared[1:]) > 0 and all(s.stats.replayed == 0 for s in separate)
+    assert shared[0].stats.replayed == 0  # the first walk has nothing to replay: replays are counted per walk
+
+
 def test_no_legal_schedule_is_a_clear_error():
     p = get_app("unsharp").build("small")
     # a partial schedule nothing can complete: gray at a level of a Func that is computed nowhere
