@@ -240,7 +240,7 @@ def dropout_walks(pipeline, target, model: CostModel, seeds, dropout: float, opt
     """One random-dropout walk (beam 1, `dropout` % fully greedy) per seed, lazily, over one space that
     remembers the states it realized. Walks share the greedy prefix until their first drop (with dropout 1 over 20
     decisions a state is dropped with probability 0.11), and each walk replays what the walks before realized; each
-    gives the schedule a walk over a space of its own gives (tests/test_search.py)."""
+    gives the schedule a walk over a space of its own gives (tests/test_scheduler.py)."""
     space = make_space(pipeline, target, options)
     space.remember_replays(generations=False)
     for seed in seeds:
