@@ -102,7 +102,7 @@ def test_a_plan_is_one_beam_sample_then_distinct_dropout_samples_and_reproducibl
     (["rounds=0"], "rounds must be >= 1"),
     (["no_such_key=1"], "unknown config key 'no_such_key'"),
     (["faults=explode:1:2"], "fault 'explode:1:2' must be KIND:SEED:INDEX"),
-    (["target=h200"], "the halide backend compiles for cpu targets; h200 is a cuda target"),
+    (["target=h200"], "the llvm backend compiles for cpu targets; h200 is a cuda target"),  # the default backend
     (["train.epochs=x"], "train.epochs"),
     (["baselines=[naive,expert]"], "unknown baseline 'expert'; registered: naive, simple"),
     (["naive_runtime=[1,0.5]"], "naive_runtime must be two seconds with 0 < LO <= HI, got [1, 0.5]"),

@@ -55,8 +55,8 @@ class RoundTraining:
 @dataclass(frozen=True)
 class JobConfig:
     target: str = "host"  # host, or a conf/targets/<name>.yaml target; the dataset partition
-    backend: Literal["numba", "llvm", "halide"] = "halide"  # what compiles the schedules (halide: 2.4x numba's valid samples
-    #   per core-hour at the default sizes, benchmarks/datagen_throughput.py; needs the halide extra)
+    backend: Literal["numba", "llvm", "halide"] = "llvm"  # what compiles the schedules (llvm: 1.40x Halide's valid
+    #   samples per core-hour at the default sizes, Halide 2.4x numba's, benchmarks/datagen_throughput.py)
     rounds: int = 2  # data-generation rounds, a model trained after each
     pipelines_per_round: int = 12  # random pipelines generated per round
     schedules_per_pipeline: int = 16  # one beam-search sample + random-dropout samples (adams2019 §5)
