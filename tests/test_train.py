@@ -1,13 +1,13 @@
 """Training end to end: a dataset generated for real (random pipelines x sampled schedules, compiled and
-benchmarked with numba), Lightning training, MLflow logging and registration, the registry round trip in
+benchmarked with llvm), Lightning training, MLflow logging and registration, the registry round trip in
 a fresh process, resume, the mlp/ranking variant, and the command line's one-line errors. That training
 learns is checked on a synthetic cost (runtimes a known function of real schedules' features, written as a
 real dataset), deterministically; the margins over random initializations on *measured* data, which a loaded
 machine makes noisy, are printed by benchmarks/train_learning.py.
 
 The dataset (32 random pipelines x 10 schedules of up to 3 stages at 32 x 24 x 3; some seeds give the same
-pipeline, so about 29 remain, 30 % of them held out for validation) takes a few minutes to generate, nearly
-all of it compiling; TRAIN_TEST_DATA=<dir> reuses one generated earlier while iterating on the training code.
+pipeline, so about 29 remain, 30 % of them held out for validation) takes about a minute to generate (ten
+under numba, nearly all of it compiling); TRAIN_TEST_DATA=<dir> reuses one generated earlier while iterating on the training code.
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ def dataset(tmp_path_factory) -> Path:
     if os.environ.get("TRAIN_TEST_DATA"):
         return Path(os.environ["TRAIN_TEST_DATA"])
     root = tmp_path_factory.mktemp("data")
+    # compiled by llvm: numba took this fixture 640 s of CI's time on two workers (a few seconds a compile)
     specs = [BatchSpec(seeds=tuple(range(k, PIPELINES, 2)), schedules_per_pipeline=SCHEDULES, max_stages=3,
-                       output_size=(32, 24, 3))
+                       output_size=(32, 24, 3), backend="llvm")
              for k in (0, 1)]
     with ThreadPoolExecutor(2) as pool:
         summaries = list(pool.map(lambda s: generate_batch(s, root), specs))
