@@ -66,7 +66,7 @@ def store(tmp_path_factory) -> Store:
     halves = (tuple(range(0, 8, 2)), tuple(range(1, 8, 2)))
     with ThreadPoolExecutor(2) as pool:
         ok = sum(s.ok for s in pool.map(lambda seeds: generate_batch(
-            BatchSpec(seeds, 5, max_stages=3, output_size=(32, 24, 3)), data), halves))
+            BatchSpec(seeds, 5, max_stages=3, output_size=(32, 24, 3), backend="llvm"), data), halves))
     assert ok >= 30
     db = tmp / "store" / "mlflow.db"
     env = {k: v for k, v in os.environ.items() if k not in ("SCHEDLAB_MLFLOW_DIR", "XDG_CACHE_HOME")}
