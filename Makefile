@@ -43,9 +43,10 @@ demo: $(STAMP)
 		random_schedules=2 protocol=quick backend=llvm tracking_uri=$(DEMO_TRACKING)
 	@echo
 	@echo "demo done. data: $(DEMO)/data   models, runs, plots: $(DEMO)/mlflow.db (+ $(DEMO)/artifacts)"
-	@echo "(the apps ran at the papers' sizes, compiled by llvm and by Halide; beam is the demo's newest model, beam:builtin"
-	@echo " the shipped model, beam:analytical the hand-written one; every app: $(BIN)/python -m evaluate.apps"
-	@echo " model=models:/schedlab-host/latest compare_models=[builtin,analytical] tracking_uri=$(DEMO_TRACKING))"
+	@echo "(the apps ran at the papers' sizes, compiled by llvm and by Halide; beam is the demo's newest model,"
+	@echo " beam:builtin the shipped model, beam:analytical the hand-written one; every app:"
+	@echo " $(BIN)/python -m evaluate.apps model=models:/schedlab-host/latest compare_models=[builtin,analytical]"
+	@echo " tracking_uri=$(DEMO_TRACKING))"
 	@echo "point a shell at this store (the README's Python, python -m scheduler model=champion, mlflow ui):"
 	@echo "  export MLFLOW_TRACKING_URI=$(DEMO_TRACKING)"
 	@echo "  $(BIN)/mlflow ui --backend-store-uri $(DEMO_TRACKING)"

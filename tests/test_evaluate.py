@@ -1,10 +1,11 @@
 """evaluate end to end on real parts: a dataset generated here (random pipelines x sampled schedules, compiled
-and benchmarked with llvm, the job's default backend), a model trained with Lightning and registered in a SQLite MLflow store, then
-`python -m evaluate` on the held-out pipelines and `python -m evaluate.apps` on two small apps, both read back
-from MLflow; and the one-line errors of both commands.
+and benchmarked with llvm, the job's default backend), a model trained with Lightning and registered in a SQLite
+MLflow store, then `python -m evaluate` on the held-out pipelines and `python -m evaluate.apps` on two small apps,
+both read back from MLflow; and the one-line errors of both commands.
 
 The dataset (8 random pipelines x 5 schedules of up to 3 stages at 32 x 24 x 3) takes seconds to
-generate (a minute and a half under numba, nearly all of it compiling); EVALUATE_TEST_DATA=<dir> keeps it there for the next run.
+generate (a minute and a half under numba, nearly all of it compiling); EVALUATE_TEST_DATA=<dir> keeps it there
+for the next run.
 """
 
 from __future__ import annotations

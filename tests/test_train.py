@@ -7,7 +7,8 @@ machine makes noisy, are printed by benchmarks/train_learning.py.
 
 The dataset (32 random pipelines x 10 schedules of up to 3 stages at 32 x 24 x 3; some seeds give the same
 pipeline, so about 29 remain, 30 % of them held out for validation) takes about a minute to generate (ten
-under numba, nearly all of it compiling); TRAIN_TEST_DATA=<dir> reuses one generated earlier while iterating on the training code.
+under numba, nearly all of it compiling); TRAIN_TEST_DATA=<dir> reuses one generated earlier while iterating on the
+training code.
 """
 
 from __future__ import annotations
