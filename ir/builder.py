@@ -50,6 +50,7 @@ class ScheduleBuilder:
         self.target = get_target(target)
         self.decisions: dict[str, FuncDecision] = {}
         self.applied: dict[str, FuncDecision] = {}  # what build() used for every Func
+        self._shapes: dict[tuple, tuple] = {}  # _chain's levels by what they depend on (search asks again and again)
 
     # -- decisions -------------------------------------------------------------------------------
 
@@ -167,10 +168,11 @@ class ScheduleBuilder:
         node = self.dag.node(func)
         extents = [Plan._extent(lo, hi, node.region_extent(k)) for k, (lo, hi) in enumerate(region)]
         v = self._vector_dim(func, d)
-        heads = [self._chain(func, s, d.specs.get(s.index, _for_update(d.specs[0], s)), extents, v, d.kind == "root")
+        calls = _inlined_calls_cached(self.dag, frozenset(inlined))
+        heads = [self._chain(func, s, d.specs.get(s.index, _for_update(d.specs[0], s)), extents, v, d.kind == "root",
+                             tuple(sorted(calls.get((func, s.index), {}).items())))
                  for s in node.stages]
-        if plan.inlined == inlined:  # the plan checked every innermost level's list: only the new ones need theirs
-            heads = [annotate_inlined(h, self.dag, inlined) for h in heads]
+        if plan.inlined == inlined:  # the plan checked every other innermost level's list; the new ones have theirs
             return _insert(tree, site_path, store_path, heads, func, self.dag, inlined, plan)
         tree = _insert(tree, site_path, store_path, heads, func, self.dag, inlined, plan)
         return annotate_inlined(tree, self.dag, inlined)
@@ -185,9 +187,33 @@ class ScheduleBuilder:
         return dims.index(var)
 
     def _chain(self, func: str, stage: Stage, spec: StageSpec, extents: list[int], v: int,
-               at_root: bool) -> LoopNest:
+               at_root: bool, inlined: tuple[tuple[str, int], ...] = ()) -> LoopNest:
         """The levels of one stage: the region, the requested tiles, then one SIMD vector with the
-        unrolled extents (or, with neither, the innermost level iterates the whole last tile)."""
+        unrolled extents (or, with neither, the innermost level iterates the whole last tile); the innermost
+        level lists `inlined` (annotate_inlined's list for it)."""
+        key = (func, stage.index, tuple(tuple(t.items()) for t in spec.tiles), spec.vectorize, spec.vector_width,
+               tuple(spec.unroll.items()), spec.parallel, tuple(extents), v, at_root)
+        shape = self._shapes.get(key)
+        if shape is None:
+            if len(self._shapes) >= 50_000:
+                self._shapes.clear()
+            shape = self._shapes[key] = self._chain_shape(func, stage, spec, extents, v, at_root)
+        sizes, vj, inner_kind, outer_kind = shape
+        node = None
+        last = len(sizes) - 1
+        for depth in range(last, -1, -1):
+            innermost = depth == last
+            kind = outer_kind if depth == 0 else inner_kind if innermost else LoopKind.SERIAL
+            node = LoopNest(func=func, stage=stage.index, size=sizes[depth], children=() if innermost else (node,),
+                            inlined=inlined if innermost else (), innermost=innermost, kind=kind, vector_dim=v,
+                            vectorized_loop=vj if innermost else -1)
+        assert node is not None
+        return node
+
+    def _chain_shape(self, func: str, stage: Stage, spec: StageSpec, extents: list[int], v: int,
+                     at_root: bool) -> tuple:
+        """(sizes per level outermost first, the SIMD loop, the innermost level's kind, the outermost's): what
+        _chain builds, checked."""
         names = [l.name for l in stage.loop]
         pure = [l.pure for l in stage.loop]
         for var in [k for t in spec.tiles for k in t] + list(spec.unroll):
@@ -226,16 +252,10 @@ class ScheduleBuilder:
             below = [b * k for b, k in zip(below, level)]
         # the outermost level runs as many tiles as cover the region (the last one shifted or clipped)
         sizes[0] = [-(-full[j] // (below[j] // sizes[0][j])) if pure[j] else sizes[0][j] for j in range(len(names))]
-        node = None
-        for depth in reversed(range(len(sizes))):
-            innermost = depth == len(sizes) - 1
-            kind = (LoopKind.PARALLEL if spec.parallel and depth == 0 else
-                    LoopKind.UNROLLED if innermost and spec.unroll else LoopKind.SERIAL)  # SERIAL + SIMD: VECTORIZED
-            node = LoopNest(func=func, stage=stage.index, size=tuple(sizes[depth]),
-                            children=() if innermost else (node,), innermost=innermost, kind=kind, vector_dim=v,
-                            vectorized_loop=vj if innermost else -1)
-        assert node is not None
-        return node
+        inner_kind = LoopKind.UNROLLED if spec.unroll else LoopKind.SERIAL  # SERIAL + SIMD: VECTORIZED
+        outer_kind = (LoopKind.PARALLEL if spec.parallel else
+                      inner_kind if len(sizes) == 1 else LoopKind.SERIAL)
+        return tuple(tuple(z) for z in sizes), vj, inner_kind, outer_kind
 
 
 def _for_update(spec: StageSpec, stage: Stage) -> StageSpec:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Iterator
 
 FORMAT = 2  # 2: a "kind" per level; 1 (booleans parallel / unrolled) still loads
@@ -290,10 +290,22 @@ class LoopNest:
     # -- building new nests ----------------------------------------------------------------------
 
     def with_children(self, children) -> "LoopNest":
-        return replace(self, children=tuple(children))
+        return self._copy({"children": tuple(children)})
 
     def replace(self, **kw) -> "LoopNest":
-        return replace(self, **kw)
+        if "kind" in kw or "vectorized_loop" in kw:  # the kind is normalized on construction
+            return replace(self, **kw)
+        return self._copy(kw)
+
+    def _copy(self, changes: dict) -> "LoopNest":
+        """This node with some fields (not kind or vectorized_loop, whose pairing __post_init__ normalizes)
+        changed: the search copies nodes on every placement, and dataclasses.replace costs 10x this."""
+        new = object.__new__(LoopNest)
+        for name in _FIELDS:
+            object.__setattr__(new, name, changes.pop(name) if name in changes else getattr(self, name))
+        if changes:
+            raise TypeError(f"LoopNest has no field(s) {', '.join(sorted(changes))}")
+        return new
 
     def replace_node(self, target: "LoopNest", new: "LoopNest") -> "LoopNest":
         """A copy of this tree with `target` (by identity) replaced by `new`."""
@@ -306,3 +318,6 @@ class LoopNest:
             changed |= r is not c
             kids.append(r)
         return self.with_children(kids) if changed else self
+
+
+_FIELDS = tuple(f.name for f in fields(LoopNest))
