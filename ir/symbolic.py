@@ -273,9 +273,11 @@ def minmax(kind: str, a: LinLike, b: LinLike) -> Lin:
     if a == b:
         return a
     # drop an argument that can never win
-    if upper_diff(a, b) <= 0:  # a <= b always
+    both = _sym_upper_diffs(a, b)
+    ab, ba = both if both is not None else (upper_diff(a, b), upper_diff(b, a))
+    if ab <= 0:  # a <= b always
         return a if kind == "min" else b
-    if upper_diff(b, a) <= 0:
+    if ba <= 0:
         return b if kind == "min" else a
     args: list[Lin] = []
     for x in (a, b):
@@ -288,6 +290,28 @@ def minmax(kind: str, a: LinLike, b: LinLike) -> Lin:
     if len(uniq) == 1:
         return uniq[0]
     return Lin(((MinMax(kind, tuple(uniq)), 1),), 0)
+
+
+def _sym_upper_diffs(a: Lin, b: Lin) -> tuple[int, int] | None:
+    """(upper_diff(a, b), upper_diff(b, a)) when a and b are sums of symbols with finite ranges (a tile's base and
+    extent forms): _upper's answer for such a difference is its range, found here without building the form
+    (minmax asks it of every loop the search plans). None otherwise."""
+    coefs: dict = {}
+    for x, sign in ((a, 1), (b, -1)):
+        for atom, c in x.terms:
+            if type(atom) is not Sym or type(atom.lo) is not int or type(atom.hi) is not int:
+                return None
+            coefs[atom] = coefs.get(atom, 0) + sign * c
+    ab = ba = a.const - b.const
+    ba = -ba
+    for atom, c in coefs.items():
+        if c > 0:
+            ab += c * atom.hi
+            ba -= c * atom.lo
+        elif c < 0:
+            ab += c * atom.lo
+            ba -= c * atom.hi
+    return ab, ba
 
 
 def lmin(a: LinLike, b: LinLike) -> Lin:
@@ -331,7 +355,10 @@ def upper_diff(h: LinLike, l: LinLike) -> Number:
 
 def exact_diff(h: LinLike, l: LinLike) -> int | None:
     """h - l if it is the same number for every value of the symbols, else None."""
-    h, l = Lin.of(h), Lin.of(l)
+    if type(h) is not Lin:
+        h = Lin.of(h)
+    if type(l) is not Lin:
+        l = Lin.of(l)
     if h.terms == l.terms:  # the common case: the same unknowns on both sides
         return h.const - l.const
     d = h - l

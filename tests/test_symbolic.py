@@ -1,0 +1,46 @@
+"""Symbolic bounds: the shortcuts the search's hot path takes agree with the general algebra."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from ir.symbolic import INF, FloorDiv, Lin, Sym, _sym_upper_diffs, const, lmax, lmin, upper_diff
+
+
+def _random_form(rng: random.Random, syms: list[Sym]) -> Lin:
+    coefs: dict = {}
+    for _ in range(rng.randint(0, 3)):
+        s = rng.choice(syms)
+        coefs[s] = coefs.get(s, 0) + rng.randint(-4, 4)
+    return Lin._make(coefs, rng.randint(-30, 30))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sums_of_symbols_compare_as_upper_diff_does(seed):
+    """minmax's shortcut for sums of symbols gives both upper_diff answers, on forms that cancel, share symbols
+    and differ only in constants."""
+    rng = random.Random(seed)
+    syms = [Sym(f"i{k}", rng.randint(-5, 3), rng.randint(3, 40)) for k in range(4)]
+    for _ in range(3000):
+        a, b = _random_form(rng, syms), _random_form(rng, syms)
+        if rng.random() < 0.2:
+            b = a + rng.randint(-3, 3)
+        assert _sym_upper_diffs(a, b) == (upper_diff(a, b), upper_diff(b, a)), (a, b)
+
+
+def test_other_atoms_take_the_general_path():
+    """Floor divisions, min/max atoms and unbounded symbols are left to upper_diff (None), and lmin / lmax still
+    drop the argument that cannot win through it."""
+    i = Sym("i", 0, 9)
+    tile = Lin(((i, 8),), 0)
+    fd = Lin(((FloorDiv(Lin(((i, 1),), 3), 2), 1),), 0)
+    unbounded = Lin(((Sym("n", 0, INF), 1),), 0)
+    assert _sym_upper_diffs(tile, fd) is None
+    assert _sym_upper_diffs(tile, lmin(tile, const(40))) is None
+    assert _sym_upper_diffs(unbounded, tile) is None
+    assert _sym_upper_diffs(tile, const(100)) == (-28, 100)
+    assert lmin(tile, const(100)) == tile and lmax(tile, const(-1)) == tile
+    m = lmin(tile, const(40))
+    assert m != tile and lmin(m, tile) == m
