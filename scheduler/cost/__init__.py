@@ -89,11 +89,11 @@ class CostModel(ABC):
             for keys, idx in groups.items():
                 if not keys:
                     continue
-                sched = np.stack([np.stack([states[i].features[k] for k in keys]) for i in idx])
+                sched = np.array([[states[i].features[k] for k in keys] for i in idx])  # [B, S, 41], as np.stack
                 costs = self.predict(self.pipeline_features(dag, keys), sched)
-                for row, total, i in zip(costs.stages, costs.total, idx):
-                    stages[i] = dict(zip(keys, (float(c) for c in row)))
-                    out[i] = float(total)
+                for row, total, i in zip(costs.stages.tolist(), costs.total.tolist(), idx):
+                    stages[i] = dict(zip(keys, row))
+                    out[i] = total
         return out, stages
 
     def score(self, dag, states: Sequence[State]) -> np.ndarray:
@@ -102,8 +102,17 @@ class CostModel(ABC):
 
 
 def stage_keys(dag, s: State) -> StageKeys:
-    order = dag.analysis("scheduler.stage_keys", lambda: [(n.name, st.index) for n in dag.nodes for st in n.stages])
-    return tuple(k for k in order if k in s.features)
+    """The stages `s` has features for, in the DAG's order; remembered per set of stages (a search's states have
+    a few dozen such sets)."""
+    memo = dag.analysis("scheduler.stage_keys_of", dict)
+    have = tuple(s.features)
+    keys = memo.get(have)
+    if keys is None:
+        if len(memo) > 10_000:
+            memo.clear()
+        order = dag.analysis("scheduler.stage_keys", lambda: [(n.name, st.index) for n in dag.nodes for st in n.stages])
+        keys = memo[have] = tuple(k for k in order if k in s.features)
+    return keys
 
 
 def timed_score(model: CostModel, dag, states: Sequence[State], timing) -> tuple[np.ndarray, list[dict | None]]:
