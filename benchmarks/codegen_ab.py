@@ -18,13 +18,13 @@ import argparse
 import hashlib
 import json
 import math
-import os
 import pickle
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import ab
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("naive", "expert", "beam")
@@ -92,13 +92,8 @@ def search_beams(apps: list[str], beams: Path) -> None:
 
 
 def run_worker(tree: Path, app: str, kinds: list[str], backend: str, beams: Path) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    r = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", app, "--kinds", ",".join(kinds),
-                        "--backend", backend, "--beams", str(beams)], cwd=tree, env=env, capture_output=True, text=True)
-    lines = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
-    if not lines:
-        raise SystemExit(f"codegen_ab: {app} under {tree} failed:\n{r.stderr[-2000:]}")
-    return json.loads(lines[0][7:])
+    return ab.run_worker(tree, Path(__file__).resolve(), [app, "--kinds", ",".join(kinds), "--backend", backend,
+                                                          "--beams", str(beams)], app)[0]
 
 
 def geomean(xs: list[float]) -> float:
@@ -126,20 +121,12 @@ def main(argv=None) -> int:
     bad = [x for x in apps if x not in APPS] + [k for k in kinds if k not in KINDS]
     if bad:
         ap.error(f"unknown app or kind {bad[0]!r}; apps: {', '.join(APPS)}; kinds: {', '.join(KINDS)}")
-    with tempfile.TemporaryDirectory(prefix="codegen_ab_") as tmp:
-        before = Path(tmp) / "before"
-        r = subprocess.run(["git", "worktree", "add", "--detach", str(before), a.before], cwd=ROOT,
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            ap.error(f"--before {a.before}: {r.stderr.strip().splitlines()[-1]}")
-        try:
-            beams = Path(tmp) / "beams"
-            beams.mkdir()
-            if "beam" in kinds:
-                search_beams(apps, beams)
-            report(apps, kinds, a, before, beams)
-        finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(before)], cwd=ROOT, capture_output=True)
+    with ab.revision_tree(a.before, ap.error) as before, tempfile.TemporaryDirectory(prefix="codegen_ab_") as tmp:
+        beams = Path(tmp) / "beams"
+        beams.mkdir()
+        if "beam" in kinds:
+            search_beams(apps, beams)
+        report(apps, kinds, a, before, beams)
     return 0
 
 

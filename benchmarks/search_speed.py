@@ -22,6 +22,8 @@ per pipeline) and the model's loading are paid before the searches and not count
         --algorithms beam,hierarchical --replay-ab        # with and without remembered states, side by side
     python benchmarks/search_speed.py --apps unsharp,harris,hist_eq,max_filter,iir_blur --random 1 \
         --beam-size 8 --passes 2 --derivation-ab          # incremental vs from-scratch derivation, side by side
+    python benchmarks/search_speed.py --apps unsharp,harris,hist_eq,max_filter,iir_blur --random 1 \
+        --beam-size 8 --passes 2 --before HEAD~3 --reps 2  # a git revision's code vs the working tree's, side by side
 
 How long a run takes (apps at size small, analytical model, this 2-core machine, 2026-11-27: ~0.5-0.6 ms
 per state on the small apps, ~1.3 ms on the big ones): the smoke run above ~2 s; the beam-8 x 2-pass run
@@ -44,7 +46,8 @@ import time
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+if "--worker" not in sys.argv:  # a --before worker imports the code under test, first on its PYTHONPATH
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from featurize import cached_pipeline_features
 from generator.apps import APPS, get_app
@@ -244,6 +247,11 @@ def main(argv=None) -> int:
                     help="processes spinning beside the searches (as compiles run beside the data job's planning)")
     ap.add_argument("--vs-halide", action="store_true",
                     help="also run Halide's Adams2019 (beam --beam-size) on every pipeline and compare search times")
+    ap.add_argument("--before", metavar="REV",
+                    help="time every search under git revision REV's code and the working tree's instead, each "
+                         "pipeline in fresh processes alternating between the two, and print both side by side")
+    ap.add_argument("--reps", type=int, default=1, help="with --before: processes per pipeline and code (fastest kept)")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     for name in a.apps:
         if name not in APPS:
@@ -252,6 +260,15 @@ def main(argv=None) -> int:
         if alg not in ALGORITHMS:
             ap.error(f"unknown algorithm {alg!r}; choose from {', '.join(ALGORITHMS)}")
 
+    if a.before and a.reps < 1:
+        ap.error(f"--reps {a.reps}: give at least 1")
+    if a.before and (a.replay_ab or a.derivation_ab or a.threads_ab or a.vs_halide or a.busy):
+        ap.error("--before compares two codes; run --replay-ab, --derivation-ab, --threads-ab, --vs-halide and --busy "
+                 "without it")
+    if a.worker:
+        return worker(a)
+    if a.before:
+        return before_after(a, ap.error)
     model = load_model(a.model, get_target(a.target))  # loaded once, shared by every search
     warm_up(model, a.target)
     spinners = [multiprocessing.Process(target=busy_loop, daemon=True) for _ in range(a.busy)]
@@ -262,6 +279,94 @@ def main(argv=None) -> int:
     finally:
         for sp in spinners:
             sp.terminate()
+
+
+def worker_args(a, pipeline: str) -> list[str]:
+    """The command line of a --before worker searching `pipeline` (an app name, or 'random<stages> s<seed>')."""
+    return [pipeline, "--algorithms", ",".join(a.algorithms), "--beam-size", str(a.beam_size), "--passes",
+            str(a.passes), "--model", a.model, "--target", a.target, "--size", a.size, "--seed", str(a.seed)]
+
+
+def worker(a) -> int:
+    """A --before worker: the searches of one pipeline under this process's code, one RESULT line each."""
+    import json
+
+    name = a.worker
+    if name in APPS:
+        p = get_app(name).build(a.size)
+    else:  # 'random<stages> s<seed>'
+        stages, seed = name.removeprefix("random").split(" s")
+        p = generate(int(seed), max_stages=int(stages)).pipeline
+    model = load_model(a.model, get_target(a.target))
+    warm_up(model, a.target)
+    cached_pipeline_features(p.dag)
+    for alg in a.algorithms:
+        s = autoschedule(p, target=a.target, model=model, algorithm=alg, beam_size=a.beam_size, passes=a.passes,
+                         seed=a.seed)
+        print("RESULT " + json.dumps({"alg": alg, "states": s.stats.states_evaluated, "seconds": s.stats.seconds,
+                                      "parts": split(s.stats), "schedule": s.loopnest.fingerprint,
+                                      "cost": s.predicted_cost}), flush=True)
+    return 0
+
+
+def before_after(a, error) -> int:
+    """Every search under REV's code and the working tree's, in fresh processes alternating per pipeline (which
+    goes first alternates too); the fastest of --reps kept. A search whose schedule or state count differs between
+    the two is marked: then the two codes did not do the same work."""
+    import ab
+
+    script = Path(__file__).resolve()
+    names = [name for name, _, _ in pipelines(a.apps, a.size, a.random, a.seed, a.random_stages)]
+    print(f"model: {a.model}; target: {a.target}; apps at size {a.size}; {a.random} random {a.random_stages}-stage "
+          f"pipelines from seed {a.seed}; beam/hierarchical: beam {a.beam_size} x {a.passes} passes")
+    print(f"before: the code of {a.before}; after: the working tree; {a.reps} process(es) per pipeline and code, "
+          "alternating, the fastest kept\n")
+    header = (f"{'pipeline':24s} {'algorithm':12s} {'states':>9s} {'before us':>10s} {'after us':>9s} "
+              f"{'speedup':>8s}  same result")
+    print(header)
+    print("-" * len(header))
+    rows: list[dict] = []
+    with ab.revision_tree(a.before, error) as before:
+        for i, name in enumerate(names, 1):
+            runs: dict[str, list[list[dict]]] = {"before": [], "after": []}
+            for rep in range(a.reps):
+                order = [("before", before), ("after", ab.ROOT)]
+                for side, tree in order if rep % 2 == 0 else order[::-1]:
+                    print(f"[{i}/{len(names)}] {name}: {side} ({rep + 1}/{a.reps}) ...", file=sys.stderr, flush=True)
+                    runs[side].append(ab.run_worker(tree, script, worker_args(a, name), name))
+            for k, alg in enumerate(a.algorithms):
+                b = min((r[k] for r in runs["before"]), key=lambda r: r["seconds"])
+                t = min((r[k] for r in runs["after"]), key=lambda r: r["seconds"])
+                same = b["schedule"] == t["schedule"] and b["states"] == t["states"]
+                rows.append({"name": name, "alg": alg, "before": b, "after": t, "same": same})
+                us_b = 1e6 * b["seconds"] / max(1, b["states"])
+                us_t = 1e6 * t["seconds"] / max(1, t["states"])
+                print(f"{name:24s} {alg:12s} {t['states']:9d} {us_b:10.0f} {us_t:9.0f} {us_b / us_t:7.2f}x  "
+                      + ("yes" if same else f"NO (states {b['states']} -> {t['states']}, schedule "
+                                            f"{'same' if b['schedule'] == t['schedule'] else 'other'})"), flush=True)
+    print("-" * len(header))
+    print("\nsummary: us/state over all pipelines (seconds / states), and the split of the time\n")
+    for alg in a.algorithms:
+        sel = [r for r in rows if r["alg"] == alg]
+        us = {}
+        for side in ("before", "after"):
+            secs = sum(r[side]["seconds"] for r in sel)
+            states = max(1, sum(r[side]["states"] for r in sel))
+            parts = {k: sum(r[side]["parts"][k] for r in sel) for k in PARTS}
+            us[side] = 1e6 * secs / states
+            print(f"{alg:12s} {side:6s} {us[side]:7.0f} us/state ({us[side] / REFERENCE_US:.0f}x the C++ reference) "
+                  f"split {' / '.join(PARTS)}: {pct(parts, secs).strip()}")
+        ratios = [(r["before"]["seconds"] / r["before"]["states"]) / (r["after"]["seconds"] / r["after"]["states"])
+                  for r in sel if r["before"]["states"] and r["after"]["states"]]
+        g = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else math.nan
+        print(f"{alg:12s} after is {us['before'] / us['after']:.2f}x faster per state (geomean per pipeline {g:.2f}x)")
+    differ = [r for r in rows if not r["same"]]
+    if differ:
+        print(f"\n{len(differ)} search(es) did different work under the two codes: "
+              + ", ".join(f"{r['name']} {r['alg']}" for r in differ))
+    else:
+        print(f"\nevery search found the same schedule over the same number of states under both codes")
+    return 0
 
 
 def run(a, model) -> int:
