@@ -33,6 +33,26 @@ _F = {name: i for i, name in enumerate(SCHEDULE_FEATURES)}
 _WS = np.array([_F[k] for k in ("working_set", "working_set_at_production", "working_set_at_realization",
                                 "working_set_at_task", "working_set_at_root")])
 _WS_ROOT = _F["working_set_at_root"]
+# indices as module constants: stage() fills a list of Python floats by these (a dict look-up and a numpy item
+# assignment per feature cost more than the arithmetic)
+_N = len(SCHEDULE_FEATURES)
+(_NUM_REALIZATIONS, _NUM_PRODUCTIONS, _PER_REALIZATION, _PER_PRODUCTION, _TOTAL, _MINIMUM, _INNERMOST_EXTENT,
+ _INNERMOST_PURE_EXTENT, _UNROLLED_EXTENT, _INNER_PAR, _OUTER_PAR, _BYTES_REAL, _BYTES_PROD, _BYTES_ROOT,
+ _INNER_BYTES_REAL, _INNER_BYTES_PROD, _INNER_BYTES_ROOT, _UNIQUE_BYTES_REAL, _UNIQUE_LINES_REAL, _ALLOC_BYTES_REAL,
+ _WS_HEAD, _VECTOR_SIZE, _NATIVE_VECTOR_SIZE, _NUM_VECTORS, _NUM_SCALARS, _SCALAR_LOADS_PER_VECTOR,
+ _VECTOR_LOADS_PER_VECTOR, _SCALAR_LOADS_PER_SCALAR, _BYTES_TASK, _INNER_BYTES_TASK, _UNIQUE_BYTES_VECTOR,
+ _UNIQUE_LINES_VECTOR, _UNIQUE_BYTES_TASK, _UNIQUE_LINES_TASK, _WS_TASK, _WS_PROD, _WS_REAL,
+ _NEW_BYTES_REAL, _NEW_LINES_REAL) = (_F[k] for k in (
+    "num_realizations", "num_productions", "points_computed_per_realization", "points_computed_per_production",
+    "points_computed_total", "points_computed_minimum", "innermost_loop_extent", "innermost_pure_loop_extent",
+    "unrolled_loop_extent", "inner_parallelism", "outer_parallelism", "bytes_at_realization", "bytes_at_production",
+    "bytes_at_root", "innermost_bytes_at_realization", "innermost_bytes_at_production", "innermost_bytes_at_root",
+    "unique_bytes_read_per_realization", "unique_lines_read_per_realization", "allocation_bytes_read_per_realization",
+    "working_set", "vector_size", "native_vector_size", "num_vectors", "num_scalars", "scalar_loads_per_vector",
+    "vector_loads_per_vector", "scalar_loads_per_scalar", "bytes_at_task", "innermost_bytes_at_task",
+    "unique_bytes_read_per_vector", "unique_lines_read_per_vector", "unique_bytes_read_per_task",
+    "unique_lines_read_per_task", "working_set_at_task", "working_set_at_production", "working_set_at_realization",
+    "new_bytes_read_per_realization", "new_lines_read_per_realization"))
 
 
 def schedule_features(plan: Plan, target: CpuTarget, pending_parallel: frozenset = frozenset(),
@@ -285,7 +305,10 @@ class _Featurizer:
         return v
 
     def stage(self, fp: FuncPlan, ch: Chain) -> np.ndarray:
-        v = np.zeros(len(SCHEDULE_FEATURES))
+        """The stage's features as float64. Filled in a list of Python floats, one array at the end: float(x) is the
+        double a float64 item assignment stores, and Python float arithmetic on what is read back is the float64
+        arithmetic numpy scalars did, so every value is the same."""
+        v = [0.0] * _N
         node = fp.node
         stage = ch.stage
         bpp = node.bytes_per_point
@@ -302,20 +325,21 @@ class _Featurizer:
         else:
             per_realization = per_production * productions / realizations
         total = realizations * per_realization
-        v[_F["num_realizations"]] = realizations
-        v[_F["num_productions"]] = productions
-        v[_F["points_computed_per_realization"]] = per_realization
-        v[_F["points_computed_per_production"]] = per_production
-        v[_F["points_computed_total"]] = total
-        v[_F["points_computed_minimum"]] = self.minimum[(fp.name, stage.index)]
+        v[_NUM_REALIZATIONS] = float(realizations)
+        v[_NUM_PRODUCTIONS] = float(productions)
+        v[_PER_REALIZATION] = float(per_realization)
+        v[_PER_PRODUCTION] = float(per_production)
+        v[_TOTAL] = float(total)
+        v[_MINIMUM] = float(self.minimum[(fp.name, stage.index)])
 
-        sizes = inner.node.size
-        v[_F["innermost_loop_extent"]] = math.prod(sizes)
+        inode = inner.node
+        sizes = inode.size
+        v[_INNERMOST_EXTENT] = float(math.prod(sizes))
         pure_extent = math.prod(s for s, l in zip(sizes, stage.loop) if l.pure)
-        v[_F["innermost_pure_loop_extent"]] = pure_extent
-        vec = inner.node.vectorized_loop
-        unrolled = [j for j, l in enumerate(stage.loop) if inner.node.unrolled and l.pure and j != vec]
-        v[_F["unrolled_loop_extent"]] = math.prod(sizes[j] for j in unrolled) if unrolled else 1
+        v[_INNERMOST_PURE_EXTENT] = float(pure_extent)
+        vec = inode.vectorized_loop
+        unrolled = [j for j, l in enumerate(stage.loop) if inode.unrolled and l.pure and j != vec]
+        v[_UNROLLED_EXTENT] = float(math.prod(sizes[j] for j in unrolled) if unrolled else 1)
 
         if head.parallel:
             inner_par = self.tasks(head)
@@ -323,47 +347,48 @@ class _Featurizer:
             inner_par = min(math.prod(lp.count for lp in ch.levels[0].loops if lp.pure), 8 * self.target.cores)
         else:
             inner_par = 1
-        v[_F["inner_parallelism"]] = inner_par
-        v[_F["outer_parallelism"]] = self.outer_parallelism(site)
+        v[_INNER_PAR] = float(inner_par)
+        v[_OUTER_PAR] = float(self.outer_parallelism(site))
 
         inner_dim = fp.layout[0] if fp.layout else 0
-        v[_F["bytes_at_realization"]] = bpp * math.prod(fp.storage_extents)
-        v[_F["innermost_bytes_at_realization"]] = bpp * fp.storage_extents[inner_dim]
-        v[_F["bytes_at_production"]] = bpp * math.prod(fp.extents)
-        v[_F["innermost_bytes_at_production"]] = bpp * fp.extents[inner_dim]
+        v[_BYTES_REAL] = float(bpp * math.prod(fp.storage_extents))
+        v[_INNER_BYTES_REAL] = float(bpp * fp.storage_extents[inner_dim])
+        v[_BYTES_PROD] = float(bpp * math.prod(fp.extents))
+        v[_INNER_BYTES_PROD] = float(bpp * fp.extents[inner_dim])
         root_ext = self.static.root_ext[fp.name]
-        v[_F["bytes_at_root"]] = bpp * math.prod(root_ext)
-        v[_F["innermost_bytes_at_root"]] = bpp * root_ext[inner_dim]
+        v[_BYTES_ROOT] = float(bpp * math.prod(root_ext))
+        v[_INNER_BYTES_ROOT] = float(bpp * root_ext[inner_dim])
 
         vsize = sizes[vec] if vec >= 0 else 1
-        v[_F["vector_size"]] = vsize
-        v[_F["native_vector_size"]] = self.native_vector_size(stage)
+        v[_VECTOR_SIZE] = float(vsize)
+        v[_NATIVE_VECTOR_SIZE] = float(self.native_vector_size(stage))
         if vsize > 1:
-            v[_F["num_vectors"]] = total / vsize
+            v[_NUM_VECTORS] = float(total / vsize)
         else:
-            v[_F["num_scalars"]] = total
+            v[_NUM_SCALARS] = float(total)
 
         self.task_features(v, fp, ch)
         self.load_features(v, fp, ch, realizations)
 
-        v[_F["working_set"]] = self.alloc_in(head)
-        v[_F["working_set_at_production"]] = self.alloc_in(site)
-        v[_F["working_set_at_realization"]] = self.alloc_in(store)
-        v[_F["working_set_at_task"]] = self.alloc_in(self.root_head(head))
-        v[_F["working_set_at_root"]] = self.alloc_in(self.plan.root)
-        return v
+        alloc_in = self.alloc_in
+        v[_WS_HEAD] = float(alloc_in(head))
+        v[_WS_PROD] = float(alloc_in(site))
+        v[_WS_REAL] = float(alloc_in(store))
+        v[_WS_TASK] = float(alloc_in(self.root_head(head)))
+        v[_WS_ROOT] = float(alloc_in(self.plan.root))
+        return np.array(v)
 
     def native_vector_size(self, stage: Stage) -> int:
         """SIMD lanes for the narrowest type the stage computes with."""
         bits = self.static.narrowest_bits[(stage.func, stage.index)]
         return self.target.vector_bytes // (bits // 8) if bits else self.target.vector_bytes
 
-    def task_features(self, v: np.ndarray, fp: FuncPlan, ch: Chain) -> None:
+    def task_features(self, v: list[float], fp: FuncPlan, ch: Chain) -> None:
         bpp = fp.node.bytes_per_point
         inner_dim = fp.layout[0] if fp.layout else 0
         if not ch.site.is_root:
-            v[_F["bytes_at_task"]] = v[_F["bytes_at_realization"]]
-            v[_F["innermost_bytes_at_task"]] = v[_F["innermost_bytes_at_realization"]]
+            v[_BYTES_TASK] = v[_BYTES_REAL]
+            v[_INNER_BYTES_TASK] = v[_INNER_BYTES_REAL]
             return
         head = ch.head
         if head.parallel:
@@ -372,14 +397,14 @@ class _Featurizer:
             for lp, l in zip(lvl.loops, ch.stage.loop):
                 if l.pure:
                     per_task[l.func_dim] = max(1, -(-per_task[l.func_dim] // lp.count))
-            v[_F["bytes_at_task"]] = bpp * math.prod(per_task)
-            v[_F["innermost_bytes_at_task"]] = bpp * per_task[inner_dim]
+            v[_BYTES_TASK] = float(bpp * math.prod(per_task))
+            v[_INNER_BYTES_TASK] = float(bpp * per_task[inner_dim])
         elif fp.name in self.pending:
-            v[_F["bytes_at_task"]] = -(-v[_F["bytes_at_realization"]] // self.target.cores)
-            v[_F["innermost_bytes_at_task"]] = min(v[_F["bytes_at_task"]], v[_F["innermost_bytes_at_realization"]])
+            v[_BYTES_TASK] = -(-v[_BYTES_REAL] // self.target.cores)
+            v[_INNER_BYTES_TASK] = min(v[_BYTES_TASK], v[_INNER_BYTES_REAL])
         else:
-            v[_F["bytes_at_task"]] = v[_F["bytes_at_realization"]]
-            v[_F["innermost_bytes_at_task"]] = v[_F["innermost_bytes_at_realization"]]
+            v[_BYTES_TASK] = v[_BYTES_REAL]
+            v[_INNER_BYTES_TASK] = v[_INNER_BYTES_REAL]
         # data streamed into one task: producers stored at root (or inputs), looking through Funcs
         # computed inside the task
         bytes_, lines = 0, 0
@@ -398,8 +423,8 @@ class _Featurizer:
             b, l = self.region_footprint(p, head)
             bytes_ += b
             lines += l
-        v[_F["unique_bytes_read_per_task"]] = bytes_
-        v[_F["unique_lines_read_per_task"]] = lines
+        v[_UNIQUE_BYTES_TASK] = float(bytes_)
+        v[_UNIQUE_LINES_TASK] = float(lines)
 
     # -- loads -----------------------------------------------------------------------------------
 
@@ -472,16 +497,16 @@ class _Featurizer:
             lines //= max(extents) if extents else 1
         return b, max(lines, 1)
 
-    def load_features(self, v: np.ndarray, fp: FuncPlan, ch: Chain, realizations: int) -> None:
+    def load_features(self, v: list[float], fp: FuncPlan, ch: Chain, realizations: int) -> None:
         stage = ch.stage
         inner = ch.levels[-1]
-        vsize = v[_F["vector_size"]]
+        vsize = v[_VECTOR_SIZE]
         counts = self.load_counts(stage, inner.node)
         update = 1 if stage.index > 0 else 0
-        v[_F["vector_loads_per_vector"]] = (counts["dense"] + 2 * counts["s2"] + 3 * counts["s3"] + 4 * counts["s4"]
+        v[_VECTOR_LOADS_PER_VECTOR] = float(counts["dense"] + 2 * counts["s2"] + 3 * counts["s3"] + 4 * counts["s4"]
                                             + update)
-        v[_F["scalar_loads_per_vector"]] = counts["broadcast"] + vsize * counts["gather"]
-        v[_F["scalar_loads_per_scalar"]] = counts["loads"] + update
+        v[_SCALAR_LOADS_PER_VECTOR] = float(counts["broadcast"] + vsize * counts["gather"])
+        v[_SCALAR_LOADS_PER_SCALAR] = float(counts["loads"] + update)
 
         # footprints of one vector, one realization, and the allocations they touch
         vec_regions = self.vector_regions(ch)
@@ -490,8 +515,8 @@ class _Featurizer:
             b, l = self.footprint(p, ext)
             b_vec += b
             l_vec += l
-        v[_F["unique_bytes_read_per_vector"]] = b_vec
-        v[_F["unique_lines_read_per_vector"]] = l_vec
+        v[_UNIQUE_BYTES_VECTOR] = float(b_vec)
+        v[_UNIQUE_LINES_VECTOR] = float(l_vec)
 
         b_real = l_real = alloc = 0
         funcs, inputs = self.plan.funcs, self.dag.inputs
@@ -513,17 +538,18 @@ class _Featurizer:
             else:
                 alloc += self.static.func_bpp[p] * math.prod(pp.extents)
         if stage.index > 0:
-            bap = v[_F["bytes_at_production"]]
+            bap = v[_BYTES_PROD]
             b_real += bap
-            l_real += bap / max(v[_F["innermost_bytes_at_production"]], 1)
+            l_real += bap / max(v[_INNER_BYTES_PROD], 1)
             alloc += bap
-        v[_F["unique_bytes_read_per_realization"]] = b_real
-        v[_F["unique_lines_read_per_realization"]] = l_real
-        v[_F["allocation_bytes_read_per_realization"]] = alloc
-        v[_F["new_bytes_read_per_realization"]], v[_F["new_lines_read_per_realization"]] = self.new_reads(
-            v, fp, stage, vec_regions, b_real, l_real)
+        v[_UNIQUE_BYTES_REAL] = float(b_real)
+        v[_UNIQUE_LINES_REAL] = float(l_real)
+        v[_ALLOC_BYTES_REAL] = float(alloc)
+        b_new, l_new = self.new_reads(v, fp, stage, vec_regions, b_real, l_real)
+        v[_NEW_BYTES_REAL] = float(b_new)
+        v[_NEW_LINES_REAL] = float(l_new)
 
-    def new_reads(self, v: np.ndarray, fp: FuncPlan, stage: Stage, vec_regions, b_real: float,
+    def new_reads(self, v: list[float], fp: FuncPlan, stage: Stage, vec_regions, b_real: float,
                   l_real: float) -> tuple[float, float]:
         """(bytes, lines) a realization reads that the previous one did not. Consecutive iterations of the store_at
         loop realize the stage one after another (a row of a strip, say); a stencil's rows mostly overlap, so
@@ -537,10 +563,10 @@ class _Featurizer:
         parent = None if k <= 1 else self.parent[id(store)]
         if parent is None:
             return b_real, l_real
-        lanes = v[_F["vector_size"]]
-        per_point = (lines_per_vector(v[_F["vector_loads_per_vector"]], v[_F["scalar_loads_per_vector"]]) / lanes
-                     if lanes > 1 else v[_F["scalar_loads_per_scalar"]])
-        if min(b_real, v[_F["points_computed_per_realization"]] * per_point * LINE_BYTES) > self.target.l2_bytes:
+        lanes = v[_VECTOR_SIZE]
+        per_point = (lines_per_vector(v[_VECTOR_LOADS_PER_VECTOR], v[_SCALAR_LOADS_PER_VECTOR]) / lanes
+                     if lanes > 1 else v[_SCALAR_LOADS_PER_SCALAR])
+        if min(b_real, v[_PER_REALIZATION] * per_point * LINE_BYTES) > self.target.l2_bytes:
             return b_real, l_real
         b_loop = l_loop = 0.0
         for p, _ in vec_regions:
@@ -548,9 +574,9 @@ class _Featurizer:
             b_loop += b
             l_loop += l
         if stage.index > 0:  # an update reads its own production, every iteration anew
-            bap = v[_F["bytes_at_production"]]
+            bap = v[_BYTES_PROD]
             b_loop += bap * k
-            l_loop += bap * k / max(v[_F["innermost_bytes_at_production"]], 1)
+            l_loop += bap * k / max(v[_INNER_BYTES_PROD], 1)
         if b_loop / k >= b_real:
             return b_real, l_real
         return b_loop / k, min(l_real, max(l_loop / k, 1.0))
