@@ -93,6 +93,9 @@ class _Featurizer:
             memo.vectors.clear()
         self._regions_memo, self._vectors_memo, self._counts_memo = memo.regions, memo.vectors, memo.counts
         self._siblings_memo = memo.siblings
+        if len(memo.tasks) > _MEMO_LIMIT:
+            memo.tasks.clear()
+        self._tasks_memo = memo.tasks
 
     # -- tree arithmetic -------------------------------------------------------------------------
 
@@ -411,6 +414,12 @@ class _Featurizer:
         seen: set[str] = set()
         funcs, func_producers = self.plan.funcs, self.static.func_producers
         pending = list(self.static.producers[(fp.name, ch.stage.index)])
+        # with nothing computed inside the stage's levels, the only loops that read anything during one iteration of
+        # its head are its own: a region there is the stage's reads over the head level's box (through the inlined
+        # Funcs), whatever the rest of the schedule, so its footprint is memoized on that box's loops
+        stage, loops = ch.stage, ch.levels[0].loops
+        alone = all(len(lvl.node.children) <= 1 for lvl in ch.levels)
+        memo, inlined = self._tasks_memo, self.inlined_set
         while pending:
             p = pending.pop()
             if p in seen:
@@ -420,7 +429,16 @@ class _Featurizer:
             if pp is not None and (pp.inlined or not pp.store.is_root):
                 pending.extend(func_producers[p])
                 continue
-            b, l = self.region_footprint(p, head)
+            if alone:
+                key = (p, id(stage), id(loops), inlined, self.dense_dim(p))
+                hit = memo.get(key)
+                if hit is not None and hit[0] is stage and hit[1] is loops:
+                    b, l = hit[2]
+                else:
+                    b, l = r = self.region_footprint(p, head)
+                    memo[key] = (stage, loops, r)
+            else:
+                b, l = self.region_footprint(p, head)
             bytes_ += b
             lines += l
         v[_UNIQUE_BYTES_TASK] = float(bytes_)
@@ -763,6 +781,9 @@ class _Memo:
         # (id(parent features), changed Funcs' placement, pending sets) -> (parent features, {stage: features}):
         # the stages a child recomputed besides its changed Funcs, shared with its siblings (_Featurizer.run)
         self.siblings: dict[tuple, tuple] = {}
+        # (producer, id(stage), id(loops of its head level), inlined, dense dim) -> (stage, loops, (bytes, lines)):
+        # a footprint per task of a stage with nothing computed inside its levels (_Featurizer.task_features)
+        self.tasks: dict[tuple, tuple] = {}
 
 
 def _static_facts(dag: FunctionDAG) -> _StaticFacts:
