@@ -290,18 +290,20 @@ class _Featurizer:
     def patch_working_sets(self, old: np.ndarray, fp: FuncPlan, ch: Chain) -> np.ndarray:
         """The parent's features with this plan's working sets: the parent's array itself where none moved
         (no caller writes feature arrays in place; search shares a state's with its children already)."""
-        ws = np.empty(len(_WS))
-        ws[0] = self.alloc_in(ch.head)
-        ws[1] = self.alloc_in(ch.site)
-        ws[2] = self.alloc_in(fp.store)
-        ws[3] = self.alloc_in(self.root_head(ch.head))
-        ws[4] = self.alloc_in(self.plan.root)
+        alloc_in, head = self.alloc_in, ch.head
+        ws = (alloc_in(head), alloc_in(ch.site), alloc_in(fp.store), alloc_in(self.root_head(head)),
+              alloc_in(self.plan.root))
         if old.dtype != DTYPE:
             v = old.astype(np.float64)
-            v[_WS] = ws
+            v[_WS] = np.array(ws, dtype=np.float64)
             return v
-        new = ws.astype(DTYPE)
-        if new.tobytes() == old[_WS].tobytes():
+        # working sets are whole numbers >= 0 (never -0.0 or NaN): equal values are equal bytes, and a number equal
+        # to a float32 is that float32 once rounded
+        before = old[_WS].tolist()
+        if all(float(w) == b for w, b in zip(ws, before)):
+            return old
+        new = np.array(ws, dtype=np.float64).astype(DTYPE)
+        if new.tolist() == before:
             return old
         v = old.copy()
         v[_WS] = new
@@ -341,7 +343,7 @@ class _Featurizer:
         pure_extent = math.prod(s for s, l in zip(sizes, stage.loop) if l.pure)
         v[_INNERMOST_PURE_EXTENT] = float(pure_extent)
         vec = inode.vectorized_loop
-        unrolled = [j for j, l in enumerate(stage.loop) if inode.unrolled and l.pure and j != vec]
+        unrolled = [j for j, l in enumerate(stage.loop) if l.pure and j != vec] if inode.unrolled else None
         v[_UNROLLED_EXTENT] = float(math.prod(sizes[j] for j in unrolled) if unrolled else 1)
 
         if head.parallel:
@@ -603,11 +605,15 @@ class _Featurizer:
         """Loads per point by kind, memoized per DAG on everything they depend on: the stage, the inlined
         Funcs, the SIMD loop, the unrolled extents and the storage layouts of the producers."""
         vec = inner.vectorized_loop
-        unrolled = {j for j, l in enumerate(stage.loop)
-                    if inner.unrolled and l.pure and j != vec and inner.size[j] > 1}
+        if inner.unrolled:
+            size = inner.size
+            unrolled = [j for j, l in enumerate(stage.loop) if l.pure and j != vec and size[j] > 1]
+        else:
+            unrolled = []
         loads = _loads(self.dag, self.inlined_set, stage)
-        key = (stage.func, stage.index, self.inlined_set, vec, tuple((j, inner.size[j]) for j in sorted(unrolled)),
-               tuple(self.dense_dim(p) for p, _, _ in loads))
+        dense_dim = self.dense_dim
+        key = (stage.func, stage.index, self.inlined_set, vec, tuple((j, inner.size[j]) for j in unrolled),
+               tuple(dense_dim(p) for p, _, _ in loads))
         memo = self._counts_memo
         counts = memo.get(key)
         if counts is not None:
