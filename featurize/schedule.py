@@ -36,23 +36,45 @@ _WS_ROOT = _F["working_set_at_root"]
 # indices as module constants: stage() fills a list of Python floats by these (a dict look-up and a numpy item
 # assignment per feature cost more than the arithmetic)
 _N = len(SCHEDULE_FEATURES)
-(_NUM_REALIZATIONS, _NUM_PRODUCTIONS, _PER_REALIZATION, _PER_PRODUCTION, _TOTAL, _MINIMUM, _INNERMOST_EXTENT,
- _INNERMOST_PURE_EXTENT, _UNROLLED_EXTENT, _INNER_PAR, _OUTER_PAR, _BYTES_REAL, _BYTES_PROD, _BYTES_ROOT,
- _INNER_BYTES_REAL, _INNER_BYTES_PROD, _INNER_BYTES_ROOT, _UNIQUE_BYTES_REAL, _UNIQUE_LINES_REAL, _ALLOC_BYTES_REAL,
- _WS_HEAD, _VECTOR_SIZE, _NATIVE_VECTOR_SIZE, _NUM_VECTORS, _NUM_SCALARS, _SCALAR_LOADS_PER_VECTOR,
- _VECTOR_LOADS_PER_VECTOR, _SCALAR_LOADS_PER_SCALAR, _BYTES_TASK, _INNER_BYTES_TASK, _UNIQUE_BYTES_VECTOR,
- _UNIQUE_LINES_VECTOR, _UNIQUE_BYTES_TASK, _UNIQUE_LINES_TASK, _WS_TASK, _WS_PROD, _WS_REAL,
- _NEW_BYTES_REAL, _NEW_LINES_REAL) = (_F[k] for k in (
-    "num_realizations", "num_productions", "points_computed_per_realization", "points_computed_per_production",
-    "points_computed_total", "points_computed_minimum", "innermost_loop_extent", "innermost_pure_loop_extent",
-    "unrolled_loop_extent", "inner_parallelism", "outer_parallelism", "bytes_at_realization", "bytes_at_production",
-    "bytes_at_root", "innermost_bytes_at_realization", "innermost_bytes_at_production", "innermost_bytes_at_root",
-    "unique_bytes_read_per_realization", "unique_lines_read_per_realization", "allocation_bytes_read_per_realization",
-    "working_set", "vector_size", "native_vector_size", "num_vectors", "num_scalars", "scalar_loads_per_vector",
-    "vector_loads_per_vector", "scalar_loads_per_scalar", "bytes_at_task", "innermost_bytes_at_task",
-    "unique_bytes_read_per_vector", "unique_lines_read_per_vector", "unique_bytes_read_per_task",
-    "unique_lines_read_per_task", "working_set_at_task", "working_set_at_production", "working_set_at_realization",
-    "new_bytes_read_per_realization", "new_lines_read_per_realization"))
+_NUM_REALIZATIONS = _F["num_realizations"]
+_NUM_PRODUCTIONS = _F["num_productions"]
+_PER_REALIZATION = _F["points_computed_per_realization"]
+_PER_PRODUCTION = _F["points_computed_per_production"]
+_TOTAL = _F["points_computed_total"]
+_MINIMUM = _F["points_computed_minimum"]
+_INNERMOST_EXTENT = _F["innermost_loop_extent"]
+_INNERMOST_PURE_EXTENT = _F["innermost_pure_loop_extent"]
+_UNROLLED_EXTENT = _F["unrolled_loop_extent"]
+_INNER_PAR = _F["inner_parallelism"]
+_OUTER_PAR = _F["outer_parallelism"]
+_BYTES_REAL = _F["bytes_at_realization"]
+_BYTES_PROD = _F["bytes_at_production"]
+_BYTES_ROOT = _F["bytes_at_root"]
+_INNER_BYTES_REAL = _F["innermost_bytes_at_realization"]
+_INNER_BYTES_PROD = _F["innermost_bytes_at_production"]
+_INNER_BYTES_ROOT = _F["innermost_bytes_at_root"]
+_UNIQUE_BYTES_REAL = _F["unique_bytes_read_per_realization"]
+_UNIQUE_LINES_REAL = _F["unique_lines_read_per_realization"]
+_ALLOC_BYTES_REAL = _F["allocation_bytes_read_per_realization"]
+_WS_HEAD = _F["working_set"]
+_VECTOR_SIZE = _F["vector_size"]
+_NATIVE_VECTOR_SIZE = _F["native_vector_size"]
+_NUM_VECTORS = _F["num_vectors"]
+_NUM_SCALARS = _F["num_scalars"]
+_SCALAR_LOADS_PER_VECTOR = _F["scalar_loads_per_vector"]
+_VECTOR_LOADS_PER_VECTOR = _F["vector_loads_per_vector"]
+_SCALAR_LOADS_PER_SCALAR = _F["scalar_loads_per_scalar"]
+_BYTES_TASK = _F["bytes_at_task"]
+_INNER_BYTES_TASK = _F["innermost_bytes_at_task"]
+_UNIQUE_BYTES_VECTOR = _F["unique_bytes_read_per_vector"]
+_UNIQUE_LINES_VECTOR = _F["unique_lines_read_per_vector"]
+_UNIQUE_BYTES_TASK = _F["unique_bytes_read_per_task"]
+_UNIQUE_LINES_TASK = _F["unique_lines_read_per_task"]
+_WS_TASK = _F["working_set_at_task"]
+_WS_PROD = _F["working_set_at_production"]
+_WS_REAL = _F["working_set_at_realization"]
+_NEW_BYTES_REAL = _F["new_bytes_read_per_realization"]
+_NEW_LINES_REAL = _F["new_lines_read_per_realization"]
 
 
 def schedule_features(plan: Plan, target: CpuTarget, pending_parallel: frozenset = frozenset(),
