@@ -33,6 +33,48 @@ _F = {name: i for i, name in enumerate(SCHEDULE_FEATURES)}
 _WS = np.array([_F[k] for k in ("working_set", "working_set_at_production", "working_set_at_realization",
                                 "working_set_at_task", "working_set_at_root")])
 _WS_ROOT = _F["working_set_at_root"]
+# indices as module constants: stage() fills a list of Python floats by these (a dict look-up and a numpy item
+# assignment per feature cost more than the arithmetic)
+_N = len(SCHEDULE_FEATURES)
+_NUM_REALIZATIONS = _F["num_realizations"]
+_NUM_PRODUCTIONS = _F["num_productions"]
+_PER_REALIZATION = _F["points_computed_per_realization"]
+_PER_PRODUCTION = _F["points_computed_per_production"]
+_TOTAL = _F["points_computed_total"]
+_MINIMUM = _F["points_computed_minimum"]
+_INNERMOST_EXTENT = _F["innermost_loop_extent"]
+_INNERMOST_PURE_EXTENT = _F["innermost_pure_loop_extent"]
+_UNROLLED_EXTENT = _F["unrolled_loop_extent"]
+_INNER_PAR = _F["inner_parallelism"]
+_OUTER_PAR = _F["outer_parallelism"]
+_BYTES_REAL = _F["bytes_at_realization"]
+_BYTES_PROD = _F["bytes_at_production"]
+_BYTES_ROOT = _F["bytes_at_root"]
+_INNER_BYTES_REAL = _F["innermost_bytes_at_realization"]
+_INNER_BYTES_PROD = _F["innermost_bytes_at_production"]
+_INNER_BYTES_ROOT = _F["innermost_bytes_at_root"]
+_UNIQUE_BYTES_REAL = _F["unique_bytes_read_per_realization"]
+_UNIQUE_LINES_REAL = _F["unique_lines_read_per_realization"]
+_ALLOC_BYTES_REAL = _F["allocation_bytes_read_per_realization"]
+_WS_HEAD = _F["working_set"]
+_VECTOR_SIZE = _F["vector_size"]
+_NATIVE_VECTOR_SIZE = _F["native_vector_size"]
+_NUM_VECTORS = _F["num_vectors"]
+_NUM_SCALARS = _F["num_scalars"]
+_SCALAR_LOADS_PER_VECTOR = _F["scalar_loads_per_vector"]
+_VECTOR_LOADS_PER_VECTOR = _F["vector_loads_per_vector"]
+_SCALAR_LOADS_PER_SCALAR = _F["scalar_loads_per_scalar"]
+_BYTES_TASK = _F["bytes_at_task"]
+_INNER_BYTES_TASK = _F["innermost_bytes_at_task"]
+_UNIQUE_BYTES_VECTOR = _F["unique_bytes_read_per_vector"]
+_UNIQUE_LINES_VECTOR = _F["unique_lines_read_per_vector"]
+_UNIQUE_BYTES_TASK = _F["unique_bytes_read_per_task"]
+_UNIQUE_LINES_TASK = _F["unique_lines_read_per_task"]
+_WS_TASK = _F["working_set_at_task"]
+_WS_PROD = _F["working_set_at_production"]
+_WS_REAL = _F["working_set_at_realization"]
+_NEW_BYTES_REAL = _F["new_bytes_read_per_realization"]
+_NEW_LINES_REAL = _F["new_lines_read_per_realization"]
 
 
 def schedule_features(plan: Plan, target: CpuTarget, pending_parallel: frozenset = frozenset(),
@@ -73,6 +115,9 @@ class _Featurizer:
             memo.vectors.clear()
         self._regions_memo, self._vectors_memo, self._counts_memo = memo.regions, memo.vectors, memo.counts
         self._siblings_memo = memo.siblings
+        if len(memo.tasks) > _MEMO_LIMIT:
+            memo.tasks.clear()
+        self._tasks_memo = memo.tasks
 
     # -- tree arithmetic -------------------------------------------------------------------------
 
@@ -267,25 +312,30 @@ class _Featurizer:
     def patch_working_sets(self, old: np.ndarray, fp: FuncPlan, ch: Chain) -> np.ndarray:
         """The parent's features with this plan's working sets: the parent's array itself where none moved
         (no caller writes feature arrays in place; search shares a state's with its children already)."""
-        ws = np.empty(len(_WS))
-        ws[0] = self.alloc_in(ch.head)
-        ws[1] = self.alloc_in(ch.site)
-        ws[2] = self.alloc_in(fp.store)
-        ws[3] = self.alloc_in(self.root_head(ch.head))
-        ws[4] = self.alloc_in(self.plan.root)
+        alloc_in, head = self.alloc_in, ch.head
+        ws = (alloc_in(head), alloc_in(ch.site), alloc_in(fp.store), alloc_in(self.root_head(head)),
+              alloc_in(self.plan.root))
         if old.dtype != DTYPE:
             v = old.astype(np.float64)
-            v[_WS] = ws
+            v[_WS] = np.array(ws, dtype=np.float64)
             return v
-        new = ws.astype(DTYPE)
-        if new.tobytes() == old[_WS].tobytes():
+        # working sets are whole numbers >= 0 (never -0.0 or NaN): equal values are equal bytes, and a number equal
+        # to a float32 is that float32 once rounded
+        before = old[_WS].tolist()
+        if all(float(w) == b for w, b in zip(ws, before)):
+            return old
+        new = np.array(ws, dtype=np.float64).astype(DTYPE)
+        if new.tolist() == before:
             return old
         v = old.copy()
         v[_WS] = new
         return v
 
     def stage(self, fp: FuncPlan, ch: Chain) -> np.ndarray:
-        v = np.zeros(len(SCHEDULE_FEATURES))
+        """The stage's features as float64. Filled in a list of Python floats, one array at the end: float(x) is the
+        double a float64 item assignment stores, and Python float arithmetic on what is read back is the float64
+        arithmetic numpy scalars did, so every value is the same."""
+        v = [0.0] * _N
         node = fp.node
         stage = ch.stage
         bpp = node.bytes_per_point
@@ -302,20 +352,21 @@ class _Featurizer:
         else:
             per_realization = per_production * productions / realizations
         total = realizations * per_realization
-        v[_F["num_realizations"]] = realizations
-        v[_F["num_productions"]] = productions
-        v[_F["points_computed_per_realization"]] = per_realization
-        v[_F["points_computed_per_production"]] = per_production
-        v[_F["points_computed_total"]] = total
-        v[_F["points_computed_minimum"]] = self.minimum[(fp.name, stage.index)]
+        v[_NUM_REALIZATIONS] = float(realizations)
+        v[_NUM_PRODUCTIONS] = float(productions)
+        v[_PER_REALIZATION] = float(per_realization)
+        v[_PER_PRODUCTION] = float(per_production)
+        v[_TOTAL] = float(total)
+        v[_MINIMUM] = float(self.minimum[(fp.name, stage.index)])
 
-        sizes = inner.node.size
-        v[_F["innermost_loop_extent"]] = math.prod(sizes)
+        inode = inner.node
+        sizes = inode.size
+        v[_INNERMOST_EXTENT] = float(math.prod(sizes))
         pure_extent = math.prod(s for s, l in zip(sizes, stage.loop) if l.pure)
-        v[_F["innermost_pure_loop_extent"]] = pure_extent
-        vec = inner.node.vectorized_loop
-        unrolled = [j for j, l in enumerate(stage.loop) if inner.node.unrolled and l.pure and j != vec]
-        v[_F["unrolled_loop_extent"]] = math.prod(sizes[j] for j in unrolled) if unrolled else 1
+        v[_INNERMOST_PURE_EXTENT] = float(pure_extent)
+        vec = inode.vectorized_loop
+        unrolled = [j for j, l in enumerate(stage.loop) if l.pure and j != vec] if inode.unrolled else None
+        v[_UNROLLED_EXTENT] = float(math.prod(sizes[j] for j in unrolled) if unrolled else 1)
 
         if head.parallel:
             inner_par = self.tasks(head)
@@ -323,47 +374,48 @@ class _Featurizer:
             inner_par = min(math.prod(lp.count for lp in ch.levels[0].loops if lp.pure), 8 * self.target.cores)
         else:
             inner_par = 1
-        v[_F["inner_parallelism"]] = inner_par
-        v[_F["outer_parallelism"]] = self.outer_parallelism(site)
+        v[_INNER_PAR] = float(inner_par)
+        v[_OUTER_PAR] = float(self.outer_parallelism(site))
 
         inner_dim = fp.layout[0] if fp.layout else 0
-        v[_F["bytes_at_realization"]] = bpp * math.prod(fp.storage_extents)
-        v[_F["innermost_bytes_at_realization"]] = bpp * fp.storage_extents[inner_dim]
-        v[_F["bytes_at_production"]] = bpp * math.prod(fp.extents)
-        v[_F["innermost_bytes_at_production"]] = bpp * fp.extents[inner_dim]
+        v[_BYTES_REAL] = float(bpp * math.prod(fp.storage_extents))
+        v[_INNER_BYTES_REAL] = float(bpp * fp.storage_extents[inner_dim])
+        v[_BYTES_PROD] = float(bpp * math.prod(fp.extents))
+        v[_INNER_BYTES_PROD] = float(bpp * fp.extents[inner_dim])
         root_ext = self.static.root_ext[fp.name]
-        v[_F["bytes_at_root"]] = bpp * math.prod(root_ext)
-        v[_F["innermost_bytes_at_root"]] = bpp * root_ext[inner_dim]
+        v[_BYTES_ROOT] = float(bpp * math.prod(root_ext))
+        v[_INNER_BYTES_ROOT] = float(bpp * root_ext[inner_dim])
 
         vsize = sizes[vec] if vec >= 0 else 1
-        v[_F["vector_size"]] = vsize
-        v[_F["native_vector_size"]] = self.native_vector_size(stage)
+        v[_VECTOR_SIZE] = float(vsize)
+        v[_NATIVE_VECTOR_SIZE] = float(self.native_vector_size(stage))
         if vsize > 1:
-            v[_F["num_vectors"]] = total / vsize
+            v[_NUM_VECTORS] = float(total / vsize)
         else:
-            v[_F["num_scalars"]] = total
+            v[_NUM_SCALARS] = float(total)
 
         self.task_features(v, fp, ch)
         self.load_features(v, fp, ch, realizations)
 
-        v[_F["working_set"]] = self.alloc_in(head)
-        v[_F["working_set_at_production"]] = self.alloc_in(site)
-        v[_F["working_set_at_realization"]] = self.alloc_in(store)
-        v[_F["working_set_at_task"]] = self.alloc_in(self.root_head(head))
-        v[_F["working_set_at_root"]] = self.alloc_in(self.plan.root)
-        return v
+        alloc_in = self.alloc_in
+        v[_WS_HEAD] = float(alloc_in(head))
+        v[_WS_PROD] = float(alloc_in(site))
+        v[_WS_REAL] = float(alloc_in(store))
+        v[_WS_TASK] = float(alloc_in(self.root_head(head)))
+        v[_WS_ROOT] = float(alloc_in(self.plan.root))
+        return np.array(v)
 
     def native_vector_size(self, stage: Stage) -> int:
         """SIMD lanes for the narrowest type the stage computes with."""
         bits = self.static.narrowest_bits[(stage.func, stage.index)]
         return self.target.vector_bytes // (bits // 8) if bits else self.target.vector_bytes
 
-    def task_features(self, v: np.ndarray, fp: FuncPlan, ch: Chain) -> None:
+    def task_features(self, v: list[float], fp: FuncPlan, ch: Chain) -> None:
         bpp = fp.node.bytes_per_point
         inner_dim = fp.layout[0] if fp.layout else 0
         if not ch.site.is_root:
-            v[_F["bytes_at_task"]] = v[_F["bytes_at_realization"]]
-            v[_F["innermost_bytes_at_task"]] = v[_F["innermost_bytes_at_realization"]]
+            v[_BYTES_TASK] = v[_BYTES_REAL]
+            v[_INNER_BYTES_TASK] = v[_INNER_BYTES_REAL]
             return
         head = ch.head
         if head.parallel:
@@ -372,20 +424,26 @@ class _Featurizer:
             for lp, l in zip(lvl.loops, ch.stage.loop):
                 if l.pure:
                     per_task[l.func_dim] = max(1, -(-per_task[l.func_dim] // lp.count))
-            v[_F["bytes_at_task"]] = bpp * math.prod(per_task)
-            v[_F["innermost_bytes_at_task"]] = bpp * per_task[inner_dim]
+            v[_BYTES_TASK] = float(bpp * math.prod(per_task))
+            v[_INNER_BYTES_TASK] = float(bpp * per_task[inner_dim])
         elif fp.name in self.pending:
-            v[_F["bytes_at_task"]] = -(-v[_F["bytes_at_realization"]] // self.target.cores)
-            v[_F["innermost_bytes_at_task"]] = min(v[_F["bytes_at_task"]], v[_F["innermost_bytes_at_realization"]])
+            v[_BYTES_TASK] = -(-v[_BYTES_REAL] // self.target.cores)
+            v[_INNER_BYTES_TASK] = min(v[_BYTES_TASK], v[_INNER_BYTES_REAL])
         else:
-            v[_F["bytes_at_task"]] = v[_F["bytes_at_realization"]]
-            v[_F["innermost_bytes_at_task"]] = v[_F["innermost_bytes_at_realization"]]
+            v[_BYTES_TASK] = v[_BYTES_REAL]
+            v[_INNER_BYTES_TASK] = v[_INNER_BYTES_REAL]
         # data streamed into one task: producers stored at root (or inputs), looking through Funcs
         # computed inside the task
         bytes_, lines = 0, 0
         seen: set[str] = set()
         funcs, func_producers = self.plan.funcs, self.static.func_producers
         pending = list(self.static.producers[(fp.name, ch.stage.index)])
+        # with nothing computed inside the stage's levels, the only loops that read anything during one iteration of
+        # its head are its own: a region there is the stage's reads over the head level's box (through the inlined
+        # Funcs), whatever the rest of the schedule, so its footprint is memoized on that box's loops
+        stage, loops = ch.stage, ch.levels[0].loops
+        alone = all(len(lvl.node.children) <= 1 for lvl in ch.levels)
+        memo, inlined = self._tasks_memo, self.inlined_set
         while pending:
             p = pending.pop()
             if p in seen:
@@ -395,11 +453,20 @@ class _Featurizer:
             if pp is not None and (pp.inlined or not pp.store.is_root):
                 pending.extend(func_producers[p])
                 continue
-            b, l = self.region_footprint(p, head)
+            if alone:
+                key = (p, id(stage), id(loops), inlined, self.dense_dim(p))
+                hit = memo.get(key)
+                if hit is not None and hit[0] is stage and hit[1] is loops:
+                    b, l = hit[2]
+                else:
+                    b, l = r = self.region_footprint(p, head)
+                    memo[key] = (stage, loops, r)
+            else:
+                b, l = self.region_footprint(p, head)
             bytes_ += b
             lines += l
-        v[_F["unique_bytes_read_per_task"]] = bytes_
-        v[_F["unique_lines_read_per_task"]] = lines
+        v[_UNIQUE_BYTES_TASK] = float(bytes_)
+        v[_UNIQUE_LINES_TASK] = float(lines)
 
     # -- loads -----------------------------------------------------------------------------------
 
@@ -472,16 +539,16 @@ class _Featurizer:
             lines //= max(extents) if extents else 1
         return b, max(lines, 1)
 
-    def load_features(self, v: np.ndarray, fp: FuncPlan, ch: Chain, realizations: int) -> None:
+    def load_features(self, v: list[float], fp: FuncPlan, ch: Chain, realizations: int) -> None:
         stage = ch.stage
         inner = ch.levels[-1]
-        vsize = v[_F["vector_size"]]
+        vsize = v[_VECTOR_SIZE]
         counts = self.load_counts(stage, inner.node)
         update = 1 if stage.index > 0 else 0
-        v[_F["vector_loads_per_vector"]] = (counts["dense"] + 2 * counts["s2"] + 3 * counts["s3"] + 4 * counts["s4"]
+        v[_VECTOR_LOADS_PER_VECTOR] = float(counts["dense"] + 2 * counts["s2"] + 3 * counts["s3"] + 4 * counts["s4"]
                                             + update)
-        v[_F["scalar_loads_per_vector"]] = counts["broadcast"] + vsize * counts["gather"]
-        v[_F["scalar_loads_per_scalar"]] = counts["loads"] + update
+        v[_SCALAR_LOADS_PER_VECTOR] = float(counts["broadcast"] + vsize * counts["gather"])
+        v[_SCALAR_LOADS_PER_SCALAR] = float(counts["loads"] + update)
 
         # footprints of one vector, one realization, and the allocations they touch
         vec_regions = self.vector_regions(ch)
@@ -490,8 +557,8 @@ class _Featurizer:
             b, l = self.footprint(p, ext)
             b_vec += b
             l_vec += l
-        v[_F["unique_bytes_read_per_vector"]] = b_vec
-        v[_F["unique_lines_read_per_vector"]] = l_vec
+        v[_UNIQUE_BYTES_VECTOR] = float(b_vec)
+        v[_UNIQUE_LINES_VECTOR] = float(l_vec)
 
         b_real = l_real = alloc = 0
         funcs, inputs = self.plan.funcs, self.dag.inputs
@@ -513,17 +580,18 @@ class _Featurizer:
             else:
                 alloc += self.static.func_bpp[p] * math.prod(pp.extents)
         if stage.index > 0:
-            bap = v[_F["bytes_at_production"]]
+            bap = v[_BYTES_PROD]
             b_real += bap
-            l_real += bap / max(v[_F["innermost_bytes_at_production"]], 1)
+            l_real += bap / max(v[_INNER_BYTES_PROD], 1)
             alloc += bap
-        v[_F["unique_bytes_read_per_realization"]] = b_real
-        v[_F["unique_lines_read_per_realization"]] = l_real
-        v[_F["allocation_bytes_read_per_realization"]] = alloc
-        v[_F["new_bytes_read_per_realization"]], v[_F["new_lines_read_per_realization"]] = self.new_reads(
-            v, fp, stage, vec_regions, b_real, l_real)
+        v[_UNIQUE_BYTES_REAL] = float(b_real)
+        v[_UNIQUE_LINES_REAL] = float(l_real)
+        v[_ALLOC_BYTES_REAL] = float(alloc)
+        b_new, l_new = self.new_reads(v, fp, stage, vec_regions, b_real, l_real)
+        v[_NEW_BYTES_REAL] = float(b_new)
+        v[_NEW_LINES_REAL] = float(l_new)
 
-    def new_reads(self, v: np.ndarray, fp: FuncPlan, stage: Stage, vec_regions, b_real: float,
+    def new_reads(self, v: list[float], fp: FuncPlan, stage: Stage, vec_regions, b_real: float,
                   l_real: float) -> tuple[float, float]:
         """(bytes, lines) a realization reads that the previous one did not. Consecutive iterations of the store_at
         loop realize the stage one after another (a row of a strip, say); a stencil's rows mostly overlap, so
@@ -537,10 +605,10 @@ class _Featurizer:
         parent = None if k <= 1 else self.parent[id(store)]
         if parent is None:
             return b_real, l_real
-        lanes = v[_F["vector_size"]]
-        per_point = (lines_per_vector(v[_F["vector_loads_per_vector"]], v[_F["scalar_loads_per_vector"]]) / lanes
-                     if lanes > 1 else v[_F["scalar_loads_per_scalar"]])
-        if min(b_real, v[_F["points_computed_per_realization"]] * per_point * LINE_BYTES) > self.target.l2_bytes:
+        lanes = v[_VECTOR_SIZE]
+        per_point = (lines_per_vector(v[_VECTOR_LOADS_PER_VECTOR], v[_SCALAR_LOADS_PER_VECTOR]) / lanes
+                     if lanes > 1 else v[_SCALAR_LOADS_PER_SCALAR])
+        if min(b_real, v[_PER_REALIZATION] * per_point * LINE_BYTES) > self.target.l2_bytes:
             return b_real, l_real
         b_loop = l_loop = 0.0
         for p, _ in vec_regions:
@@ -548,9 +616,9 @@ class _Featurizer:
             b_loop += b
             l_loop += l
         if stage.index > 0:  # an update reads its own production, every iteration anew
-            bap = v[_F["bytes_at_production"]]
+            bap = v[_BYTES_PROD]
             b_loop += bap * k
-            l_loop += bap * k / max(v[_F["innermost_bytes_at_production"]], 1)
+            l_loop += bap * k / max(v[_INNER_BYTES_PROD], 1)
         if b_loop / k >= b_real:
             return b_real, l_real
         return b_loop / k, min(l_real, max(l_loop / k, 1.0))
@@ -559,11 +627,15 @@ class _Featurizer:
         """Loads per point by kind, memoized per DAG on everything they depend on: the stage, the inlined
         Funcs, the SIMD loop, the unrolled extents and the storage layouts of the producers."""
         vec = inner.vectorized_loop
-        unrolled = {j for j, l in enumerate(stage.loop)
-                    if inner.unrolled and l.pure and j != vec and inner.size[j] > 1}
+        if inner.unrolled:
+            size = inner.size
+            unrolled = [j for j, l in enumerate(stage.loop) if l.pure and j != vec and size[j] > 1]
+        else:
+            unrolled = []
         loads = _loads(self.dag, self.inlined_set, stage)
-        key = (stage.func, stage.index, self.inlined_set, vec, tuple((j, inner.size[j]) for j in sorted(unrolled)),
-               tuple(self.dense_dim(p) for p, _, _ in loads))
+        dense_dim = self.dense_dim
+        key = (stage.func, stage.index, self.inlined_set, vec, tuple((j, inner.size[j]) for j in unrolled),
+               tuple(dense_dim(p) for p, _, _ in loads))
         memo = self._counts_memo
         counts = memo.get(key)
         if counts is not None:
@@ -737,6 +809,9 @@ class _Memo:
         # (id(parent features), changed Funcs' placement, pending sets) -> (parent features, {stage: features}):
         # the stages a child recomputed besides its changed Funcs, shared with its siblings (_Featurizer.run)
         self.siblings: dict[tuple, tuple] = {}
+        # (producer, id(stage), id(loops of its head level), inlined, dense dim) -> (stage, loops, (bytes, lines)):
+        # a footprint per task of a stage with nothing computed inside its levels (_Featurizer.task_features)
+        self.tasks: dict[tuple, tuple] = {}
 
 
 def _static_facts(dag: FunctionDAG) -> _StaticFacts:
