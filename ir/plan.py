@@ -586,15 +586,14 @@ class Plan:
 
     def _loop(self, func, stage: Stage, n: LoopNest, depth: int, j: int, name: str, pure: bool,
               pbase: Lin, pext: Lin, pbound: int, tile: int) -> Loop:
-        where = f"{func}.s{stage.index} loop {name}"
         # a tile wider than what its level splits is that whole extent: the inner level's last tile then
         # shifts inwards within it (Halide's behaviour for a vector that does not divide a row)
         tile = min(tile, pbound)
         count = -(-pbound // tile)
         if count != n.size[j]:
             what = "the region" if depth == 0 else "its tile"
-            raise ScheduleError(f"{where}: level {depth} must run {count} iterations to cover {what} of {pbound} "
-                                f"with tiles of {tile}, not {n.size[j]}")
+            raise ScheduleError(f"{func}.s{stage.index} loop {name}: level {depth} must run {count} iterations to "
+                                f"cover {what} of {pbound} with tiles of {tile}, not {n.size[j]}")
         i = Lin.of(Sym(f"{func}_s{stage.index}_{name}_{depth}", 0, count - 1)) if count > 1 else const(0)
         shift = pure and stage.index == 0
         if pext.is_const:
