@@ -430,8 +430,8 @@ class Plan:
     def _group_chains(self, complete: bool) -> None:
         walk = self._walk
         heads: dict[str, list[tuple[LoopNest, LoopNest]]] = {}
-        for head, site in walk.heads:
-            heads.setdefault(head.func, []).append((head, site))
+        for hs in walk.heads:
+            heads.setdefault(hs[0].func, []).append(hs)
         inlined_plans = _inlined_func_plans(self.dag)
         for f in walk.inlined:
             if f not in self.dag:
@@ -447,12 +447,12 @@ class Plan:
                     raise ScheduleError(f"{f} has update definitions and cannot be inlined")
                 fp = inlined_plans[f] = FuncPlan(f, node, inlined=True)
             self.funcs[f] = fp
-        stored = walk.stored
+        stored, funcs, dag_node = walk.stored, self.funcs, self.dag.node
         for f, hs in heads.items():
-            node = self.dag.node(f)
-            site = hs[0][1]
-            if len(hs) == 1 and len(node.stages) == 1 and hs[0][0].stage == 0:  # the common case, checked at once
-                chains = [Chain(f, node.stages[0], hs[0][0], site, [], [], [])]
+            node = dag_node(f)
+            head, site = hs[0]
+            if len(hs) == 1 and len(node.stages) == 1 and head.stage == 0:  # the common case, checked at once
+                chains = [Chain(f, node.stages[0], head, site, [], [], [])]
             else:
                 stages = sorted(h.stage for h, _ in hs)
                 if stages != list(range(len(node.stages))):
@@ -468,10 +468,11 @@ class Plan:
                 chains = [Chain(f, node.stages[h.stage], h, site, [], [], []) for h, _ in ordered]
             if node.is_output and not site.is_root:
                 raise ScheduleError(f"{f} is an output; outputs are computed at root")
-            if f not in stored:
+            store = stored.get(f)
+            if store is None:
                 raise ScheduleError(f"{f} is computed but stored nowhere; list it in store_at of its compute level "
                                     "or a coarser one")
-            self.funcs[f] = FuncPlan(f, node, False, site, stored[f], chains)
+            funcs[f] = FuncPlan(f, node, False, site, store, chains)
         for f in stored:
             if f not in heads:
                 raise ScheduleError(f"{f} is stored but never computed")
