@@ -572,12 +572,17 @@ class Plan:
         bases = [lo for lo, _ in bounds]
         exts = [const(e) if x else hi - lo + 1 for (lo, hi), e, x in zip(bounds, extents, exact)]
         bound = list(extents)
+        below = [[]] * len(nodes)  # per level, per loop: the product of the deeper levels' sizes (its tile)
+        t = [1] * len(stage.loop)
+        for depth in range(len(nodes) - 1, -1, -1):
+            below[depth] = t
+            t = [a * b for a, b in zip(t, nodes[depth].size)]
         levels = []
         for depth, n in enumerate(nodes):
             loops = []
+            tiles = below[depth]
             for j, l in enumerate(stage.loop):
-                tile = math.prod(m.size[j] for m in nodes[depth + 1:])
-                loop = self._loop(fp.name, stage, n, depth, j, l.name, l.pure, bases[j], exts[j], bound[j], tile)
+                loop = self._loop(fp.name, stage, n, depth, j, l.name, l.pure, bases[j], exts[j], bound[j], tiles[j])
                 loops.append(loop)
             levels.append((loops, loop_order(stage, n, fp.layout)))
             bases = [lp.base for lp in loops]
