@@ -164,28 +164,44 @@ class Plan:
         self._chains = dag_chain_memo(self.dag)
         self._index(parent.keys)
         self._group_chains(False)
-        self._check_inlined()
+        self._check_inlined(parent)
         changed: set[str] = set()
-        readers_changed: dict[str, bool] = {}  # a Func's (filled consumers first, so each is one look per consumer)
-        for n in self.dag.nodes:  # consumers before producers
-            readers_changed[n.name] = rc = self._readers_changed(n, changed, parent, readers_changed)
-            fp, old = self.funcs.get(n.name), parent.funcs.get(n.name)
+        stale: set[str] = set()  # Funcs a reader of which (directly or through inlined Funcs) is scheduled differently
+        funcs, old_funcs, levels = self.funcs, parent.funcs, self.levels
+        # readers that make a Func stale: scheduled here or in the parent only, or changed (stale inlined ones are)
+        touched = funcs.keys() ^ old_funcs.keys()
+        for n in self.dag.nodes:  # consumers before producers: a reader's status is final when its producers ask
+            name = n.name
+            rc = not touched.isdisjoint(n.consumers)
+            if rc:
+                stale.add(name)
+            fp = funcs.get(name)
             if fp is None:
                 continue
+            old = old_funcs.get(name)
             if old is None or old.inlined != fp.inlined or rc:
-                changed.add(n.name)
+                changed.add(name)
+                touched.add(name)
             if fp.inlined:
                 continue
-            if n.name in changed or not self._same_geometry(fp, old, parent):
-                changed.add(n.name)
+            if name in changed or not self._same_geometry(fp, old, parent):
+                changed.add(name)
+                touched.add(name)
                 self._check_placement(fp)
                 if not rc:
                     self._seed_regions(fp, parent)
                 self._plan_func(fp)
-                self.replanned.add(n.name)
+                self.replanned.add(name)
+            elif fp.site is old.site and fp.store is old.store and all(ch.head is och.head for ch, och in
+                                                                      zip(fp.chains, old.chains)) and \
+                    (old.sliding is None or levels.get(id(old.sliding.level.node)) is old.sliding.level):
+                funcs[name] = old  # the same nodes, loops and regions: the parent's plan of it, levels and all
+                for ch in old.chains:
+                    for lvl in ch.levels:
+                        levels[id(lvl.node)] = lvl
             else:
                 self._reuse(fp, old)
-        stale = changed | {f for f, rc in readers_changed.items() if rc}
+        stale |= changed
         self._inherit_regions(parent, stale)
         self.changed = changed
         for name in self.replanned:
@@ -212,10 +228,9 @@ class Plan:
     def _inherit_regions(self, parent: "Plan", stale: set[str]) -> None:
         """The parent's region forms that nothing they depend on changed (neither the Func nor the stage
         owning the node they were asked at)."""
-        memo = self._memo
-        for k, v in parent._memo.items():
-            if k[0] not in stale and k[1][0] not in stale and k not in memo:
-                memo[k] = v
+        memo = {k: v for k, v in parent._memo.items() if k[0] not in stale and k[1][0] not in stale}
+        memo.update(self._memo)  # what this plan derived itself stands
+        self._memo = memo
 
     def _check_limits(self) -> None:
         """The target kind's limits (threads per block, shared memory, ...): a ScheduleError with the reason."""
@@ -223,21 +238,6 @@ class Plan:
             why = self._kind.check_limits(self)
             if why is not None:
                 raise ScheduleError(why)
-
-    def _readers_changed(self, node: Node, changed: set[str], parent: "Plan", known: dict[str, bool]) -> bool:
-        """Whether a reader of `func` (directly or through inlined Funcs) is scheduled differently from the
-        parent's: `known` holds the answer for every consumer already (they come first in dag.nodes), and
-        `changed` their final status."""
-        funcs, old = self.funcs, parent.funcs
-        for c in node.consumers:
-            if c in changed:
-                return True
-            cp = funcs.get(c)
-            if (cp is None) != (old.get(c) is None):
-                return True
-            if cp is not None and cp.inlined and known[c]:
-                return True
-        return False
 
     def _same_geometry(self, fp: FuncPlan, old: FuncPlan, parent: "Plan") -> bool:
         if self.keys[id(fp.site)] != parent.keys[id(old.site)] or \
@@ -258,10 +258,15 @@ class Plan:
         levels = self.levels
         for ch, och in zip(fp.chains, old.chains):
             ch.bounds, ch.extents, ch.exact = och.bounds, och.extents, och.exact
-            # the same (immutable) subtree has the same nodes: no walk down the chain
-            nodes = [lvl.node for lvl in och.levels] if ch.head is och.head else ch.head.chain()
-            for n, olvl in zip(nodes, och.levels):
-                ch.levels.append(lvl := Level(n, ch, olvl.depth, olvl.loops, olvl.order))
+            append = ch.levels.append
+            if ch.head is och.head:  # the same (immutable) subtree has the same nodes: no walk down the chain
+                for olvl in och.levels:
+                    n = olvl.node
+                    append(lvl := Level(n, ch, olvl.depth, olvl.loops, olvl.order))
+                    levels[id(n)] = lvl
+                continue
+            for n, olvl in zip(ch.head.chain(), och.levels):
+                append(lvl := Level(n, ch, olvl.depth, olvl.loops, olvl.order))
                 levels[id(n)] = lvl
         if old.sliding is not None:  # the sliding loop belongs to a level planned before this Func
             old_lvl = old.sliding.level
@@ -331,6 +336,7 @@ class Plan:
         `checked` (the parent plan's, alive with it, so their ids are theirs) passed _check_node already."""
         walk = self._walk = _Walk()
         parent, keys, by_key = self.parent, self.keys, self.by_key
+        heads, inlined, stored, innermost = walk.heads, walk.inlined, walk.stored, walk.innermost
         stack: list[tuple[LoopNest, LoopNest | None]] = [(self.root, None)]
         while stack:
             n, p = stack.pop()
@@ -340,22 +346,27 @@ class Plan:
                 key = ("", -1, -1)
             else:
                 pk = keys[id(p)]
-                same = p.func == n.func and p.stage == n.stage and p.func is not None
-                key = (n.func, n.stage, pk[2] + 1 if same else 0)
-                if not same:
-                    walk.heads.append((n, p))
+                if p.func == n.func and p.stage == n.stage and p.func is not None:
+                    key = (n.func, n.stage, pk[2] + 1)
+                else:
+                    key = (n.func, n.stage, 0)
+                    heads.append((n, p))
             keys[i] = key
             by_key[key] = n
             if checked is None or i not in checked:
                 self._check_node(n, p)
-            for f, _ in n.inlined:
-                walk.inlined[f] = None
+            if n.innermost:
+                for f, _ in n.inlined:
+                    inlined[f] = None
+                if p is not None:
+                    innermost.append(n)
+            elif n.inlined:
+                for f, _ in n.inlined:
+                    inlined[f] = None
             for f in n.store_at:
-                if f in walk.stored:
+                if f in stored:
                     raise ScheduleError(f"{f} is stored at two levels")
-                walk.stored[f] = n
-            if n.innermost and p is not None:
-                walk.innermost.append(n)
+                stored[f] = n
             if n.children:
                 stack.extend(zip(reversed(n.children), repeat(n)))
 
@@ -388,8 +399,9 @@ class Plan:
         if len(n.size) != len(stage.loop):
             raise ScheduleError(f"{where}: size {n.size} has {len(n.size)} entries for {len(stage.loop)} loops "
                                 f"({', '.join(l.name for l in stage.loop)})")
-        if any(not isinstance(s, int) or s < 1 for s in n.size):
-            raise ScheduleError(f"{where}: loop sizes must be positive ints, got {n.size}")
+        for s in n.size:  # a loop, not any(): this runs for every new node of every searched state
+            if not isinstance(s, int) or s < 1:
+                raise ScheduleError(f"{where}: loop sizes must be positive ints, got {n.size}")
         if n.innermost:
             if n.children:
                 raise ScheduleError(f"{where}: the innermost level computes points and can contain nothing")
@@ -400,10 +412,13 @@ class Plan:
                 raise ScheduleError(f"{where}: only the innermost level lists inlined Funcs")
             if n.vectorized_loop >= 0 or n.unrolled:
                 raise ScheduleError(f"{where}: only the innermost level is vectorized or unrolled")
-            own = [c for c in n.children if (c.func, c.stage) == (n.func, n.stage)]
-            if len(own) != 1:
+            own = 0
+            for c in n.children:
+                if c.func == n.func and c.stage == n.stage:
+                    own += 1
+            if own != 1:
                 raise ScheduleError(f"{where}: a tiling level needs exactly one inner level of its own stage, "
-                                    f"found {len(own)}")
+                                    f"found {own}")
             for i, l in enumerate(stage.loop):
                 if not l.pure and n.size[i] != 1:
                     raise ScheduleError(f"{where}: RVar {l.name} is iterated only by the innermost level; "
@@ -415,8 +430,8 @@ class Plan:
     def _group_chains(self, complete: bool) -> None:
         walk = self._walk
         heads: dict[str, list[tuple[LoopNest, LoopNest]]] = {}
-        for head, site in walk.heads:
-            heads.setdefault(head.func, []).append((head, site))
+        for hs in walk.heads:
+            heads.setdefault(hs[0].func, []).append(hs)
         inlined_plans = _inlined_func_plans(self.dag)
         for f in walk.inlined:
             if f not in self.dag:
@@ -432,12 +447,12 @@ class Plan:
                     raise ScheduleError(f"{f} has update definitions and cannot be inlined")
                 fp = inlined_plans[f] = FuncPlan(f, node, inlined=True)
             self.funcs[f] = fp
-        stored = walk.stored
+        stored, funcs, dag_node = walk.stored, self.funcs, self.dag.node
         for f, hs in heads.items():
-            node = self.dag.node(f)
-            site = hs[0][1]
-            if len(hs) == 1 and len(node.stages) == 1 and hs[0][0].stage == 0:  # the common case, checked at once
-                chains = [Chain(f, node.stages[0], hs[0][0], site, [], [], [])]
+            node = dag_node(f)
+            head, site = hs[0]
+            if len(hs) == 1 and len(node.stages) == 1 and head.stage == 0:  # the common case, checked at once
+                chains = [Chain(f, node.stages[0], head, site, [], [], [])]
             else:
                 stages = sorted(h.stage for h, _ in hs)
                 if stages != list(range(len(node.stages))):
@@ -453,12 +468,11 @@ class Plan:
                 chains = [Chain(f, node.stages[h.stage], h, site, [], [], []) for h, _ in ordered]
             if node.is_output and not site.is_root:
                 raise ScheduleError(f"{f} is an output; outputs are computed at root")
-            if f not in stored:
+            store = stored.get(f)
+            if store is None:
                 raise ScheduleError(f"{f} is computed but stored nowhere; list it in store_at of its compute level "
                                     "or a coarser one")
-            fp = FuncPlan(f, node, site=site, store=stored[f])
-            fp.chains = chains
-            self.funcs[f] = fp
+            funcs[f] = FuncPlan(f, node, False, site, store, chains)
         for f in stored:
             if f not in heads:
                 raise ScheduleError(f"{f} is stored but never computed")
@@ -467,10 +481,16 @@ class Plan:
             if missing:
                 raise ScheduleError(f"the schedule leaves {', '.join(missing)} unscheduled")
 
-    def _check_inlined(self) -> None:
-        """Innermost levels must list exactly the inlined Funcs their stage calls, with call counts."""
-        calls = _inlined_calls_cached(self.dag, frozenset(self.inlined))
-        for n in self._walk.innermost:
+    def _check_inlined(self, parent: "Plan | None" = None) -> None:
+        """Innermost levels must list exactly the inlined Funcs their stage calls, with call counts. With `parent`
+        (extend) and the same Funcs inlined as there, only the new innermost levels: the parent checked the others
+        against the same calls."""
+        inlined = frozenset(self._walk.inlined)
+        calls = _inlined_calls_cached(self.dag, inlined)
+        nodes = self._walk.innermost
+        if parent is not None and parent._walk is not None and inlined == parent._walk.inlined.keys():
+            nodes = [n for n in nodes if id(n) not in parent.keys]
+        for n in nodes:
             want = calls.get((n.func, n.stage), {})
             have = dict(n.inlined)
             if have != want:
@@ -486,9 +506,10 @@ class Plan:
             raise ScheduleError(f"{fp.name} is computed at a level where nothing reads it")
         fp.region = region
         fp.extents = [self._extent(lo, hi, node.region_extent(d)) for d, (lo, hi) in enumerate(region)]
-        fp.layout = storage_layout(node, self._vector_dim(fp))
-        for ch in fp.chains:
-            self._plan_chain(fp, ch)
+        nodes = [ch.head.chain() for ch in fp.chains]  # each chain's levels, walked once
+        fp.layout = storage_layout(node, self._vector_dim(fp, nodes))
+        for ch, ns in zip(fp.chains, nodes):
+            self._plan_chain(fp, ch, ns)
         storage = self.region_at(fp.name, fp.store)
         if storage is None or (fp.store is not fp.site and not self._encloses(fp.store, fp.site)):
             raise ScheduleError(f"{fp.name} must be stored at its compute level or a level enclosing it")
@@ -511,8 +532,7 @@ class Plan:
         u = upper_diff(hi, lo)
         return cap if u == INF else int(min(u + 1, cap))
 
-    def _plan_chain(self, fp: FuncPlan, ch: Chain) -> None:
-        nodes = ch.head.chain()
+    def _plan_chain(self, fp: FuncPlan, ch: Chain, nodes: list[LoopNest]) -> None:
         if not nodes[-1].innermost:
             raise ScheduleError(f"{fp.name}.s{ch.stage.index}: its chain of levels does not end in an innermost level")
         memo = self._chains
@@ -552,12 +572,17 @@ class Plan:
         bases = [lo for lo, _ in bounds]
         exts = [const(e) if x else hi - lo + 1 for (lo, hi), e, x in zip(bounds, extents, exact)]
         bound = list(extents)
+        below = [[]] * len(nodes)  # per level, per loop: the product of the deeper levels' sizes (its tile)
+        t = [1] * len(stage.loop)
+        for depth in range(len(nodes) - 1, -1, -1):
+            below[depth] = t
+            t = [a * b for a, b in zip(t, nodes[depth].size)]
         levels = []
         for depth, n in enumerate(nodes):
             loops = []
+            tiles = below[depth]
             for j, l in enumerate(stage.loop):
-                tile = math.prod(m.size[j] for m in nodes[depth + 1:])
-                loop = self._loop(fp.name, stage, n, depth, j, l.name, l.pure, bases[j], exts[j], bound[j], tile)
+                loop = self._loop(fp.name, stage, n, depth, j, l.name, l.pure, bases[j], exts[j], bound[j], tiles[j])
                 loops.append(loop)
             levels.append((loops, loop_order(stage, n, fp.layout)))
             bases = [lp.base for lp in loops]
@@ -567,15 +592,14 @@ class Plan:
 
     def _loop(self, func, stage: Stage, n: LoopNest, depth: int, j: int, name: str, pure: bool,
               pbase: Lin, pext: Lin, pbound: int, tile: int) -> Loop:
-        where = f"{func}.s{stage.index} loop {name}"
         # a tile wider than what its level splits is that whole extent: the inner level's last tile then
         # shifts inwards within it (Halide's behaviour for a vector that does not divide a row)
         tile = min(tile, pbound)
         count = -(-pbound // tile)
         if count != n.size[j]:
             what = "the region" if depth == 0 else "its tile"
-            raise ScheduleError(f"{where}: level {depth} must run {count} iterations to cover {what} of {pbound} "
-                                f"with tiles of {tile}, not {n.size[j]}")
+            raise ScheduleError(f"{func}.s{stage.index} loop {name}: level {depth} must run {count} iterations to "
+                                f"cover {what} of {pbound} with tiles of {tile}, not {n.size[j]}")
         i = Lin.of(Sym(f"{func}_s{stage.index}_{name}_{depth}", 0, count - 1)) if count > 1 else const(0)
         shift = pure and stage.index == 0
         if pext.is_const:
@@ -713,8 +737,8 @@ class Plan:
                                 "iterate that dimension")
         return Sliding(d, lp, lvl)
 
-    def _vector_dim(self, fp: FuncPlan) -> int:
-        vd = {n.vector_dim for ch in fp.chains for n in ch.head.chain()}
+    def _vector_dim(self, fp: FuncPlan, chains: list[list[LoopNest]]) -> int:
+        vd = {n.vector_dim for nodes in chains for n in nodes}
         if len(vd) != 1:
             raise ScheduleError(f"{fp.name}: all its levels must agree on vector_dim, found {sorted(vd)}")
         v = vd.pop()

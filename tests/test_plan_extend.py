@@ -1,0 +1,85 @@
+"""Plan.extend gives the plan a fresh Plan gives, down to its structure (issue 15: search at the speed of C++).
+
+test_search_equivalence compares features and extents, test_featurize the levels' loops; these compare what the
+incremental derivation takes from the parent plan rather than derives: the order of the Funcs, the tree's parent
+links and keys, which Level every node has and whose chain it is, and the parent's FuncPlans it keeps whole.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ir.errors import ScheduleError
+from ir.plan import Plan
+from scheduler.space import make_space
+
+from .search_walk import pipeline_from_spec, sampled_search_children
+
+TARGET = "i9-7960x"
+
+
+def _structure(plan: Plan) -> tuple:
+    """What a plan says about its tree, with nodes by their keys and regions and loops by their forms."""
+    key = plan.keys
+    funcs = []
+    for name, fp in plan.funcs.items():
+        if fp.inlined:
+            funcs.append((name, "inlined"))
+            continue
+        chains = [(ch.func, ch.stage.index, key[id(ch.head)], key[id(ch.site)], repr(ch.bounds), ch.extents, ch.exact,
+                   [(key[id(lvl.node)], lvl.depth, lvl.order, repr(lvl.loops)) for lvl in ch.levels])
+                  for ch in fp.chains]
+        sliding = None if fp.sliding is None else (fp.sliding.dim, key[id(fp.sliding.level.node)],
+                                                   repr(fp.sliding.loop))
+        funcs.append((name, key[id(fp.site)], key[id(fp.store)], repr(fp.region), fp.extents, repr(fp.storage),
+                      fp.storage_extents, fp.layout, fp.strides, sliding, chains))
+    parents = sorted((key[i], None if p is None else key[id(p)]) for i, p in plan.parent.items())
+    by_key = sorted((k, key[id(n)]) for k, n in plan.by_key.items())
+    return funcs, parents, by_key, sorted(key[i] for i in plan.levels)
+
+
+def _consistent(plan: Plan) -> None:
+    """Every node of the tree is indexed, every level is its chain's, every chain its FuncPlan's."""
+    nodes = {id(n) for n, _ in plan.root.nodes()}
+    assert set(plan.parent) == nodes and set(plan.keys) == nodes
+    assert all(plan.by_key[plan.keys[i]] is n for n, _ in plan.root.nodes() for i in [id(n)])
+    for name, fp in plan.funcs.items():
+        for ch in fp.chains:
+            assert ch.site is fp.site and plan.parent[id(ch.head)] is ch.site
+            for lvl in ch.levels:
+                assert lvl.chain is ch and plan.levels[id(lvl.node)] is lvl
+        if fp.sliding is not None:
+            assert plan.levels[id(fp.sliding.level.node)] is fp.sliding.level
+
+
+@pytest.mark.parametrize("pipeline", ["harris", "camera_pipe", "random:2"])
+def test_extended_plans_have_the_structure_of_fresh_ones(pipeline):
+    p = pipeline_from_spec(pipeline)
+    space = make_space(p, TARGET)
+    checked = whole = 0
+    for c in sampled_search_children(space, pipeline, 2):
+        if c.plan is c.parent.plan:  # a decision that left the tree alone
+            continue
+        fresh = Plan(p.dag, c.tree, space.target, complete=False)
+        assert _structure(c.plan) == _structure(fresh), (pipeline, c.num_decisions)
+        _consistent(c.plan)
+        whole += sum(fp is c.parent.plan.funcs.get(f) for f, fp in c.plan.funcs.items() if not fp.inlined)
+        checked += 1
+    assert checked > 50 and whole > 0, (checked, whole)
+
+
+def test_a_new_innermost_level_that_lists_other_inlined_funcs_is_refused():
+    """With the parent's inlined Funcs, extend checks only the new innermost levels' lists: a new one must still
+    be checked (here one that says it calls an inlined Func 99 times per point)."""
+    p = pipeline_from_spec("harris")
+    space = make_space(p, TARGET)
+    for c in sampled_search_children(space, "harris", 1):
+        old = c.parent.plan
+        new = [n for n, _ in c.tree.nodes() if n.innermost and id(n) not in old.keys]
+        if c.plan is old or not new or not old.inlined or c.plan.inlined != old.inlined:
+            continue
+        bad = new[0].replace(inlined=((sorted(old.inlined)[0], 99),))
+        with pytest.raises(ScheduleError, match="innermost level lists inlined"):
+            Plan.extend(old, c.tree.replace_node(new[0], bad))
+        return
+    pytest.fail("no child with a new innermost level")
