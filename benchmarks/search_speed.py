@@ -282,21 +282,18 @@ def main(argv=None) -> int:
 
 
 def worker_args(a, pipeline: str) -> list[str]:
-    """The command line of a --before worker searching `pipeline` (an app name, or 'random<stages> s<seed>')."""
-    return [pipeline, "--algorithms", ",".join(a.algorithms), "--beam-size", str(a.beam_size), "--passes",
-            str(a.passes), "--model", a.model, "--target", a.target, "--size", a.size, "--seed", str(a.seed)]
+    """The command line of a --before worker searching `pipeline`, one of the names pipelines() gives."""
+    return [pipeline, "--apps", ",".join(a.apps), "--random", str(a.random), "--random-stages", str(a.random_stages),
+            "--algorithms", ",".join(a.algorithms), "--beam-size", str(a.beam_size), "--passes", str(a.passes),
+            "--model", a.model, "--target", a.target, "--size", a.size, "--seed", str(a.seed)]
 
 
 def worker(a) -> int:
     """A --before worker: the searches of one pipeline under this process's code, one RESULT line each."""
     import json
 
-    name = a.worker
-    if name in APPS:
-        p = get_app(name).build(a.size)
-    else:  # 'random<stages> s<seed>'
-        stages, seed = name.removeprefix("random").split(" s")
-        p = generate(int(seed), max_stages=int(stages)).pipeline
+    p = next(build for name, _, build in pipelines(a.apps, a.size, a.random, a.seed, a.random_stages)
+             if name == a.worker)()
     model = load_model(a.model, get_target(a.target))
     warm_up(model, a.target)
     cached_pipeline_features(p.dag)
@@ -365,7 +362,7 @@ def before_after(a, error) -> int:
         print(f"\n{len(differ)} search(es) did different work under the two codes: "
               + ", ".join(f"{r['name']} {r['alg']}" for r in differ))
     else:
-        print(f"\nevery search found the same schedule over the same number of states under both codes")
+        print("\nevery search found the same schedule over the same number of states under both codes")
     return 0
 
 

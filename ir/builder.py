@@ -172,10 +172,9 @@ class ScheduleBuilder:
         heads = [self._chain(func, s, d.specs.get(s.index, _for_update(d.specs[0], s)), extents, v, d.kind == "root",
                              tuple(sorted(calls.get((func, s.index), {}).items())))
                  for s in node.stages]
-        if plan.inlined == inlined:  # the plan checked every other innermost level's list; the new ones have theirs
-            return _insert(tree, site_path, store_path, heads, func, self.dag, inlined, plan)
         tree = _insert(tree, site_path, store_path, heads, func, self.dag, inlined, plan)
-        return annotate_inlined(tree, self.dag, inlined)
+        # with the plan's inlined Funcs every other innermost level's list was checked, and the new ones have theirs
+        return tree if plan.inlined == inlined else annotate_inlined(tree, self.dag, inlined)
 
     def _vector_dim(self, func: str, d: FuncDecision) -> int:
         var = d.specs[0].vectorize

@@ -355,14 +355,10 @@ class Plan:
             by_key[key] = n
             if checked is None or i not in checked:
                 self._check_node(n, p)
-            if n.innermost:
-                for f, _ in n.inlined:
-                    inlined[f] = None
-                if p is not None:
-                    innermost.append(n)
-            elif n.inlined:
-                for f, _ in n.inlined:
-                    inlined[f] = None
+            for f, _ in n.inlined:
+                inlined[f] = None
+            if n.innermost and p is not None:
+                innermost.append(n)
             for f in n.store_at:
                 if f in stored:
                     raise ScheduleError(f"{f} is stored at two levels")

@@ -302,8 +302,8 @@ def _sym_upper_diffs(a: Lin, b: Lin) -> tuple[int, int] | None:
             if type(atom) is not Sym or type(atom.lo) is not int or type(atom.hi) is not int:
                 return None
             coefs[atom] = coefs.get(atom, 0) + sign * c
-    ab = ba = a.const - b.const
-    ba = -ba
+    ab = a.const - b.const
+    ba = -ab
     for atom, c in coefs.items():
         if c > 0:
             ab += c * atom.hi
