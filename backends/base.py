@@ -34,6 +34,20 @@ class Backend(ABC):
 
         return measure_kernel(kernel, inputs, protocol, expected, worker, isolate, data_key=data_key)
 
+    def run_interleaved(self, kernels: list[Kernel], inputs, protocol: Protocol | None = None, *, expected=None,
+                        worker=None, data_key: str | None = None, seed: int = 0) -> list[Measurement]:
+        """`run` of each of `kernels` (schedules of one pipeline), timed together in rounds (timing.time_interleaved)
+        so that their order repeats; a kernel that kills the worker sends every one back to `run`, one at a time.
+        Backends whose `run` is their own (a device timer) measure one at a time."""
+        from .timing import measure_kernels_interleaved
+
+        ms = None
+        if type(self).run is Backend.run:
+            ms = measure_kernels_interleaved(kernels, inputs, protocol, expected, worker, data_key=data_key, seed=seed)
+        if ms is None:
+            ms = [self.run(k, inputs, protocol, expected=expected, worker=worker, data_key=data_key) for k in kernels]
+        return ms
+
     def check_target(self, target) -> None:
         """A one-line CompileError unless this backend builds for `target`'s kind."""
         if target.kind not in self.target_kinds:

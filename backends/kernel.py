@@ -60,6 +60,8 @@ class Protocol:
     max_seconds: float = 2.0
     sample_seconds: float = 1e-3  # a sample repeats the kernel until it lasts this long
     timeout: float = 60.0  # the whole measurement, in the worker
+    max_rounds: int = 20  # interleaved measurement (timing.time_interleaved): rounds at most; two runs' orders of
+    #   random pipelines' schedules agreed no better after 20 rounds than after 40 (docs/generator.md)
 
 
 @dataclass

@@ -76,6 +76,26 @@ def run(built: BuildResult, inputs, protocol: Protocol | str | None = "full", *,
         return Measurement(Status.NO_GPU, compile_s=built.compile_s, error=str(e))
 
 
+def run_interleaved(builts: Sequence[BuildResult], inputs, protocol: Protocol | str | None = "full", *, expected=None,
+                    worker=None, data_key: str | None = None, seed: int = 0) -> list[Measurement]:
+    """`run` of each built schedule of one pipeline, timed together in rounds so that their order repeats
+    (Backend.run_interleaved): a pipeline's schedules are labels for their order, and schedules measured one after
+    another each see a different state of the machine. Failed builds are returned as their status."""
+    protocol = get_protocol(protocol) if protocol is not None else None
+    out: list[Measurement | None] = [None if b.kernel is not None else Measurement(b.status, error=b.error)
+                                     for b in builts]
+    kernels = [b.kernel for b in builts if b.kernel is not None]
+    if kernels:
+        backend = get_backend(kernels[0].backend)
+        try:
+            timed = iter(backend.run_interleaved(kernels, inputs, protocol, expected=expected, worker=worker,
+                                                 data_key=data_key, seed=seed))
+        except DeviceMissing as e:
+            timed = iter(Measurement(Status.NO_GPU, compile_s=k.compile_s, error=str(e)) for k in kernels)
+        out = [m if m is not None else next(timed) for m in out]
+    return out  # type: ignore[return-value]
+
+
 def measure_many(items: Sequence[MeasureInput], target="host", *, backend: str = "numba",
                  protocol: Protocol | str = "full", compile_timeout: float | None = 600.0, worker=None,
                  progress: Callable[[int, Measurement], None] | None = None) -> list[Measurement]:

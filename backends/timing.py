@@ -53,6 +53,60 @@ def time_callable(fn, protocol: Protocol) -> tuple[float, float, float, int, int
     return s[0], median(s), third / s[0] - 1 if s[0] > 0 else math.nan, len(s), total
 
 
+def time_interleaved(fns: list, protocol: Protocol, seed: int = 0) -> list[tuple[float, float, float, int, int]]:
+    """(best, median, spread, samples, iterations) of each of fns, timed in rounds: every round takes one sample
+    of every function, in a fresh random order. Functions measured one after another see different states of the
+    machine (a neighbour's load, the clock, the memory traffic of the last kernel); measured in rounds, each sees
+    the same mix, so their order is what repeats (a pipeline's schedules are labels for their order). Sampling ends
+    when every function's best and third best samples agree within `accuracy` and `min_seconds` per function have
+    passed, or after `max_seconds` per function (the sequential protocol's budget) or `max_rounds` rounds."""
+    import random
+
+    n = len(fns)
+    if n == 0:
+        return []
+    for _ in range(protocol.warmup):
+        for fn in fns:
+            fn()
+    iters = []
+    for fn in fns:  # calibrate each: a sample must last long enough for the clock
+        k = 1
+        while True:
+            t0 = time.perf_counter()
+            for _ in range(k):
+                fn()
+            if time.perf_counter() - t0 >= protocol.sample_seconds or k >= 1 << 16:
+                break
+            k *= 2
+        iters.append(k)
+    samples: list[list[float]] = [[] for _ in fns]
+    order = list(range(n))
+    rng = random.Random(seed)
+    start = time.perf_counter()
+    while True:
+        rng.shuffle(order)
+        for i in order:
+            fn, k = fns[i], iters[i]
+            t0 = time.perf_counter()
+            for _ in range(k):
+                fn()
+            samples[i].append((time.perf_counter() - t0) / k)
+        rounds = len(samples[0])
+        elapsed = time.perf_counter() - start
+        if rounds >= protocol.min_samples:
+            if elapsed >= protocol.max_seconds * n or rounds >= min(protocol.max_rounds, protocol.max_samples):
+                break
+            if elapsed >= protocol.min_seconds * n and all(
+                    (s := sorted(x))[2] <= s[0] * (1 + protocol.accuracy) for x in samples):
+                break
+    out = []
+    for x, k in zip(samples, iters):
+        s = sorted(x)
+        third = s[min(2, len(s) - 1)]
+        out.append((s[0], median(s), third / s[0] - 1 if s[0] > 0 else math.nan, len(s), k * len(s)))
+    return out
+
+
 def compare_outputs(types: dict, got: dict[str, np.ndarray], expected: dict[str, np.ndarray],
                     rtol: float = 1e-5, atol: float = 1e-6) -> str | None:
     """None if outputs match (bit-exact for integers and bools, tight tolerance for floats), else why."""
@@ -73,28 +127,56 @@ def compare_outputs(types: dict, got: dict[str, np.ndarray], expected: dict[str,
     return None
 
 
-def run_measurement(spec, output_meta: dict, inputs: dict[str, np.ndarray], protocol: Protocol,
-                    expected: dict[str, np.ndarray] | None, types: dict | None) -> Measurement:
-    """Runs in the worker: load the kernel, check its output, time it."""
+def _load_and_check(spec, output_meta: dict, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                    expected: dict[str, np.ndarray] | None, types: dict | None):
+    """(runner, None) for a kernel that loads, runs once into `outputs` and matches `expected`, else (None, its
+    Measurement). That run is the protocol's first warm-up: same buffers, pages touched, thread pool started."""
     try:
         run = spec.runner()
     except Exception as e:  # noqa: BLE001 - a failing compile is a status
-        return Measurement(Status.COMPILE_ERROR, error=f"{type(e).__name__}: {first_line(e)}")
-    outputs = {n: np.empty(size, dtype) for n, (size, dtype, _) in output_meta.items()}
+        return None, Measurement(Status.COMPILE_ERROR, error=f"{type(e).__name__}: {first_line(e)}")
     try:
         run(inputs, outputs)
     except Exception as e:  # noqa: BLE001
-        return Measurement(Status.RUNTIME_ERROR, error=f"{type(e).__name__}: {first_line(e)}")
+        return None, Measurement(Status.RUNTIME_ERROR, error=f"{type(e).__name__}: {first_line(e)}")
     if expected is not None:
         shaped = {n: outputs[n].reshape(shape, order="F") for n, (_, _, shape) in output_meta.items()}
         why = compare_outputs(types or {}, shaped, expected)
         if why is not None:
-            return Measurement(Status.WRONG_OUTPUT, error=why)
-    # the run just made (same buffers, pages touched, thread pool started) is the protocol's first warm-up run:
-    # a long kernel would otherwise run once more for nothing (0.1-0.5 s a sample at data-generation sizes)
+            return None, Measurement(Status.WRONG_OUTPUT, error=why)
+    return run, None
+
+
+def run_measurement(spec, output_meta: dict, inputs: dict[str, np.ndarray], protocol: Protocol,
+                    expected: dict[str, np.ndarray] | None, types: dict | None) -> Measurement:
+    """Runs in the worker: load the kernel, check its output, time it."""
+    outputs = {n: np.empty(size, dtype) for n, (size, dtype, _) in output_meta.items()}
+    run, failed = _load_and_check(spec, output_meta, inputs, outputs, expected, types)
+    if failed is not None:
+        return failed
+    # the check run was the first warm-up: a long kernel would otherwise run once more for nothing (0.1-0.5 s a
+    # sample at data-generation sizes)
     warm = replace(protocol, warmup=max(0, protocol.warmup - 1))
     best, med, spread, samples, iters = time_callable(lambda: run(inputs, outputs), warm)
     return Measurement(Status.OK, best, med, spread, samples, iters)
+
+
+def run_interleaved_measurement(specs: list, output_meta: dict, inputs: dict[str, np.ndarray], protocol: Protocol,
+                                expected: dict[str, np.ndarray] | None, types: dict | None,
+                                seed: int = 0) -> list[Measurement]:
+    """Runs in the worker: load and check each kernel of one pipeline, then time those that pass together in
+    rounds (time_interleaved). They write one set of output buffers, so each runs on the same memory."""
+    outputs = {n: np.empty(size, dtype) for n, (size, dtype, _) in output_meta.items()}
+    out: list[Measurement | None] = []
+    runs = []
+    for spec in specs:
+        run, failed = _load_and_check(spec, output_meta, inputs, outputs, expected, types)
+        out.append(failed)
+        if run is not None:
+            runs.append(run)
+    warm = replace(protocol, warmup=max(0, protocol.warmup - 1))
+    timed = iter(time_interleaved([lambda run=run: run(inputs, outputs) for run in runs], warm, seed))
+    return [m if m is not None else Measurement(Status.OK, *next(timed)) for m in out]
 
 
 def measure_kernel(kernel: Kernel, inputs, protocol: Protocol | None = None, expected=None,
@@ -129,3 +211,41 @@ def measure_kernel(kernel: Kernel, inputs, protocol: Protocol | None = None, exp
             m = Measurement(Status.RUNTIME_ERROR, error=str(e))
     m.compile_s = kernel.compile_s
     return m
+
+
+def measure_kernels_interleaved(kernels: list[Kernel], inputs, protocol: Protocol | None = None, expected=None,
+                                worker=None, isolate: bool = True, data_key: str | None = None,
+                                seed: int = 0) -> list[Measurement] | None:
+    """run_interleaved_measurement of kernels of one pipeline in the worker process; None when the process failed
+    (a kernel crashed or hung it): the caller then measures them one at a time, which names the culprit. The whole
+    block gets one measurement's `timeout` plus the protocol's time budget and two seconds per kernel."""
+    from .worker import Keep, RemoteError, WorkerCrashed, WorkerTimeout, default_worker
+
+    protocol = protocol or Protocol()
+    if not kernels:
+        return []
+    p = kernels[0].pipeline
+    if any(k.pipeline is not p for k in kernels):
+        raise ValueError("kernels measured together must be schedules of one pipeline")
+    k0 = kernels[0]
+    bound = k0.bind_inputs((inputs,), {}) if isinstance(inputs, dict) else k0.bind_inputs(tuple(inputs), {})
+    meta = {o.name: (math.prod(p.output_sizes[o.name]), o.type.dtype, p.output_sizes[o.name]) for o in p.outputs}
+    types = {o.name: o.type for o in p.outputs}
+    specs = [k.spec for k in kernels]  # type: ignore[attr-defined]
+    if not isolate:
+        ms = run_interleaved_measurement(specs, meta, bound, protocol, expected, types, seed)
+    else:
+        w = worker or default_worker()
+        if data_key is not None:
+            bound = Keep(f"{data_key}:inputs", bound)
+            if expected is not None:
+                expected = Keep(f"{data_key}:expected", expected)
+        timeout = protocol.timeout + len(kernels) * (protocol.max_seconds + 2.0)
+        try:
+            ms = w.call(run_interleaved_measurement, specs, meta, bound, protocol, expected, types, seed,
+                        timeout=timeout)
+        except (WorkerTimeout, WorkerCrashed, RemoteError):
+            return None
+    for m, k in zip(ms, kernels):
+        m.compile_s = k.compile_s
+    return ms

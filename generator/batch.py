@@ -25,9 +25,13 @@ from ir.errors import SchedlabError
 
 __all__ = ["BASELINES", "BaselineError", "BatchKey", "BatchPlan", "BatchSpec", "PlannedSample", "SamplingModel",
            "batch_rows", "derived_seed", "get_baseline", "plan_batch", "prepare_pipeline", "register_baseline",
-           "write_rows"]
+           "write_rows", "MEASUREMENTS"]
 
 DRAWS_PER_SAMPLE = 4  # dropout draws tried per wanted sample before a small space gives fewer samples
+# How a batch's schedules are timed: "sequential", each under the protocol in turn (the datasets of 2026-11), or
+# "interleaved", all of a pipeline's in rounds of one sample each (backends.run_interleaved), so that every schedule
+# sees the same states of the machine and their order repeats from run to run (docs/generator.md)
+MEASUREMENTS = ("sequential", "interleaved")
 
 # 64 x 48 x 3 outputs: every stage is a few thousand points, so a schedule compiles in ~1-2 s and runs in
 # micro- to milliseconds, while tiling, vectorization and parallelism still change runtimes by 10-1000x.
@@ -99,6 +103,7 @@ class BatchKey:
     naive_runtime: tuple[float, float] = ()  # (lo, hi) s: output_size is the largest, scaled (generator.sizing)
     contrasts: int = 0  # one-decision contrasts of the beam sample (generator.contrast) planned after it
     contrast_kinds: tuple[str, ...] = ()  # the kinds of those contrasts, in turn (): generator.contrast.DECISIONS
+    measurement: str = "sequential"  # MEASUREMENTS: how a batch's schedules are timed (part of what a label means)
 
     @property
     def batch_id(self) -> str:
@@ -106,6 +111,8 @@ class BatchKey:
         for name in ("baselines", "random_fill", "naive_runtime", "contrasts", "contrast_kinds"):
             if not fields[name]:
                 del fields[name]  # batches written before these options existed keep their names
+        if fields["measurement"] == "sequential":
+            del fields["measurement"]
         blob = json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
         return f"r{self.round}-p{self.seed}-{hashlib.sha256(blob).hexdigest()[:12]}"
 
@@ -148,6 +155,7 @@ class BatchSpec:
     naive_runtime: tuple[float, float] | None = None  # (lo, hi) s: size each pipeline (generator.sizing)
     contrasts: int = 0  # one-decision contrasts of the beam sample, planned right after it (generator.contrast)
     contrast_kinds: tuple[str, ...] = ()  # their kinds, in turn (generator.contrast.KINDS); (): DECISIONS
+    measurement: str = "sequential"  # MEASUREMENTS: one schedule after another, or a pipeline's schedules in rounds
 
     def __post_init__(self):
         from backends.protocols import get_protocol
@@ -165,6 +173,8 @@ class BatchSpec:
         check_contrasts(self.contrasts, self.schedules_per_pipeline)
         object.__setattr__(self, "contrast_kinds", normal_contrast_kinds(self.contrast_kinds))
         get_protocol(self.protocol)  # a ProtocolError (a ValueError) listing the names
+        if self.measurement not in MEASUREMENTS:
+            raise ValueError(f"measurement must be one of {', '.join(MEASUREMENTS)}, got {self.measurement!r}")
         if len(self.output_size) != 3 or min(self.output_size) < 1:
             raise ValueError(f"output_size must be three positive ints, got {self.output_size}")
         for name in self.baselines:
@@ -179,13 +189,14 @@ class BatchSpec:
                    compile_timeout=cfg.compile_timeout, round=round_, beam_size=cfg.beam_size, passes=cfg.passes,
                    dropout=cfg.dropout, baselines=tuple(cfg.baselines), backend=cfg.backend,
                    benchmark_timeout=cfg.benchmark_timeout, random_fill=cfg.random_fill,
-                   naive_runtime=cfg.naive_runtime, contrasts=cfg.contrasts, contrast_kinds=tuple(cfg.contrast_kinds))
+                   naive_runtime=cfg.naive_runtime, contrasts=cfg.contrasts, contrast_kinds=tuple(cfg.contrast_kinds),
+                   measurement=cfg.measurement)
 
     def key(self, seed: int) -> BatchKey:
         return BatchKey(self.target, self.round, int(seed), self.schedules_per_pipeline, self.max_stages,
                         self.output_size, self.markov, self.beam_size, self.passes, self.dropout, self.schedule_seed,
                         self.protocol, self.check_outputs, self.backend, self.baselines, self.random_fill,
-                        self.naive_runtime or (), self.contrasts, self.contrast_kinds)
+                        self.naive_runtime or (), self.contrasts, self.contrast_kinds, self.measurement)
 
     def keys(self) -> tuple[BatchKey, ...]:
         return tuple(self.key(s) for s in self.seeds)

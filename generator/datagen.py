@@ -138,6 +138,14 @@ def _measure_plan(plan: BatchPlan, spec: BatchSpec, target, worker, tick) -> lis
 
     p, inputs, expected = plan.pipeline, plan.inputs, plan.expected
     protocol = get_protocol(spec.protocol, timeout=spec.benchmark_timeout)  # as generator.job measures
+    if spec.measurement == "interleaved":
+        builts = [backends.build(p, s.loopnest, target, backend=spec.backend, timeout=spec.compile_timeout,
+                                 worker=worker) for s in plan.samples]
+        out = backends.run_interleaved(builts, inputs, protocol, expected=expected, worker=worker,
+                                       data_key=plan.key.batch_id, seed=plan.key.seed)
+        for s, m in zip(plan.samples, out):
+            tick(f"seed {plan.key.seed} {s.sampler}: {m.status}" + (f" {format_seconds(m.min_s)}" if m.ok else ""))
+        return out
     out = []
     for s in plan.samples:
         name, loopnest = s.sampler, s.loopnest
@@ -248,6 +256,8 @@ class DatagenConfig:
     #   runtime is a log-uniform draw from [LO, HI] (generator.sizing); none: output_size as given
     target: str = "host"  # host, or a conf/targets/<name>.yaml target; the dataset partition
     protocol: Literal["quick", "full", "check", "default"] = "full"  # backends.PROTOCOLS, full as the job's
+    measurement: Literal["sequential", "interleaved"] = "sequential"  # generator.batch.MEASUREMENTS (the job's:
+    #   interleaved; sequential keeps the names of the batches written before)
     seed: int = 0  # the job's seed: seeds the dropout draws and the round-0 model random:<seed>
     round: int = 0  # the job round the batches belong to (part of their names)
     beam_size: int = 8  # beam width of the beam-search sample
@@ -320,7 +330,7 @@ def _run(a: DatagenConfig) -> int:
                      markov=a.markov, check_outputs=a.check_outputs, round=a.round, beam_size=a.beam_size,
                      passes=a.passes, dropout=a.dropout, baselines=a.baselines, random_fill=a.random_fill,
                      backend=a.backend, naive_runtime=a.naive_runtime, contrasts=a.contrasts,
-                     contrast_kinds=a.contrast_kinds)
+                     contrast_kinds=a.contrast_kinds, measurement=a.measurement)
     model = SamplingModel(a.model or spec.random_model)
     try:
         model.cost_model(_target(a.target, a.backend))  # a model that cannot load is one error, not a failure per seed

@@ -485,7 +485,7 @@ def test_a_local_run_writes_the_batches_and_schedules_the_job_plans_for_the_same
                     naive_runtime=None, backend="numba", beam_size=2, passes=1, out=str(tmp_path))  # the job's sampling: no baselines, no random fill
     assert datagen.main(["seeds=1:3", "seed=1", "schedules_per_pipeline=3", "max_stages=3",
                          "output_size=32,24,3", "beam_size=2", "passes=1", "baselines=", "random_fill=false",
-                         f"out={tmp_path}"]) == 0
+                         "measurement=interleaved", f"out={tmp_path}"]) == 0
     capsys.readouterr()
     job = Job(cfg, tmp_path, "sqlite:///unused.db", get_target(cfg.target), 1.0)
     model = job.sampling_model(0)

@@ -111,6 +111,7 @@ def test_a_plan_is_one_beam_sample_then_distinct_dropout_samples_and_reproducibl
     (["contrasts=16"], "contrasts must be in [0, schedules_per_pipeline - 1] (room for the beam sample they come "
                        "from), got 16 with schedules_per_pipeline 16"),
     (["first_sampler=hybrid"], "first_sampler must be random, analytical[:N] or models:/<name>/<version>, got 'hybrid'"),
+    (["measurement=rounds"], "config key 'measurement' must be one of interleaved, sequential; got 'rounds'"),
 ])
 def test_bad_config_is_one_line_and_exit_status_2(args, text, tmp_path, capsys):
     assert main(["--config", str(ROOT / "conf/datagen.yaml"), f"out={tmp_path}", *args]) == 2

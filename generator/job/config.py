@@ -80,6 +80,8 @@ class JobConfig:
     #   (generator.contrast.KINDS; add compute: an inlined Func computed); the default keeps the batch names
     protocol: Literal["quick", "full", "check", "default"] = "full"  # backends.PROTOCOLS ("default" = full); full:
     #   labels agree on 0.87 of pairs in two job runs, quick on 0.80, at the same wall time (docs/generator.md)
+    measurement: Literal["interleaved", "sequential"] = "interleaved"  # generator.batch.MEASUREMENTS: a pipeline's
+    #   schedules timed together in rounds (their order repeats from run to run), or one after another
     compile_timeout: float = 600.0  # seconds per compilation (adams2019 §5: a 10-minute kill)
     benchmark_timeout: float = 60.0  # seconds per measurement, output check included
     check_outputs: bool = True  # every schedule's output against the reference interpreter

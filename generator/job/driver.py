@@ -76,6 +76,7 @@ class JobSummary:
     remeasured: int = 0  # samples whose benchmarker died, measured again on a live node
     nodes: list = field(default_factory=list)  # .nodes.NodeReport of every node the job checked and used
     run: str = ""  # the job's MLflow run: its name and id
+    measurement: str = ""  # how batches were timed (generator.batch.MEASUREMENTS)
 
     @property
     def unwritten(self) -> int:
@@ -103,7 +104,8 @@ class JobSummary:
                 "again)" if self.unwritten else "")),
             (f"throughput: {per_hour:.0f} samples per hour per core ({self.samples_per_core_hour:.0f} valid; "
              f"{self.cpus:g} CPUs); task time: planning {format_seconds(self.plan_s)}, compiling {format_seconds(self.compile_s)}, "
-             f"measuring {format_seconds(self.measure_s)} (+ {format_seconds(self.wait_s)} waiting for a quiet node)"),
+             f"measuring {format_seconds(self.measure_s)} ({self.measurement or 'sequential'}; + "
+             f"{format_seconds(self.wait_s)} waiting for a quiet node)"),
             f"data: {self.out / ('target=' + self.target)}",
         ]
         out += [f"node {n.describe()}" for n in self.nodes]
@@ -135,6 +137,8 @@ class _Batch:
     rows: list = field(default_factory=list)  # Measurement per sample, None until known
     compile_s: list = field(default_factory=list)
     nodes: set = field(default_factory=set)  # the Ray node ids whose benchmarkers measured its samples
+    compiles_left: int = 0  # compile tasks not yet returned
+    blocks: dict = field(default_factory=dict)  # node id -> samples compiled there, to time together (interleaved)
 
     @property
     def done(self) -> bool:
@@ -146,7 +150,7 @@ class Job:
                  progress: Progress | None = None, run_id: str | None = None):
         self.cfg, self.out, self.tracking, self.tgt = cfg, out, tracking, target
         self.run_id = run_id  # the job's MLflow run: each round's training run is nested under it
-        self.summary = JobSummary(out, tracking, target.name, cpus)
+        self.summary = JobSummary(out, tracking, target.name, cpus, measurement=cfg.measurement)
         self.faults = {(f.seed, f.index): f.kind for f in cfg.fault_list}
         self.benchmarkers: dict[str, object] = {}
         self.measured_again: set = set()  # (batch key, sample index) measured again after a benchmarker died
@@ -284,6 +288,7 @@ class Job:
         self.summary.plan_s += b.plan.seconds
         self.shrink(self.cfg.schedules_per_pipeline - n)
         b.rows, b.compile_s = [None] * n, [math.nan] * n
+        b.compiles_left = n
         if n == 0:
             return self.finish(b)
         where = NodeAffinitySchedulingStrategy(b.plan.node_id, soft=True)
@@ -299,16 +304,22 @@ class Job:
 
         from backends.protocols import get_protocol
 
+        b.compiles_left -= 1
         try:
             outcome = ray.get(ref)
         except ray.exceptions.RayError as e:
-            return self.record(b, i, Measurement(WORKER_DIED, error=f"compile task: {first_line(e, last=True)} "
+            done = self.record(b, i, Measurement(WORKER_DIED, error=f"compile task: {first_line(e, last=True)} "
                                                  f"(tried {self.cfg.max_retries + 1} times)"))
+            return self.submit_blocks(b, pending) or done
         b.compile_s[i] = outcome.compile_s
         if math.isfinite(outcome.compile_s):
             self.summary.compile_s += outcome.compile_s
         if outcome.status != "ok":
-            return self.record(b, i, Measurement(outcome.status, error=outcome.error, compile_s=outcome.compile_s))
+            done = self.record(b, i, Measurement(outcome.status, error=outcome.error, compile_s=outcome.compile_s))
+            return self.submit_blocks(b, pending) or done
+        if self.cfg.measurement == "interleaved":
+            b.blocks.setdefault(outcome.node_id, []).append(i)
+            return self.submit_blocks(b, pending)
         fault = self.faults.get((b.key.seed, i), "")
         mref = self.benchmarker(outcome.node_id).measure.remote(
             b.plan_ref, i, get_protocol(self.cfg.protocol, self.cfg.benchmark_timeout), self.cfg.compile_timeout,
@@ -316,9 +327,53 @@ class Job:
         pending[mref] = ("measure", b, i, outcome.node_id)
         return False
 
-    def on_measure(self, ref, b: _Batch, i: int, node: str, pending) -> bool:
+    def submit_blocks(self, b: _Batch, pending) -> bool:
+        """Once every compile of a batch has returned, one interleaved measurement per node of the samples compiled
+        there (the node's kernel cache has them). Returns False: the batch waits for those measurements."""
+        from backends.protocols import get_protocol
+
+        if b.compiles_left > 0 or not b.blocks:
+            return False
+        protocol = get_protocol(self.cfg.protocol, self.cfg.benchmark_timeout)
+        for node, indices in b.blocks.items():
+            indices = sorted(indices)
+            faults = tuple(f if (f := self.faults.get((b.key.seed, i), "")) != "die" else "" for i in indices)
+            mref = self.benchmarker(node).measure_block.remote(b.plan_ref, indices, protocol, self.cfg.compile_timeout,
+                                                               faults, self.cfg.quiet_measurement)
+            pending[mref] = ("measure_block", b, -1, (node, indices))
+        b.blocks = {}
+        return False
+
+    def on_measure_block(self, ref, b: _Batch, _i, extra, pending) -> bool:
         import ray
 
+        node, indices = extra
+        try:
+            ms = ray.get(ref)
+        except ray.exceptions.RayError as e:
+            self.benchmarkers.pop(node, None)  # a fresh actor for what comes next
+            finished = False
+            for i in indices:
+                if not self.measure_again(b, i, node, pending):
+                    finished = self.record(b, i, Measurement(WORKER_DIED, error=f"benchmarker: "
+                                                             f"{first_line(e, last=True)}")) or finished
+            return finished
+        b.nodes.add(node)
+        finished = False
+        for i, m in zip(indices, ms):
+            finished = self.measured(b, i, m) or finished
+        return finished
+
+    def measured(self, b: _Batch, i: int, m: Measurement) -> bool:
+        m.compile_s = b.compile_s[i]  # the compile task's time, not the cache load before measuring
+        if math.isfinite(m.measure_s):
+            self.summary.measure_s += m.measure_s
+        if math.isfinite(m.wait_s):
+            self.summary.wait_s += m.wait_s
+        return self.record(b, i, m)
+
+    def on_measure(self, ref, b: _Batch, i: int, node: str, pending) -> bool:
+        import ray
 
         try:
             m = ray.get(ref)
@@ -329,12 +384,7 @@ class Job:
             m = Measurement(WORKER_DIED, error=f"benchmarker: {first_line(e, last=True)}")
         else:
             b.nodes.add(node)
-        m.compile_s = b.compile_s[i]  # the compile task's time, not the cache load before measuring
-        if math.isfinite(m.measure_s):
-            self.summary.measure_s += m.measure_s
-        if math.isfinite(m.wait_s):
-            self.summary.wait_s += m.wait_s
-        return self.record(b, i, m)
+        return self.measured(b, i, m)
 
     def measure_again(self, b: _Batch, i: int, dead: str, pending) -> bool:
         """Once per sample, measure it on a live node after its benchmarker died (with its node, or alone): the

@@ -1,6 +1,8 @@
 """The job's Ray work: planning and compiling are parallel CPU tasks; measuring is one actor per node that
 runs one measurement at a time (the papers benchmark sequentially so that runs do not disturb each other),
-and with `quiet_measurement` alone on its node: planning and compiling pause while it times (.quiet).
+and with `quiet_measurement` alone on its node: planning and compiling pause while it times (.quiet). A
+measurement is one sample (`measure`, measurement=sequential) or the samples of a batch compiled on the node,
+timed together in rounds (`measure_block`, measurement=interleaved).
 
 numba kernels land in the node's on-disk cache (backends.numba.compiler), so the benchmarker finds the
 kernel its node compiled; a kernel compiled on another node is simply compiled again. Halide JIT code
@@ -91,6 +93,35 @@ class Benchmarker:
         m.wait_s = t2 - t1
         m.measure_s = time.perf_counter() - t0 - m.wait_s
         return m
+
+    def measure_block(self, plan: BatchPlan, indices: list[int], protocol, compile_timeout: float,
+                      faults: tuple[str, ...] = (), quiet: bool = False) -> list[Measurement]:
+        """Samples `indices` of one batch, timed together in rounds (backends.run_interleaved) in one quiet spell of
+        the node; a kernel that crashes or hangs the block sends them back to one-at-a-time measurement, which gives
+        it its status. Each Measurement carries an equal share of the block's load and wait seconds."""
+        import time
+
+        from backends import build, run_interleaved
+
+        t0 = time.perf_counter()
+        builts = []
+        for k, i in enumerate(indices):
+            b = build(plan.pipeline, plan.samples[i].loopnest, plan.key.target, backend=plan.key.backend,
+                      timeout=compile_timeout, worker=self.worker)
+            fault = faults[k] if k < len(faults) else ""
+            if fault in ("crash", "hang") and b.kernel is not None:
+                b.kernel.spec = FaultyKernel(fault)
+            builts.append(b)
+        inputs = {n: np.array(a) for n, a in plan.inputs.items()}  # Ray hands out read-only views
+        t1 = time.perf_counter()
+        with maybe(quiet, "exclusive"):
+            t2 = time.perf_counter()
+            ms = run_interleaved(builts, inputs, protocol, expected=plan.expected, worker=self.worker,
+                                 data_key=plan.key.batch_id, seed=plan.key.seed)
+        wait, spent = t2 - t1, time.perf_counter() - t0 - (t2 - t1)
+        for m in ms:
+            m.wait_s, m.measure_s = wait / len(ms), spent / len(ms)
+        return ms
 
     def node_id(self) -> str:
         return ray.get_runtime_context().get_node_id()

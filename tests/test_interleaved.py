@@ -1,0 +1,116 @@
+"""Interleaved measurement: a pipeline's schedules timed together in rounds (backends.timing.time_interleaved,
+backends.run_interleaved), the data job's default way of labelling a batch."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import pytest
+
+import backends
+from backends import Protocol
+from backends.timing import time_interleaved
+from backends.worker import Worker
+from generator.batch import BatchSpec
+from generator.job.config import JobConfig
+from ir import interpret
+from ir.builder import naive_schedule
+from ir.sampling import random_schedule
+
+from . import worker_targets as wt
+from .test_backend import blur_pipeline
+
+ROOT = Path(__file__).resolve().parent.parent
+FEW_ROUNDS = Protocol(warmup=0, min_samples=5, max_samples=5, accuracy=0.0, min_seconds=0, max_seconds=60,
+                      sample_seconds=0, timeout=120)
+
+
+def test_every_round_samples_every_function_once_in_a_fresh_order():
+    calls: list[int] = []
+
+    def sleeper(i: int):
+        def fn():
+            calls.append(i)
+            time.sleep(0.002 * (i + 1))
+
+        return fn
+
+    fns = [sleeper(i) for i in range(4)]
+    out = time_interleaved(fns, FEW_ROUNDS, seed=3)
+    calibration, timed = calls[:4], calls[4:]
+    assert calibration == [0, 1, 2, 3]  # one calibration run each (a run of >= 0 s is long enough)
+    rounds = [timed[k:k + 4] for k in range(0, len(timed), 4)]
+    assert len(rounds) == 5 and all(sorted(r) == [0, 1, 2, 3] for r in rounds), rounds
+    assert len({tuple(r) for r in rounds}) > 1, "the order is drawn afresh every round"
+    assert [samples for _, _, _, samples, _ in out] == [5] * 4
+    best = [b for b, _, _, _, _ in out]
+    assert best == sorted(best), best  # 2, 4, 6, 8 ms sleeps: a sleep only ever runs long
+    assert all(b >= 0.002 * (i + 1) for i, b in enumerate(best))
+
+
+def test_rounds_stop_once_every_function_agrees_with_itself():
+    fast = Protocol(warmup=0, min_samples=3, max_samples=1000, accuracy=10.0, min_seconds=0, max_seconds=60,
+                    sample_seconds=0)
+    out = time_interleaved([lambda: None, lambda: time.sleep(0.001)], fast)
+    assert [samples for _, _, _, samples, _ in out] == [3, 3]  # within 1000 % after the minimum: done
+    never = dataclasses.replace(fast, accuracy=-1.0, max_rounds=7)  # no two samples agree within -100 %
+    out = time_interleaved([lambda: None, lambda: time.sleep(0.001)], never)
+    assert [samples for _, _, _, samples, _ in out] == [7, 7]  # max_rounds ends it, not max_samples
+
+
+def _built(p, n: int):
+    lns = [naive_schedule(p)] + [random_schedule(p, seed)[0] for seed in range(1, n)]
+    return [backends.build(p, ln, backend="llvm") for ln in lns]
+
+
+def test_a_block_gives_each_schedule_its_own_status_and_time():
+    p = blur_pipeline()
+    inputs = p.random_inputs(0)
+    expected = interpret(p, inputs)
+    builts = _built(p, 3)
+    assert all(b.ok for b in builts)
+    builts[1].kernel.spec = wt.WrongOutputSpec(builts[1].kernel.spec)
+    failed = backends.BuildResult(None, "compile_error", "injected")
+    w = Worker()
+    ms = backends.run_interleaved([*builts, failed], inputs, FEW_ROUNDS, expected=expected, worker=w)
+    assert [m.status for m in ms] == ["ok", "wrong_output", "ok", "compile_error"], [m.error for m in ms]
+    assert "values differ" in ms[1].error and ms[3].error == "injected"
+    assert all(m.min_s > 0 and m.samples == 5 and m.median_s >= m.min_s for m in (ms[0], ms[2]))
+    w.close()
+
+
+def test_a_kernel_that_kills_the_block_sends_every_schedule_back_to_one_at_a_time():
+    p = blur_pipeline()
+    inputs = p.random_inputs(0)
+    builts = _built(p, 3)
+    builts[1].kernel.spec = wt.CrashingSpec()
+    w = Worker()
+    ms = backends.run_interleaved(builts, inputs, FEW_ROUNDS, expected=interpret(p, inputs), worker=w)
+    assert [m.status for m in ms] == ["ok", "crash", "ok"], [m.error for m in ms]
+    assert ms[0].min_s > 0 and ms[2].min_s > 0
+    w.close()
+
+
+def test_only_schedules_of_one_pipeline_are_timed_together():
+    a, b = blur_pipeline(), blur_pipeline((32, 24))
+    ka, kb = (backends.build(p, naive_schedule(p), backend="llvm").kernel for p in (a, b))
+    with pytest.raises(ValueError, match="schedules of one pipeline"):
+        backends.timing.measure_kernels_interleaved([ka, kb], a.random_inputs(0), FEW_ROUNDS)
+
+
+def test_sequential_batches_keep_their_names_and_interleaved_ones_get_new_ones():
+    """The committed datasets were measured one schedule after another: their files are still the batches of their
+    generation command with measurement=sequential, and interleaved labels never overwrite or resume them."""
+    data = ROOT / "datasets" / "random-host-halide-avx2" / "target=host"
+    cfg = JobConfig(backend="halide", seed=3000, rounds=1, pipelines_per_round=3, contrasts=5,
+                    contrast_kinds=("serial", "inline", "compute", "scalar", "rolled"), first_sampler="analytical",
+                    naive_runtime=(0.005, 1.0), max_stages=20, output_size=(2000, 2000, 3), measurement="sequential")
+    sequential = BatchSpec.of_job(cfg, 0).batch_ids
+    assert all((data / f"batch-{i}.parquet").exists() for i in sequential), sequential
+    interleaved = BatchSpec.of_job(dataclasses.replace(cfg, measurement="interleaved"), 0).batch_ids
+    assert not set(interleaved) & set(sequential)
+    assert JobConfig().measurement == "interleaved"
+    with pytest.raises(ValueError, match="measurement must be one of sequential, interleaved"):
+        BatchSpec(seeds=(1,), measurement="rounds")
