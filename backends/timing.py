@@ -179,28 +179,38 @@ def run_interleaved_measurement(specs: list, output_meta: dict, inputs: dict[str
     return [m if m is not None else Measurement(Status.OK, *next(timed)) for m in out]
 
 
+def _worker_args(kernel: Kernel, inputs, expected, data_key: str | None):
+    """(inputs by the pipeline's names, output sizes and dtypes, output types, expected outputs) for a measurement
+    function in the worker; with `data_key`, the inputs and expected outputs as worker.Keep, which a worker process
+    receives once and keeps for the next kernel of the same data."""
+    from .worker import Keep
+
+    p = kernel.pipeline
+    bound = kernel.bind_inputs((inputs,), {}) if isinstance(inputs, dict) else kernel.bind_inputs(tuple(inputs), {})
+    meta = {o.name: (math.prod(p.output_sizes[o.name]), o.type.dtype, p.output_sizes[o.name]) for o in p.outputs}
+    types = {o.name: o.type for o in p.outputs}
+    if data_key is not None:
+        bound = Keep(f"{data_key}:inputs", bound)
+        if expected is not None:
+            expected = Keep(f"{data_key}:expected", expected)
+    return bound, meta, types, expected
+
+
 def measure_kernel(kernel: Kernel, inputs, protocol: Protocol | None = None, expected=None,
                    worker=None, isolate: bool = True, measure=None, data_key: str | None = None) -> Measurement:
     """`measure(kernel.spec, output_meta, inputs, protocol, expected, types)` (default run_measurement: host
     kernels timed by the wall clock) in the worker process; every failure of the process is a status. With
     `data_key`, the process keeps the inputs and expected outputs (worker.Keep) for the next kernel on them."""
-    from .worker import Keep, RemoteError, WorkerCrashed, WorkerTimeout, default_worker
+    from .worker import RemoteError, WorkerCrashed, WorkerTimeout, default_worker
 
     protocol = protocol or Protocol()
-    p = kernel.pipeline
-    bound = kernel.bind_inputs((inputs,), {}) if isinstance(inputs, dict) else kernel.bind_inputs(tuple(inputs), {})
-    meta = {o.name: (math.prod(p.output_sizes[o.name]), o.type.dtype, p.output_sizes[o.name]) for o in p.outputs}
-    types = {o.name: o.type for o in p.outputs}
+    bound, meta, types, expected = _worker_args(kernel, inputs, expected, data_key if isolate else None)
     spec = kernel.spec  # type: ignore[attr-defined]
     measure = measure or run_measurement
     if not isolate:
         m = measure(spec, meta, bound, protocol, expected, types)
     else:
         w = worker or default_worker()
-        if data_key is not None:
-            bound = Keep(f"{data_key}:inputs", bound)
-            if expected is not None:
-                expected = Keep(f"{data_key}:expected", expected)
         try:
             m = w.call(measure, spec, meta, bound, protocol, expected, types, timeout=protocol.timeout)
         except WorkerTimeout as e:
@@ -219,7 +229,7 @@ def measure_kernels_interleaved(kernels: list[Kernel], inputs, protocol: Protoco
     """run_interleaved_measurement of kernels of one pipeline in the worker process; None when the process failed
     (a kernel crashed or hung it): the caller then measures them one at a time, which names the culprit. The whole
     block gets one measurement's `timeout` plus the protocol's time budget and two seconds per kernel."""
-    from .worker import Keep, RemoteError, WorkerCrashed, WorkerTimeout, default_worker
+    from .worker import RemoteError, WorkerCrashed, WorkerTimeout, default_worker
 
     protocol = protocol or Protocol()
     if not kernels:
@@ -227,19 +237,12 @@ def measure_kernels_interleaved(kernels: list[Kernel], inputs, protocol: Protoco
     p = kernels[0].pipeline
     if any(k.pipeline is not p for k in kernels):
         raise ValueError("kernels measured together must be schedules of one pipeline")
-    k0 = kernels[0]
-    bound = k0.bind_inputs((inputs,), {}) if isinstance(inputs, dict) else k0.bind_inputs(tuple(inputs), {})
-    meta = {o.name: (math.prod(p.output_sizes[o.name]), o.type.dtype, p.output_sizes[o.name]) for o in p.outputs}
-    types = {o.name: o.type for o in p.outputs}
+    bound, meta, types, expected = _worker_args(kernels[0], inputs, expected, data_key if isolate else None)
     specs = [k.spec for k in kernels]  # type: ignore[attr-defined]
     if not isolate:
         ms = run_interleaved_measurement(specs, meta, bound, protocol, expected, types, seed)
     else:
         w = worker or default_worker()
-        if data_key is not None:
-            bound = Keep(f"{data_key}:inputs", bound)
-            if expected is not None:
-                expected = Keep(f"{data_key}:expected", expected)
         timeout = protocol.timeout + len(kernels) * (protocol.max_seconds + 2.0)
         try:
             ms = w.call(run_interleaved_measurement, specs, meta, bound, protocol, expected, types, seed,
