@@ -77,14 +77,10 @@ class Benchmarker:
         timing runs with no planning or compiling on the node (generator.job.quiet)."""
         import time
 
-        from backends import build, run
+        from backends import run
 
         t0 = time.perf_counter()
-        s = plan.samples[index]
-        built = build(plan.pipeline, s.loopnest, plan.key.target, backend=plan.key.backend, timeout=compile_timeout,
-                      worker=self.worker)
-        if fault in ("crash", "hang") and built.kernel is not None:
-            built.kernel.spec = FaultyKernel(fault)
+        built = self.load(plan, index, compile_timeout, fault)
         inputs = {n: np.array(a) for n, a in plan.inputs.items()}  # Ray hands out read-only views
         t1 = time.perf_counter()
         with maybe(quiet, "exclusive"):
@@ -101,17 +97,11 @@ class Benchmarker:
         it its status. Each Measurement carries an equal share of the block's load and wait seconds."""
         import time
 
-        from backends import build, run_interleaved
+        from backends import run_interleaved
 
         t0 = time.perf_counter()
-        builts = []
-        for k, i in enumerate(indices):
-            b = build(plan.pipeline, plan.samples[i].loopnest, plan.key.target, backend=plan.key.backend,
-                      timeout=compile_timeout, worker=self.worker)
-            fault = faults[k] if k < len(faults) else ""
-            if fault in ("crash", "hang") and b.kernel is not None:
-                b.kernel.spec = FaultyKernel(fault)
-            builts.append(b)
+        builts = [self.load(plan, i, compile_timeout, faults[k] if k < len(faults) else "")
+                  for k, i in enumerate(indices)]
         inputs = {n: np.array(a) for n, a in plan.inputs.items()}  # Ray hands out read-only views
         t1 = time.perf_counter()
         with maybe(quiet, "exclusive"):
@@ -122,6 +112,17 @@ class Benchmarker:
         for m in ms:
             m.wait_s, m.measure_s = wait / len(ms), spent / len(ms)
         return ms
+
+    def load(self, plan: BatchPlan, index: int, compile_timeout: float, fault: str = ""):
+        """The BuildResult of sample `index`: loaded from the node's kernel cache (or rebuilt); with `fault` crash
+        or hang, its runner replaced by a misbehaving one (testing)."""
+        from backends import build
+
+        built = build(plan.pipeline, plan.samples[index].loopnest, plan.key.target, backend=plan.key.backend,
+                      timeout=compile_timeout, worker=self.worker)
+        if fault in ("crash", "hang") and built.kernel is not None:
+            built.kernel.spec = FaultyKernel(fault)
+        return built
 
     def node_id(self) -> str:
         return ray.get_runtime_context().get_node_id()
