@@ -38,14 +38,17 @@ class Backend(ABC):
                         worker=None, data_key: str | None = None, seed: int = 0) -> list[Measurement]:
         """`run` of each of `kernels` (schedules of one pipeline), timed together in rounds (timing.time_interleaved)
         so that their order repeats; a kernel that kills the worker sends every one back to `run`, one at a time.
-        Backends whose `run` is their own (a device timer) measure one at a time."""
+        The kernels may come from several backends (evaluate times an app's llvm and Halide schedules together) as
+        long as all of them time on the host's clock; backends whose `run` is their own (a device timer) measure
+        one at a time, each kernel by the backend that built it."""
         from .timing import measure_kernels_interleaved
 
         ms = None
-        if type(self).run is Backend.run:
+        if all(type(get_backend(k.backend)).run is Backend.run for k in kernels):
             ms = measure_kernels_interleaved(kernels, inputs, protocol, expected, worker, data_key=data_key, seed=seed)
         if ms is None:
-            ms = [self.run(k, inputs, protocol, expected=expected, worker=worker, data_key=data_key) for k in kernels]
+            ms = [get_backend(k.backend).run(k, inputs, protocol, expected=expected, worker=worker, data_key=data_key)
+                  for k in kernels]
         return ms
 
     def check_target(self, target) -> None:

@@ -79,8 +79,9 @@ def run(built: BuildResult, inputs, protocol: Protocol | str | None = "full", *,
 def run_interleaved(builts: Sequence[BuildResult], inputs, protocol: Protocol | str | None = "full", *, expected=None,
                     worker=None, data_key: str | None = None, seed: int = 0) -> list[Measurement]:
     """`run` of each built schedule of one pipeline, timed together in rounds so that their order repeats
-    (Backend.run_interleaved): a pipeline's schedules are labels for their order, and schedules measured one after
-    another each see a different state of the machine. Failed builds are returned as their status."""
+    (Backend.run_interleaved; the builds may come from several CPU backends): a pipeline's schedules are labels for
+    their order, and schedules measured one after another each see a different state of the machine. Failed builds
+    are returned as their status."""
     protocol = get_protocol(protocol) if protocol is not None else None
     out: list[Measurement | None] = [None if b.kernel is not None else Measurement(b.status, error=b.error)
                                      for b in builts]

@@ -3,7 +3,8 @@
 For each app at its size: schedlab's beam search under each `--models` entry (default: the built-in learned
 model and the analytical model, each at the same beam size and passes), the naive schedule and the app's expert
 schedule, every LoopNest compiled by one backend (default Halide) and measured in one batch per app with the
-full protocol, each output checked against the interpreter. Prints runtimes, speedups over naive, the
+full protocol, timed together in rounds (scheduler.modes.measure_loopnest_results), each output checked against
+the interpreter. Prints runtimes, speedups over naive, the
 geometric means and, per app, each model's runtime over the last model's (the reference, analytical by
 default). A LoopNest that several columns share is compiled and measured once: a model that picks the reference's
 schedule shows "same schedule" and counts as exactly 1 in the geomean, not as two measurements' drift. A failure

@@ -44,6 +44,7 @@ from typing import Literal
 import numpy as np
 
 from ir.errors import first_line
+from ir.status import Status
 from ir.units import format_ratio, format_runtime_ratio, format_seconds
 
 from .config import AppsConfig, EvaluateError, run_command
@@ -298,78 +299,189 @@ def measure_app(app, cfg: AppsConfig, methods: list[Method], tick: Callable[[str
     the naive row. With `halide`, then the rows of `halide_methods`: the same LoopNests (not searched again)
     and Halide's autoschedulers, compiled by Halide. `tick(method name)` after each method (progress).
     `done`: rows of this app measured earlier (a checkpoint), kept instead of measuring their methods again;
-    `on_rows(rows so far)` after each method (to save them)."""
-    from backends import MeasureInput, measure_many
+    `on_rows(rows so far)` after each method (to save them), or, with cfg.measurement=interleaved, once, after
+    the app's schedules were timed together."""
     from backends.protocols import get_protocol
     from ir.target import get_target
     from scheduler.modes import reference
 
     target = get_target(cfg.target)
-    protocol = get_protocol(cfg.protocol, cfg.measure_timeout)
     pipeline = app.build(cfg.size)
     inputs, expected = reference(pipeline)
-    rows = []
-    twins: dict[str, tuple] = {}  # method name -> (its LoopNest, its search seconds) for the Halide rows
-    beam: tuple[int, float] | None = None  # the beam row's (states scored, search seconds): matched budgets
-    measured: dict[str, tuple] = {}  # LoopNest fingerprint -> (its Measurement, the method that measured it)
-    tick = tick or (lambda name: None)
-    on_rows = on_rows or (lambda rows: None)
-    earlier = {r.method: r for r in done}
-    for m in methods:
-        if m.name in earlier:  # measured by an earlier process: kept as it was
-            r = earlier[m.name]
-            rows.append(r)
-            if m.algorithm == "beam" and m.budget is not None and not m.budget.match:
-                beam = (r.evaluations, r.search_s)
-            tick(m.name)
-            continue
-        t0 = time.perf_counter()
-        try:
-            loopnests, stats = _schedules(m, app, pipeline, target, cfg, beam)
-        except Exception as e:  # noqa: BLE001 - a search or schedule that fails is this row's status
-            rows.append(_row(app.name, m, "search_error", [], time.perf_counter() - t0, first_line(e), cfg.backend))
-            loopnests, stats = None, None
-        search_s = time.perf_counter() - t0
-        if stats is not None and m.algorithm == "beam" and m.budget is not None and not m.budget.match:
-            beam = (stats.states_evaluated, stats.seconds)
-        if loopnests:
-            # a LoopNest another method already produced is not measured again: the same code, its one
-            # measurement (re-measuring would only show the run-to-run noise as a difference between methods)
-            fresh = list({ln.fingerprint: ln for ln in loopnests if ln.fingerprint not in measured}.values())
-            if fresh:
-                ms = measure_many([MeasureInput(pipeline, ln, inputs, expected) for ln in fresh], target,
-                                  backend=cfg.backend, protocol=protocol)
-                measured.update({ln.fingerprint: (mt, m.name) for ln, mt in zip(fresh, ms)})
-            ms = [measured[ln.fingerprint][0] for ln in loopnests]
-            row = _measured_row(app.name, m, ms, search_s, cfg.backend)
-            firsts = {measured[ln.fingerprint][1] for ln in loopnests} - {m.name}
-            if m.kind != "random" and len(firsts) == 1 and not row.note:
-                row = replace(row, note=f"same schedule as {firsts.pop()}")
-            if stats is not None:
-                row = replace(row, evaluations=stats.states_evaluated, measured=len(stats.measured))
-            rows.append(row)
-            if m.has_halide_twin and cfg.backend != "halide":
-                twins[m.name + HALIDE] = (loopnests[0], search_s)
-        on_rows(rows)
-        tick(m.name)
-    if halide:
-        for m in halide_methods(cfg, methods):
-            if m.name in earlier:
-                rows.append(earlier[m.name])
+    run = _AppMeasurement(app, cfg, pipeline, target, inputs, expected, get_protocol(cfg.protocol, cfg.measure_timeout),
+                          {r.method: r for r in done}, tick or (lambda name: None), on_rows or (lambda rows: None))
+    measure = run.interleaved if cfg.measurement == "interleaved" else run.sequential
+    return with_speedups(measure(methods, halide_methods(cfg, methods) if halide else []))
+
+
+@dataclass
+class _Found:
+    """The LoopNest(s) a method gave (none: no expert schedule), its search's SearchStats and seconds."""
+
+    loopnests: list
+    stats: object
+    search_s: float
+
+
+@dataclass
+class _AppMeasurement:
+    """measure_app's two ways of timing one app's rows: `sequential` (each method's schedules as its search
+    ends) and `interleaved` (every schedule of the app built first, then timed together in rounds)."""
+
+    app: object
+    cfg: AppsConfig
+    pipeline: object
+    target: object
+    inputs: dict
+    expected: dict
+    protocol: object
+    earlier: dict  # method name -> its row from an earlier process (a checkpoint), kept as it was
+    tick: Callable[[str], None]
+    on_rows: Callable[[list[AppRow]], None]
+
+    def searched(self, methods: list[Method]):
+        """(method, AppRow) for a row kept from `earlier` or a failed search, else (method, _Found), in order: a
+        matched budget takes the beam row's (states scored, seconds) of this app, so beam runs first."""
+        beam: tuple[int, float] | None = None
+        for m in methods:
+            if m.name in self.earlier:
+                r = self.earlier[m.name]
+                if m.algorithm == "beam" and m.budget is not None and not m.budget.match:
+                    beam = (r.evaluations, r.search_s)
+                yield m, r
+                continue
+            t0 = time.perf_counter()
+            try:
+                loopnests, stats = _schedules(m, self.app, self.pipeline, self.target, self.cfg, beam)
+            except Exception as e:  # noqa: BLE001 - a search or schedule that fails is this row's status
+                yield m, _row(self.app.name, m, "search_error", [], time.perf_counter() - t0, first_line(e),
+                              self.cfg.backend)
+                continue
+            if stats is not None and m.algorithm == "beam" and m.budget is not None and not m.budget.match:
+                beam = (stats.states_evaluated, stats.seconds)
+            yield m, _Found(loopnests, stats, time.perf_counter() - t0)
+
+    def row(self, m: Method, found: _Found, ms: list, firsts: set[str], backend: str) -> AppRow:
+        """The row of `found`'s measurements `ms`; `firsts`: the methods whose rows measured those schedules first
+        (a LoopNest another method already produced is not measured again: the same code, its one measurement;
+        re-measuring would only show the run-to-run noise as a difference between methods)."""
+        row = _measured_row(self.app.name, m, ms, found.search_s, backend)
+        firsts = firsts - {m.name}
+        if m.kind != "random" and len(firsts) == 1 and not row.note:
+            row = replace(row, note=f"same schedule as {firsts.pop()}")
+        if found.stats is not None:
+            row = replace(row, evaluations=found.stats.states_evaluated, measured=len(found.stats.measured))
+        return row
+
+    def twin(self, m: Method, found: _Found) -> tuple[str, tuple] | None:
+        """(its Halide twin's name, (LoopNest, search seconds)) for a row whose LoopNest Halide compiles too."""
+        if found.loopnests and m.has_halide_twin and self.cfg.backend != "halide":
+            return m.name + HALIDE, (found.loopnests[0], found.search_s)
+        return None
+
+    def not_measured(self, m: Method) -> AppRow | None:
+        """The row of a Halide twin whose LoopNest an earlier process measured and did not keep, else None."""
+        first = self.earlier.get(m.name.removesuffix(HALIDE))
+        if first is not None and first.status == "ok":
+            return _row(self.app.name, m, "not_measured", [], 0.0, "its LoopNest was measured by an earlier process "
+                        "(checkpoint) and not kept", "halide")
+        return None
+
+    def sequential(self, methods: list[Method], halide_rows: list[Method]) -> list[AppRow]:
+        from backends import MeasureInput, measure_many, run
+
+        rows: list[AppRow] = []
+        twins: dict[str, tuple] = {}  # method name -> (its LoopNest, its search seconds) for the Halide rows
+        measured: dict[str, tuple] = {}  # LoopNest fingerprint -> (its Measurement, the method that measured it)
+        for m, got in self.searched(methods):
+            if isinstance(got, AppRow):
+                rows.append(got)
+                if m.name in self.earlier:
+                    self.tick(m.name)
+                    continue
+            elif got.loopnests:
+                fresh = list({ln.fingerprint: ln for ln in got.loopnests if ln.fingerprint not in measured}.values())
+                if fresh:
+                    ms = measure_many([MeasureInput(self.pipeline, ln, self.inputs, self.expected) for ln in fresh],
+                                      self.target, backend=self.cfg.backend, protocol=self.protocol)
+                    measured.update({ln.fingerprint: (mt, m.name) for ln, mt in zip(fresh, ms)})
+                rows.append(self.row(m, got, [measured[ln.fingerprint][0] for ln in got.loopnests],
+                                     {measured[ln.fingerprint][1] for ln in got.loopnests}, self.cfg.backend))
+                if (t := self.twin(m, got)) is not None:
+                    twins[t[0]] = t[1]
+            self.on_rows(rows)
+            self.tick(m.name)
+        for m in halide_rows:
+            if m.name in self.earlier:
+                rows.append(self.earlier[m.name])
             elif m.kind == "halide" or m.name in twins:  # else no LoopNest (no expert schedule, a failed search)
-                rows.append(_halide_row(app.name, m, pipeline, target, twins.get(m.name), inputs, expected,
-                                        protocol))
-                on_rows(rows)
-            elif m.name.removesuffix(HALIDE) in earlier and earlier[m.name.removesuffix(HALIDE)].status == "ok":
-                rows.append(_row(app.name, m, "not_measured", [], 0.0, "its LoopNest was measured by an earlier "
-                                 "process (checkpoint) and not kept", "halide"))
-            tick(m.name)
-    return with_speedups(rows)
+                built = _halide_build(self.app.name, m, self.pipeline, self.target, twins.get(m.name))
+                if isinstance(built, AppRow):
+                    rows.append(built)
+                else:
+                    ms = [run(built[0], self.inputs, self.protocol, expected=self.expected)]
+                    rows.append(_measured_row(self.app.name, m, ms, built[1], "halide"))
+                self.on_rows(rows)
+            elif (row := self.not_measured(m)) is not None:
+                rows.append(row)
+            self.tick(m.name)
+        return rows
+
+    def interleaved(self, methods: list[Method], halide_rows: list[Method]) -> list[AppRow]:
+        """Every method searched and every distinct schedule built (by the rows' backend, and by Halide for the
+        twins and Halide's autoschedulers), then all of them timed together in rounds (backends.run_interleaved):
+        measured one after another, a schedule timed minutes after another sees another machine (its clock, its
+        neighbours), and their ratio changes between runs by more than the schedules differ."""
+        from backends import build, run_interleaved
+
+        slots: list = []  # an AppRow, or (method, _Found, build keys, backend) to make a row of once measured
+        builds: dict[tuple[str, str], object] = {}  # (backend, LoopNest fingerprint or Halide method) -> BuildResult
+        firsts: dict[tuple[str, str], str] = {}  # build key -> the method whose row built it first
+        twins: dict[str, tuple] = {}
+
+        def add(m: Method, found: _Found, backend: str, keys: list, make: Callable[[int], object]) -> None:
+            for i, key in enumerate(keys):
+                if key not in builds:
+                    builds[key], firsts[key] = make(i), m.name
+            slots.append((m, found, keys, backend))
+
+        for m, got in self.searched(methods):
+            if isinstance(got, AppRow):
+                slots.append(got)
+            elif got.loopnests:
+                keys = [(self.cfg.backend, ln.fingerprint) for ln in got.loopnests]
+                add(m, got, self.cfg.backend, keys, lambda i, lns=got.loopnests: build(
+                    self.pipeline, lns[i], self.target, backend=self.cfg.backend))
+                if (t := self.twin(m, got)) is not None:
+                    twins[t[0]] = t[1]
+            self.tick(m.name)
+        for m in halide_rows:
+            if m.name in self.earlier:
+                slots.append(self.earlier[m.name])
+            elif m.kind == "halide" or m.name in twins:
+                built = _halide_build(self.app.name, m, self.pipeline, self.target, twins.get(m.name))
+                if isinstance(built, AppRow):
+                    slots.append(built)
+                else:
+                    twin = twins.get(m.name)
+                    key = ("halide", twin[0].fingerprint if twin else m.name)
+                    add(m, _Found([twin[0] if twin else None], None, built[1]), "halide", [key], lambda i: built[0])
+            elif (row := self.not_measured(m)) is not None:
+                slots.append(row)
+            self.tick(m.name)
+        keys = list(builds)
+        ms = run_interleaved([builds[k] for k in keys], self.inputs, self.protocol, expected=self.expected,
+                             seed=self.cfg.seed)
+        measured = dict(zip(keys, ms))
+        rows = [s if isinstance(s, AppRow) else
+                self.row(s[0], s[1], [measured[k] for k in s[2]], {firsts[k] for k in s[2]}, s[3]) for s in slots]
+        self.on_rows(rows)
+        return rows
 
 
-def _halide_row(app: str, method: Method, pipeline, target, twin, inputs, expected, protocol) -> AppRow:
-    """A LoopNest (`twin`: the LoopNest and its search seconds) or Halide's `method.algorithm` autoscheduler,
-    compiled by Halide, checked and timed; a failure at any step is the row's status."""
+def _halide_build(app: str, method: Method, pipeline, target, twin) -> tuple | AppRow:
+    """(BuildResult, search seconds) of a LoopNest (`twin`: the LoopNest and its search seconds) or of Halide's
+    `method.algorithm` autoscheduler, compiled by Halide; a failed search or compile is the row it makes."""
     import backends
 
     t0 = time.perf_counter()
@@ -388,8 +500,7 @@ def _halide_row(app: str, method: Method, pipeline, target, twin, inputs, expect
     except Exception as e:  # noqa: BLE001 - a translation or plugin failure is this row's status
         return _row(app, method, "search_error" if twin is None else "compile_error", [], time.perf_counter() - t0,
                     first_line(e), "halide")
-    return _measured_row(app, method, [backends.measure(kernel, inputs, protocol, expected=expected)], search_s,
-                         "halide")
+    return backends.BuildResult(kernel, Status.OK, "", kernel.compile_s), search_s
 
 
 def _measured_row(app: str, method: Method, ms: list, search_s: float, backend: str) -> AppRow:

@@ -74,6 +74,10 @@ class AppsConfig:
     # of (measurements - 1) // 2 dropout samples), with the rows' backend
     measurements: int = 8
     protocol: Literal["quick", "full", "check", "default"] = "full"  # backends.PROTOCOLS; "default" = full
+    # interleaved: an app's schedules (every row's, Halide's included) are searched and compiled first, then timed
+    # together in rounds (backends.run_interleaved), so drift of the machine moves them alike and their ratios
+    # repeat; sequential: each method's schedules timed as its search ends, one after another
+    measurement: Literal["interleaved", "sequential"] = "interleaved"
     # seconds one row's measurement may take, output check included: the full protocol runs a schedule at least
     # 5 times, and naive lens_blur at full size runs 11 s (the protocol's own 60 s timed it out)
     measure_timeout: float = 600.0

@@ -17,15 +17,24 @@ def reference(pipeline) -> tuple[dict, dict]:
         return inputs, ir.interpret(pipeline, inputs)
 
 
-def measure_loopnest_results(pipeline, loopnests, target, inputs=None, expected=None, backend: str = "numba"):
+def measure_loopnest_results(pipeline, loopnests, target, inputs=None, expected=None, backend: str = "numba",
+                             measurement: str = "interleaved"):
     """The Measurements (status, best and median runtimes, spread) of schedules of one pipeline, each checked
-    against the interpreter, measured in one batch through backends.measure_many with the full protocol."""
-    from backends import MeasureInput, measure_many
+    against the interpreter, with the full protocol: all built first, then timed together in rounds
+    (backends.run_interleaved: the measuring searches compare these runtimes with each other, and schedules timed
+    one after another each see another state of the machine), or, with measurement="sequential", one after
+    another through backends.measure_many."""
+    from backends import MeasureInput, build, measure_many, run_interleaved
 
     if inputs is None or expected is None:
         inputs, expected = reference(pipeline)
-    return measure_many([MeasureInput(pipeline, ln, inputs, expected) for ln in loopnests], target, backend=backend,
-                        protocol="full")
+    if measurement == "sequential":
+        return measure_many([MeasureInput(pipeline, ln, inputs, expected) for ln in loopnests], target,
+                            backend=backend, protocol="full")
+    if measurement != "interleaved":
+        raise ValueError(f"measurement must be interleaved or sequential, got {measurement!r}")
+    builts = [build(pipeline, ln, target, backend=backend) for ln in loopnests]
+    return run_interleaved(builts, inputs, "full", expected=expected)
 
 
 def measure_loopnests(pipeline, loopnests, target, inputs=None, expected=None, backend: str = "numba") -> list[float]:

@@ -380,6 +380,45 @@ def test_a_schedule_two_methods_found_is_measured_once(tracking):
     assert by["naive"].runtime_s != by["greedy"].runtime_s  # different schedules are measured apart
 
 
+def test_interleaved_measurement_times_an_apps_schedules_together(tracking, monkeypatch):
+    """measurement=interleaved (the default): every distinct schedule of the app, the rows' backend's and Halide's,
+    is built first and timed in one backends.run_interleaved block; each row's runtime is its schedule's
+    measurement from that block, and a LoopNest two methods found is built and timed once."""
+    pytest.importorskip("halide")
+    import backends
+    from evaluate.apps import halide_methods, measure_app, methods
+    from generator.apps import get_app
+    from scheduler.cost import load_model
+    from ir.target import get_target
+
+    blocks, real = [], backends.run_interleaved
+
+    def spy(builts, *args, **kw):
+        ms = real(builts, *args, **kw)
+        blocks.append((list(builts), ms))
+        return ms
+
+    monkeypatch.setattr(backends, "run_interleaved", spy)
+    monkeypatch.setattr(backends, "measure_many", lambda *a, **k: pytest.fail("measured one method at a time"))
+    cfg = apps_config(tracking, model="analytical", algorithms=("greedy", "beam"), baselines=("expert",),
+                      halide=True, backend="llvm")
+    ms = methods(cfg, load_model("analytical", get_target("host")))
+    rows = measure_app(get_app("blur"), cfg, ms, halide=True)
+    assert [r.method for r in rows] == [m.name for m in ms + halide_methods(cfg, ms)]
+    assert len(blocks) == 1
+    builts, measured = blocks[0]
+    assert {b.kernel.backend for b in builts} == {"llvm", "halide"}
+    assert all(b.ok for b in builts) and all(r.status == "ok" for r in rows), rows
+    by = {r.method: r for r in rows}
+    distinct = {by[m].runtime_s for m in by}
+    # every row's runtime is one of the block's measurements, and each measurement is some row's
+    assert distinct == {m.min_s for m in measured}
+    same = [(r.method, r.note.removeprefix("same schedule as ")) for r in rows if r.note.startswith("same schedule")]
+    assert len(builts) == len(rows) - len(same)
+    for method, first in same:
+        assert by[method].runtime_s == by[first].runtime_s
+
+
 def test_apps_cli_prints_the_table_and_geomeans(tracking, capsys):
     from evaluate.apps import main
 
@@ -676,10 +715,10 @@ def test_a_run_resumes_from_the_apps_an_earlier_run_finished(tracking):
 
 
 def test_a_checkpoint_keeps_every_method_and_a_later_run_measures_only_the_rest(tracking, tmp_path, monkeypatch):
-    """checkpoint=DIR: the rows are saved after every method. A run stopped inside an app (here unsharp's
-    matched MCTS search is interrupted) is finished by a later run from the directory alone: that run measures
-    only the missing method, gives MCTS the beam budget from the saved beam row, and keeps the other rows as
-    they were measured. Other settings, or both resume= and checkpoint=, are refused in one line."""
+    """checkpoint=DIR with measurement=sequential: the rows are saved after every method. A run stopped inside an
+    app (here unsharp's matched MCTS search is interrupted) is finished by a later run from the directory alone:
+    that run measures only the missing method, gives MCTS the beam budget from the saved beam row, and keeps the
+    other rows as they were measured. Other settings, or both resume= and checkpoint=, are refused in one line."""
     from dataclasses import replace
 
     from evaluate import apps
@@ -687,7 +726,7 @@ def test_a_checkpoint_keeps_every_method_and_a_later_run_measures_only_the_rest(
 
     cp = tmp_path / "cp"
     cfg = apps_config(tracking, model="analytical", algorithms=("greedy", "beam"), baselines=("expert",),
-                      mcts_matched=("evaluations",), checkpoint=str(cp), run_name="first")
+                      mcts_matched=("evaluations",), checkpoint=str(cp), run_name="first", measurement="sequential")
     real = apps._schedules
     calls = []
 

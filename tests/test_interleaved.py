@@ -114,3 +114,36 @@ def test_sequential_batches_keep_their_names_and_interleaved_ones_get_new_ones()
     assert JobConfig().measurement == "interleaved"
     with pytest.raises(ValueError, match="measurement must be one of sequential, interleaved"):
         BatchSpec(seeds=(1,), measurement="rounds")
+
+
+def test_schedules_of_two_cpu_backends_are_timed_in_one_block():
+    """evaluate times an app's llvm schedules and their Halide twins together; a kernel that kills the block
+    sends each schedule back to the backend that built it, one at a time."""
+    pytest.importorskip("halide")
+    p = blur_pipeline()
+    inputs = p.random_inputs(0)
+    expected = interpret(p, inputs)
+    lns = [naive_schedule(p), random_schedule(p, 1)[0]]
+    builts = [backends.build(p, ln, backend=b) for ln in lns for b in ("llvm", "halide")]
+    assert [b.kernel.backend for b in builts] == ["llvm", "halide"] * 2 and all(b.ok for b in builts)
+    w = Worker()
+    ms = backends.run_interleaved(builts, inputs, FEW_ROUNDS, expected=expected, worker=w)
+    assert [m.status for m in ms] == ["ok"] * 4 and all(m.samples == 5 and m.min_s > 0 for m in ms)
+    builts[2].kernel.spec = wt.CrashingSpec()
+    ms = backends.run_interleaved(builts, inputs, FEW_ROUNDS, expected=expected, worker=w)
+    assert [m.status for m in ms] == ["ok", "ok", "crash", "ok"], [m.error for m in ms]
+    w.close()
+
+
+def test_the_measuring_searches_time_their_candidates_together():
+    """scheduler.modes.measure_loopnest_results (top-k, autotune, mcts-real, the benchmarks): interleaved by
+    default, sequential on request, each schedule its own status in order; another word is one line."""
+    from scheduler.modes import measure_loopnest_results
+
+    p = blur_pipeline()
+    lns = [naive_schedule(p), random_schedule(p, 1)[0]]
+    for measurement in ("interleaved", "sequential"):
+        ms = measure_loopnest_results(p, lns, "host", backend="llvm", measurement=measurement)
+        assert [m.status for m in ms] == ["ok", "ok"] and all(m.min_s > 0 for m in ms), measurement
+    with pytest.raises(ValueError, match="measurement must be interleaved or sequential, got 'rounds'"):
+        measure_loopnest_results(p, lns, "host", backend="llvm", measurement="rounds")
