@@ -92,10 +92,15 @@ def main(argv=None) -> int:
 
     from backends import build
     from backends.worker import Worker
-    from generator.apps import get_app
+    from generator.apps import app_list, get_app
     from ir.target import get_target
     from ir.units import format_seconds
     from scheduler.modes import reference
+
+    try:
+        apps = app_list(a.apps)
+    except ValueError as e:
+        ap.error(f"--apps: {e}")
 
     target = get_target("host")
     allocators = a.allocators.split(",")
@@ -104,7 +109,7 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
     order = ", ".join(f"{h}/{alloc}" for alloc in allocators for h in HISTORIES)
     print(f"backend {a.backend}, size {a.size}; each kernel: {order}", flush=True)
-    for name in a.apps.split(","):
+    for name in apps:
         app = get_app(name)
         pipeline = app.build(a.size)
         inputs, expected = reference(pipeline)

@@ -31,7 +31,8 @@ def main(argv=None) -> int:
 
     quiet_third_party()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--apps", default="blur,unsharp,harris,max_filter,camera_pipe,local_laplacian")
+    ap.add_argument("--apps", default="blur,unsharp,harris,max_filter,camera_pipe,local_laplacian",
+                    help="comma-separated apps of generator.apps, or all")
     ap.add_argument("--size", default="full", choices=("small", "full"))
     ap.add_argument("--models", default="builtin,analytical",
                     help="cost models, comma-separated; ratios are over the last one")
@@ -42,13 +43,17 @@ def main(argv=None) -> int:
     ap.add_argument("--tracking-uri", default=None)
     a = ap.parse_args(argv)
 
-    from generator.apps import get_app
+    from generator.apps import app_list, get_app
     from ir.builder import naive_schedule
     from ir.target import get_target
     from scheduler import autoschedule
     from scheduler.cost import load_model
     from scheduler.modes import best_runtimes, measure_loopnest_results, reference
 
+    try:
+        apps = app_list(a.apps)
+    except ValueError as e:
+        ap.error(f"--apps: {e}")
     target = get_target("host")
     models = [m for m in a.models.split(",") if m]
     loaded = {m: load_model(m, target, a.tracking_uri, backend=a.backend, allow_mismatch=True) for m in models}
@@ -62,7 +67,7 @@ def main(argv=None) -> int:
     speedups: dict[str, list[float]] = {c: [] for c in cols}
     ratios: dict[str, list[float]] = {m: [] for m in models[:-1]}
     t0 = time.time()
-    for name in a.apps.split(","):
+    for name in apps:
         app = get_app(name)
         p = app.build(a.size)
         lns = [naive_schedule(p), app.schedule(p, target)]

@@ -39,12 +39,17 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
 
     from featurize import featurize
-    from generator.apps import get_app
+    from generator.apps import app_list, get_app
     from ir.target import get_target
     from scheduler import autoschedule
     from scheduler.cost import load_model
     from train.analytical import analytical_term_costs
     from train.model import TERMS
+
+    try:
+        apps = app_list(a.apps)
+    except ValueError as e:
+        ap.error(f"--apps: {e}")
 
     target = get_target("host")
     specs = [m for m in a.models.split(",") if m]
@@ -52,7 +57,7 @@ def main(argv=None) -> int:
     t0 = time.time()
     print(f"beam {a.beam_size} x {a.passes} under each model; each model's predicted cost of the expert schedule over "
           f"its own beam schedule's (> 1: the model thinks the expert schedule is slower)")
-    for name in a.apps.split(","):
+    for name in apps:
         app = get_app(name)
         p = app.build(a.size)
         lns = {"expert": app.schedule(p, target)}

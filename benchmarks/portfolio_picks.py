@@ -38,13 +38,13 @@ def main(argv=None) -> int:
     ap.add_argument("--greedy", action="store_true", help="greedy against portfolio-greedy instead")
     a = ap.parse_args(argv)
 
-    from generator.apps import get_app
+    from generator.apps import app_list, get_app
     from scheduler import autoschedule
 
-    apps = [x for x in a.apps.split(",") if x]
-    unknown = [x for x in apps if x not in APPS]
-    if unknown:
-        ap.error(f"unknown app {unknown[0]!r}; apps: {', '.join(APPS)}")
+    try:
+        apps = app_list(a.apps)
+    except ValueError as e:
+        ap.error(f"--apps: {e}")
     kw = dict(model=a.model, beam_size=a.beam_size, passes=a.passes, seed=a.seed)
     base, portfolio = ("greedy", "portfolio-greedy") if a.greedy else ("beam", "portfolio")
     print(f"{'greedy' if a.greedy else f'beam {a.beam_size} x {a.passes}'} and {portfolio} (guides {a.guides}, "

@@ -53,12 +53,17 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
 
     from evaluate.apps import geomean
-    from generator.apps import get_app
+    from generator.apps import app_list, get_app
     from ir.target import get_target
     from ir.units import format_seconds
     from scheduler import autoschedule
     from scheduler.cost import load_model
     from scheduler.modes import best_runtimes, measure_loopnest_results, reference
+
+    try:
+        apps = app_list(a.apps)
+    except ValueError as e:
+        ap.error(f"--apps: {e}")
 
     target = get_target("host")
     model = load_model(a.model, target, backend=a.backend, allow_mismatch=True)
@@ -69,7 +74,7 @@ def main(argv=None) -> int:
           f"{'ratio':>7s} {'states without/with':>20s} {'search s without/with':>22s}")
     ratios, predicted, states, seconds = [], [], [0, 0], [0.0, 0.0]
     t0 = time.time()
-    for name in a.apps.split(","):
+    for name in apps:
         p = get_app(name).build(a.size)
         found = []
         for on in (False, True):

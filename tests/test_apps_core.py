@@ -45,6 +45,17 @@ def test_unknown_app_names_the_choices():
         get_app("sobel")
 
 
+def test_a_command_lines_apps_are_names_in_order_or_all():
+    from generator.apps import app_list
+
+    assert app_list("unsharp, blur,") == ["unsharp", "blur"]
+    assert app_list("all") == list(APPS)
+    with pytest.raises(ValueError, match=r"^unknown app 'sobel'; apps: bilateral_grid, .* \(or all\)$"):
+        app_list("blur,sobel")
+    with pytest.raises(ValueError, match="^no app given"):
+        app_list(",")
+
+
 @pytest.mark.parametrize("name", list(APPS))
 def test_app_module_convention(name):
     app = APPS[name]

@@ -45,6 +45,18 @@ APPS: dict[str, App] = {name: _load(name) for name in _MODULES}
 SIZES = ("full", "small")
 
 
+def app_list(text: str) -> list[str]:
+    """The apps a command line names: comma-separated names in order, or `all`; a ValueError names the first
+    unknown one (the benchmarks' --apps)."""
+    names = list(APPS) if text.strip() == "all" else [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in APPS]
+    if unknown:
+        raise ValueError(f"unknown app {unknown[0]!r}; apps: {', '.join(APPS)} (or all)")
+    if not names:
+        raise ValueError(f"no app given; apps: {', '.join(APPS)} (or all)")
+    return names
+
+
 def get_app(name: str) -> App:
     try:
         return APPS[name]
