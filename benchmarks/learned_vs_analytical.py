@@ -41,6 +41,8 @@ def main(argv=None) -> int:
     ap.add_argument("--beam-size", type=int, default=8)
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--tracking-uri", default=None)
+    ap.add_argument("--measure-timeout", type=float, default=600.0,
+                    help="seconds an app's measurement may take in the worker (naive lens_blur runs 11 s a time)")
     a = ap.parse_args(argv)
 
     from generator.apps import app_list, get_app
@@ -80,7 +82,8 @@ def main(argv=None) -> int:
         first: dict[str, int] = {}  # a LoopNest's text -> its index among the distinct ones
         which = [first.setdefault(ln.dumps(), len(first)) for ln in lns]
         distinct = [lns[which.index(k)] for k in range(len(first))]
-        measured = measure_loopnest_results(p, distinct, target, inputs, expected, backend=a.backend)
+        measured = measure_loopnest_results(p, distinct, target, inputs, expected, backend=a.backend,
+                                            timeout=a.measure_timeout)
         results = [measured[k] for k in which]
         runtimes = best_runtimes(results)
         same = [m for m in models[:-1] if which[cols.index(m)] == which[-1]]

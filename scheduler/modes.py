@@ -18,23 +18,25 @@ def reference(pipeline) -> tuple[dict, dict]:
 
 
 def measure_loopnest_results(pipeline, loopnests, target, inputs=None, expected=None, backend: str = "numba",
-                             measurement: str = "interleaved"):
+                             measurement: str = "interleaved", timeout: float | None = None):
     """The Measurements (status, best and median runtimes, spread) of schedules of one pipeline, each checked
     against the interpreter, with the full protocol: all built first, then timed together in rounds
     (backends.run_interleaved: the measuring searches compare these runtimes with each other, and schedules timed
     one after another each see another state of the machine), or, with measurement="sequential", one after
-    another through backends.measure_many."""
+    another through backends.measure_many. `timeout`: seconds a measurement may take in the worker (the full
+    protocol's 60 s unless given; naive schedules of the big apps run 10 s a time)."""
     from backends import MeasureInput, build, measure_many, run_interleaved
+    from backends.protocols import get_protocol
 
     if inputs is None or expected is None:
         inputs, expected = reference(pipeline)
     if measurement == "sequential":
         return measure_many([MeasureInput(pipeline, ln, inputs, expected) for ln in loopnests], target,
-                            backend=backend, protocol="full")
+                            backend=backend, protocol=get_protocol("full", timeout))
     if measurement != "interleaved":
         raise ValueError(f"measurement must be interleaved or sequential, got {measurement!r}")
     builts = [build(pipeline, ln, target, backend=backend) for ln in loopnests]
-    return run_interleaved(builts, inputs, "full", expected=expected)
+    return run_interleaved(builts, inputs, get_protocol("full", timeout), expected=expected)
 
 
 def measure_loopnests(pipeline, loopnests, target, inputs=None, expected=None, backend: str = "numba") -> list[float]:
