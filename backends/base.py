@@ -34,23 +34,6 @@ class Backend(ABC):
 
         return measure_kernel(kernel, inputs, protocol, expected, worker, isolate, data_key=data_key)
 
-    def run_interleaved(self, kernels: list[Kernel], inputs, protocol: Protocol | None = None, *, expected=None,
-                        worker=None, data_key: str | None = None, seed: int = 0) -> list[Measurement]:
-        """`run` of each of `kernels` (schedules of one pipeline), timed together in rounds (timing.time_interleaved)
-        so that their order repeats; a kernel that kills the worker sends every one back to `run`, one at a time.
-        The kernels may come from several backends (evaluate times an app's llvm and Halide schedules together) as
-        long as all of them time on the host's clock; backends whose `run` is their own (a device timer) measure
-        one at a time, each kernel by the backend that built it."""
-        from .timing import measure_kernels_interleaved
-
-        ms = None
-        if all(type(get_backend(k.backend)).run is Backend.run for k in kernels):
-            ms = measure_kernels_interleaved(kernels, inputs, protocol, expected, worker, data_key=data_key, seed=seed)
-        if ms is None:
-            ms = [get_backend(k.backend).run(k, inputs, protocol, expected=expected, worker=worker, data_key=data_key)
-                  for k in kernels]
-        return ms
-
     def check_target(self, target) -> None:
         """A one-line CompileError unless this backend builds for `target`'s kind."""
         if target.kind not in self.target_kinds:

@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 
 from ir.errors import ScheduleError
 
-from .base import get_backend
+from .base import Backend, get_backend
 from .kernel import CompileError, DeviceMissing, Kernel, Measurement, Protocol
 from .protocols import get_protocol
 from ir.status import Status
@@ -79,22 +79,34 @@ def run(built: BuildResult, inputs, protocol: Protocol | str | None = "full", *,
 def run_interleaved(builts: Sequence[BuildResult], inputs, protocol: Protocol | str | None = "full", *, expected=None,
                     worker=None, data_key: str | None = None, seed: int = 0) -> list[Measurement]:
     """`run` of each built schedule of one pipeline, timed together in rounds so that their order repeats
-    (Backend.run_interleaved; the builds may come from several CPU backends): a pipeline's schedules are labels for
-    their order, and schedules measured one after another each see a different state of the machine. Failed builds
-    are returned as their status."""
+    (timing.time_interleaved): a pipeline's schedules are labels for their order, and schedules measured one after
+    another each see a different state of the machine. The builds may come from several backends (evaluate times an
+    app's llvm and Halide schedules together) as long as all of them time on the host's clock (the shared
+    `Backend.run`); otherwise, or when a kernel kills the measuring process, each is `run` one at a time by the
+    backend that built it. Failed builds are returned as their status."""
     protocol = get_protocol(protocol) if protocol is not None else None
     out: list[Measurement | None] = [None if b.kernel is not None else Measurement(b.status, error=b.error)
                                      for b in builts]
     kernels = [b.kernel for b in builts if b.kernel is not None]
     if kernels:
-        backend = get_backend(kernels[0].backend)
         try:
-            timed = iter(backend.run_interleaved(kernels, inputs, protocol, expected=expected, worker=worker,
-                                                 data_key=data_key, seed=seed))
+            timed = iter(_interleaved(kernels, inputs, protocol, expected, worker, data_key, seed))
         except DeviceMissing as e:
             timed = iter(Measurement(Status.NO_GPU, compile_s=k.compile_s, error=str(e)) for k in kernels)
         out = [m if m is not None else next(timed) for m in out]
     return out  # type: ignore[return-value]
+
+
+def _interleaved(kernels: list[Kernel], inputs, protocol, expected, worker, data_key, seed) -> list[Measurement]:
+    from .timing import measure_kernels_interleaved
+
+    ms = None
+    if all(type(get_backend(k.backend)).run is Backend.run for k in kernels):
+        ms = measure_kernels_interleaved(kernels, inputs, protocol, expected, worker, data_key=data_key, seed=seed)
+    if ms is None:
+        ms = [get_backend(k.backend).run(k, inputs, protocol, expected=expected, worker=worker, data_key=data_key)
+              for k in kernels]
+    return ms
 
 
 def measure_many(items: Sequence[MeasureInput], target="host", *, backend: str = "numba",

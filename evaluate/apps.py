@@ -439,19 +439,16 @@ class _AppMeasurement:
         firsts: dict[tuple[str, str], str] = {}  # build key -> the method whose row built it first
         twins: dict[str, tuple] = {}
 
-        def add(m: Method, found: _Found, backend: str, keys: list, make: Callable[[int], object]) -> None:
-            for i, key in enumerate(keys):
-                if key not in builds:
-                    builds[key], firsts[key] = make(i), m.name
-            slots.append((m, found, keys, backend))
-
         for m, got in self.searched(methods):
             if isinstance(got, AppRow):
                 slots.append(got)
             elif got.loopnests:
                 keys = [(self.cfg.backend, ln.fingerprint) for ln in got.loopnests]
-                add(m, got, self.cfg.backend, keys, lambda i, lns=got.loopnests: build(
-                    self.pipeline, lns[i], self.target, backend=self.cfg.backend))
+                for ln, key in zip(got.loopnests, keys):
+                    if key not in builds:
+                        builds[key] = build(self.pipeline, ln, self.target, backend=self.cfg.backend)
+                        firsts[key] = m.name
+                slots.append((m, got, keys, self.cfg.backend))
                 if (t := self.twin(m, got)) is not None:
                     twins[t[0]] = t[1]
             self.tick(m.name)
@@ -459,13 +456,15 @@ class _AppMeasurement:
             if m.name in self.earlier:
                 slots.append(self.earlier[m.name])
             elif m.kind == "halide" or m.name in twins:
-                built = _halide_build(self.app.name, m, self.pipeline, self.target, twins.get(m.name))
-                if isinstance(built, AppRow):
+                twin = twins.get(m.name)
+                key = ("halide", twin[0].fingerprint if twin else m.name)
+                if key in builds:  # the LoopNest of an earlier twin: its build, its measurement
+                    slots.append((m, _Found([twin[0]], None, twin[1]), [key], "halide"))
+                elif isinstance(built := _halide_build(self.app.name, m, self.pipeline, self.target, twin), AppRow):
                     slots.append(built)
                 else:
-                    twin = twins.get(m.name)
-                    key = ("halide", twin[0].fingerprint if twin else m.name)
-                    add(m, _Found([twin[0] if twin else None], None, built[1]), "halide", [key], lambda i: built[0])
+                    builds[key], firsts[key] = built[0], m.name
+                    slots.append((m, _Found([twin[0] if twin else None], None, built[1]), [key], "halide"))
             elif (row := self.not_measured(m)) is not None:
                 slots.append(row)
             self.tick(m.name)

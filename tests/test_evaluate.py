@@ -398,7 +398,14 @@ def test_interleaved_measurement_times_an_apps_schedules_together(tracking, monk
         blocks.append((list(builts), ms))
         return ms
 
+    compiled, real_compile = [], backends.compile
+
+    def compile_spy(pipeline, loopnest, *args, **kw):
+        compiled.append(loopnest.fingerprint)
+        return real_compile(pipeline, loopnest, *args, **kw)
+
     monkeypatch.setattr(backends, "run_interleaved", spy)
+    monkeypatch.setattr(backends, "compile", compile_spy)  # Halide's twins
     monkeypatch.setattr(backends, "measure_many", lambda *a, **k: pytest.fail("measured one method at a time"))
     cfg = apps_config(tracking, model="analytical", algorithms=("greedy", "beam"), baselines=("expert",),
                       halide=True, backend="llvm")
@@ -417,6 +424,9 @@ def test_interleaved_measurement_times_an_apps_schedules_together(tracking, monk
     assert len(builts) == len(rows) - len(same)
     for method, first in same:
         assert by[method].runtime_s == by[first].runtime_s
+    assert len(compiled) == len(set(compiled))  # a LoopNest two twins share is compiled by Halide once
+    assert len(compiled) == sum(b.kernel.backend == "halide" for b in builts) - len(cfg.halide_autoschedulers)
+    assert any(r.method.endswith("@halide") for r, _ in [(by[m], f) for m, f in same])  # greedy@halide is beam@halide
 
 
 def test_apps_cli_prints_the_table_and_geomeans(tracking, capsys):
