@@ -101,7 +101,7 @@ def geomean(xs: list[float]) -> float:
 
 
 def main(argv=None) -> int:
-    from generator.apps import APPS
+    from generator.apps import app_list
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", default="HEAD", help="git revision of the code to compare with (default HEAD)")
@@ -117,10 +117,13 @@ def main(argv=None) -> int:
     if a.worker:
         worker(a.worker, kinds, a.backend, Path(a.beams))
         return 0
-    apps = list(APPS) if a.apps == "all" else [x for x in a.apps.split(",") if x]
-    bad = [x for x in apps if x not in APPS] + [k for k in kinds if k not in KINDS]
+    try:
+        apps = app_list(a.apps)
+    except ValueError as e:
+        ap.error(f"--apps: {e}")
+    bad = [k for k in kinds if k not in KINDS]
     if bad:
-        ap.error(f"unknown app or kind {bad[0]!r}; apps: {', '.join(APPS)}; kinds: {', '.join(KINDS)}")
+        ap.error(f"unknown kind {bad[0]!r}; kinds: {', '.join(KINDS)}")
     with ab.revision_tree(a.before, ap.error) as before, tempfile.TemporaryDirectory(prefix="codegen_ab_") as tmp:
         beams = Path(tmp) / "beams"
         beams.mkdir()

@@ -138,7 +138,7 @@ def main(argv=None) -> int:
     if argv is None and len(sys.argv) == 4 and sys.argv[1] == "--child":
         child(sys.argv[2], sys.argv[3])
         return 0
-    from generator.apps import APPS
+    from generator.apps import app_list
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--random", type=int, default=3, help="random pipelines, seeds 0..N-1 (default 3)")
@@ -146,11 +146,14 @@ def main(argv=None) -> int:
     ap.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated (default llvm,numba,halide)")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per compile process")
     a = ap.parse_args(argv)
-    apps = list(APPS) if a.apps == "all" else [x for x in a.apps.split(",") if x]
+    try:
+        apps = app_list(a.apps)
+    except ValueError as e:
+        ap.error(f"--apps: {e}")
     backends = [b for b in a.backends.split(",") if b]
-    bad = [x for x in apps if x not in APPS] + [b for b in backends if b not in BACKENDS]
+    bad = [b for b in backends if b not in BACKENDS]
     if bad:
-        ap.error(f"unknown app or backend {bad[0]!r}; backends: {', '.join(BACKENDS)}")
+        ap.error(f"unknown backend {bad[0]!r}; backends: {', '.join(BACKENDS)}")
     specs = [f"random:{s}" for s in range(a.random)] + [f"app:{x}" for x in apps]
     print(f"{'pipeline':26s} {'Funcs':>5s} {'backend':8s} {'status':14s} {'compile':>9s} {'runtime':>11s} "
           f"{'peak mem':>9s}")
