@@ -47,6 +47,7 @@ class RoundTraining:
     weight_decay: float = 0.0  # train's weight decay
     min_schedules: int = 8  # train's min_schedules: pipelines with fewer are skipped
     val_fraction: float = 0.125  # train's share of pipelines held out for validation
+    max_spread: float | None = 0.25  # train's max_spread: labels whose own repeats disagree more are dropped
     promote: bool = True  # move the champion alias when the new version beats every baseline (train.promotion)
     promotion: Literal["baselines", "always"] = "baselines"  # train's promotion rule
     experiment: str = "schedlab-datagen"  # MLflow experiment of the training runs

@@ -208,7 +208,8 @@ class Job:
         t = self.cfg.train
         cfg = TrainConfig(data=str(self.out), target=self.cfg.target, model=t.model, loss=t.loss, epochs=t.epochs,
                           lr=t.lr, weight_decay=t.weight_decay, min_schedules=t.min_schedules,
-                          val_fraction=t.val_fraction, seed=self.cfg.seed + r, tracking_uri=self.tracking,
+                          max_spread=t.max_spread, val_fraction=t.val_fraction, seed=self.cfg.seed + r,
+                          tracking_uri=self.tracking,
                           experiment=t.experiment, run_name=f"train-{self.tgt.name}-round{r}", promote=t.promote,
                           promotion=t.promotion, progress=False, checkpoint_dir=str(self.out / "job" / "checkpoints"))
         self.note(f"round {r}: training on {self.out}")
