@@ -34,9 +34,12 @@ def compile(pipeline, loopnest, target="host", *, backend: str = "numba", timeou
     compile_error or timeout) when compilation fails or the backend does not build for `target`."""
     from ir.target import get_target
 
+    from ir.collector import fewer_collections
+
     b, tgt = get_backend(backend), get_target(target)
     b.check_target(tgt)
-    return b.build(pipeline, loopnest, tgt, timeout=timeout, worker=worker, isolate=isolate)
+    with fewer_collections():  # a Plan and generated code: millions of short-lived objects
+        return b.build(pipeline, loopnest, tgt, timeout=timeout, worker=worker, isolate=isolate)
 
 
 def measure(kernel: Kernel, inputs, protocol: Protocol | str | None = None, *, expected=None, worker=None,

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from ir.collector import fewer_collections
 from ir.errors import ScheduleError
 
 from .base import Backend, get_backend
@@ -51,7 +52,8 @@ def build(pipeline, loopnest, target="host", *, backend: str = "numba", timeout:
     t0 = time.perf_counter()
     try:
         b.check_target(tgt)
-        k = b.build(pipeline, loopnest, tgt, timeout=timeout, worker=worker)
+        with fewer_collections():  # a Plan and generated code: millions of short-lived objects (ir.collector)
+            k = b.build(pipeline, loopnest, tgt, timeout=timeout, worker=worker)
     except ScheduleError as e:
         return BuildResult(None, Status.INVALID_SCHEDULE, str(e), time.perf_counter() - t0)
     except CompileError as e:

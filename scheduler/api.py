@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import gc
-import threading
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
+from ir.collector import fewer_collections
 from ir.loopnest import LoopNest
 from ir.target import get_target
 
@@ -122,31 +120,6 @@ def dropout_schedules(pipeline, target="host", model="champion", seeds=range(1),
     options = SpaceOptions(register_tiles=register_tiles)
     for result in dropout_walks(pipeline, tgt, cost_model, seeds, dropout if dropout < 100 else 1.0, options):
         yield _schedule(pipeline, tgt, result, "dropout", cost_model.name, backend)
-
-
-SEARCH_GC_THRESHOLD = 50_000  # allocations between young-generation collections while a search runs
-_gc_lock = threading.Lock()
-_gc_depth = [0, None]  # searches running in this process, the thresholds before the first
-
-
-@contextmanager
-def fewer_collections():
-    """Collect garbage less often while searching: a search allocates millions of short-lived symbolic forms
-    and few cycles, and at CPython's default (a collection every 700 allocations) the collector took ~25 % of
-    search time (benchmarks/search_speed.py). Results do not change; thresholds are restored when the last
-    search in the process ends."""
-    with _gc_lock:
-        if _gc_depth[0] == 0:
-            _gc_depth[1] = gc.get_threshold()
-            gc.set_threshold(max(SEARCH_GC_THRESHOLD, _gc_depth[1][0]), *_gc_depth[1][1:])
-        _gc_depth[0] += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_depth[0] -= 1
-            if _gc_depth[0] == 0:
-                gc.set_threshold(*_gc_depth[1])
 
 
 def _schedule(pipeline, tgt, result: SearchResult, algorithm: str, model: str, backend: str) -> Schedule:

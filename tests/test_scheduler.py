@@ -571,7 +571,8 @@ def test_cli_defaults_are_conf_scheduler_yaml_and_evaluate_apps_size():
 def test_searches_collect_garbage_less_often_and_restore_the_thresholds():
     import gc
 
-    from scheduler.api import SEARCH_GC_THRESHOLD, fewer_collections
+    from ir.collector import FEWER_GC_THRESHOLD as SEARCH_GC_THRESHOLD
+    from ir.collector import fewer_collections
 
     before = gc.get_threshold()
     with fewer_collections():
