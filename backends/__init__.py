@@ -17,14 +17,15 @@ from . import llvm as _llvm  # noqa: F401 - registers the llvm backend (llvmlite
 from . import numba as _numba  # noqa: F401 - registers the numba backend (halide, cuda register when first asked for)
 from .base import Backend, backend_names, get_backend, register_backend
 from .kernel import CompileError, DeviceMissing, Kernel, Measurement, Protocol
-from .measuring import BuildResult, MeasureInput, build, measure_many, measuring_machine, run, run_interleaved
+from .measuring import (BuildResult, MeasureInput, build, measure_many, measuring_machine, portable, reattached, run,
+                        run_interleaved)
 from .protocols import PROTOCOLS, get_protocol
 from ir.status import STATUSES, Status
 
 __all__ = ["compile", "measure", "Kernel", "Measurement", "Protocol", "CompileError", "DeviceMissing", "ScheduleError",
            "STATUSES", "Status", "PROTOCOLS", "get_protocol", "Backend", "register_backend", "get_backend",
            "backend_names", "BuildResult", "MeasureInput", "build", "run", "run_interleaved", "measure_many",
-           "compile_and_measure", "measuring_machine"]
+           "compile_and_measure", "measuring_machine", "portable", "reattached"]
 
 
 def compile(pipeline, loopnest, target="host", *, backend: str = "numba", timeout: float | None = 600.0,

@@ -11,7 +11,7 @@ import pytest
 
 import backends
 from backends import Protocol
-from backends.timing import time_interleaved
+from backends.timing import compare_outputs, time_interleaved
 from backends.worker import Worker
 from generator.batch import BatchSpec
 from generator.job.config import JobConfig
@@ -92,6 +92,34 @@ def test_a_kernel_that_kills_the_block_sends_every_schedule_back_to_one_at_a_tim
     assert [m.status for m in ms] == ["ok", "crash", "ok"], [m.error for m in ms]
     assert ms[0].min_s > 0 and ms[2].min_s > 0
     w.close()
+
+
+@pytest.mark.parametrize("backend", ["llvm", "numba", "halide"])
+def test_a_compile_tasks_portable_kernel_is_measured_on_its_node_without_a_rebuild(backend):
+    """The job's compile task hands back backends.portable(kernel): plain data without the pipeline or LoopNest;
+    the benchmarker of its node reattaches them (backends.reattached) and measures it as if it had built it."""
+    import pickle
+
+    if backend == "halide":
+        pytest.importorskip("halide")
+    p = blur_pipeline()
+    inputs = p.random_inputs(0)
+    expected = interpret(p, inputs)
+    lns = [naive_schedule(p), random_schedule(p, 1)[0]]
+    builts = [backends.build(p, ln, backend=backend) for ln in lns]
+    assert all(b.ok for b in builts), [b.error for b in builts]
+    handed = [pickle.loads(pickle.dumps(backends.portable(b.kernel))) for b in builts]  # as Ray carries it
+    assert all(k.pipeline is None and k.loopnest is None for k in handed)
+    assert all(b.kernel.pipeline is p for b in builts)  # the original is untouched
+    again = [backends.reattached(k, p, ln) for k, ln in zip(handed, lns)]
+    assert [b.kernel.loopnest for b in again] == lns and all(b.ok and b.kernel.pipeline is p for b in again)
+    assert [b.compile_s for b in again] == [b.compile_s for b in builts]
+    w = Worker()
+    ms = backends.run_interleaved(again, inputs, FEW_ROUNDS, expected=expected, worker=w)
+    assert [m.status for m in ms] == ["ok", "ok"], [m.error for m in ms]
+    w.close()
+    out = again[1].kernel(inputs)  # and in this process, through the reattached kernel's own runner
+    assert compare_outputs({o.name: o.type for o in p.outputs}, out, expected) is None
 
 
 def test_only_schedules_of_one_pipeline_are_timed_together():

@@ -33,6 +33,7 @@ class CompileOutcome:
     error: str = ""
     compile_s: float = float("nan")
     node_id: str = ""
+    kernel: object = None  # backends.portable(kernel) when ok: the node's benchmarker reattaches it, not rebuilds it
 
 
 @ray.remote
@@ -50,7 +51,7 @@ def compile_task(plan_ref: list, index: int, compile_timeout: float, fault: str 
     `plan_ref` is [the BatchPlan's ObjectRef], wrapped so that Ray does not resolve it before the task starts:
     the plan is fetched and unpickled inside the quiet lock, never beside a measurement (unwrapped, that was
     0.2-0.6 s of CPU a compile task spent beside a running measurement on a 2-core node)."""
-    from backends import build
+    from backends import build, portable
 
     if fault == "die":
         os._exit(3)
@@ -59,7 +60,8 @@ def compile_task(plan_ref: list, index: int, compile_timeout: float, fault: str 
         plan: BatchPlan = ray.get(plan_ref[0])
         s = plan.samples[index]
         b = build(plan.pipeline, s.loopnest, plan.key.target, backend=plan.key.backend, timeout=compile_timeout)
-    return CompileOutcome(b.status, b.error, b.compile_s if b.ok else float("nan"), node_id=node)
+    return CompileOutcome(b.status, b.error, b.compile_s if b.ok else float("nan"), node_id=node,
+                          kernel=portable(b.kernel) if b.ok else None)
 
 
 @ray.remote(max_concurrency=1)
@@ -72,7 +74,7 @@ class Benchmarker:
         self.worker = Worker()
 
     def measure(self, plan: BatchPlan, index: int, protocol, compile_timeout: float, fault: str = "",
-                quiet: bool = False) -> Measurement:
+                quiet: bool = False, kernel=None) -> Measurement:
         """Load (numba: from the node's cache) or rebuild (Halide) the kernel, then time it; with `quiet`, the
         timing runs with no planning or compiling on the node (generator.job.quiet)."""
         import time
@@ -80,7 +82,7 @@ class Benchmarker:
         from backends import run
 
         t0 = time.perf_counter()
-        built = self.load(plan, index, compile_timeout, fault)
+        built = self.load(plan, index, compile_timeout, fault, kernel)
         inputs = {n: np.array(a) for n, a in plan.inputs.items()}  # Ray hands out read-only views
         t1 = time.perf_counter()
         with maybe(quiet, "exclusive"):
@@ -91,7 +93,7 @@ class Benchmarker:
         return m
 
     def measure_block(self, plan: BatchPlan, indices: list[int], protocol, compile_timeout: float,
-                      faults: tuple[str, ...] = (), quiet: bool = False) -> list[Measurement]:
+                      faults: tuple[str, ...] = (), quiet: bool = False, kernels: tuple = ()) -> list[Measurement]:
         """Samples `indices` of one batch, timed together in rounds (backends.run_interleaved) in one quiet spell of
         the node; a kernel that crashes or hangs the block sends them back to one-at-a-time measurement, which gives
         it its status. Each Measurement carries an equal share of the block's load and wait seconds."""
@@ -100,8 +102,8 @@ class Benchmarker:
         from backends import run_interleaved
 
         t0 = time.perf_counter()
-        builts = [self.load(plan, i, compile_timeout, faults[k] if k < len(faults) else "")
-                  for k, i in enumerate(indices)]
+        builts = [self.load(plan, i, compile_timeout, faults[k] if k < len(faults) else "",
+                            kernels[k] if k < len(kernels) else None) for k, i in enumerate(indices)]
         inputs = {n: np.array(a) for n, a in plan.inputs.items()}  # Ray hands out read-only views
         t1 = time.perf_counter()
         with maybe(quiet, "exclusive"):
@@ -113,13 +115,18 @@ class Benchmarker:
             m.wait_s, m.measure_s = wait / len(ms), spent / len(ms)
         return ms
 
-    def load(self, plan: BatchPlan, index: int, compile_timeout: float, fault: str = ""):
-        """The BuildResult of sample `index`: loaded from the node's kernel cache (or rebuilt); with `fault` crash
-        or hang, its runner replaced by a misbehaving one (testing)."""
-        from backends import build
+    def load(self, plan: BatchPlan, index: int, compile_timeout: float, fault: str = "", kernel=None):
+        """The BuildResult of sample `index`: the `portable` kernel this node's compile task handed back, or else
+        built here (loaded from the node's kernel cache, or compiled again); with `fault` crash or hang, its runner
+        replaced by a misbehaving one (testing)."""
+        from backends import build, reattached
 
-        built = build(plan.pipeline, plan.samples[index].loopnest, plan.key.target, backend=plan.key.backend,
-                      timeout=compile_timeout, worker=self.worker)
+        s = plan.samples[index]
+        if kernel is not None:
+            built = reattached(kernel, plan.pipeline, s.loopnest)
+        else:
+            built = build(plan.pipeline, s.loopnest, plan.key.target, backend=plan.key.backend,
+                          timeout=compile_timeout, worker=self.worker)
         if fault in ("crash", "hang") and built.kernel is not None:
             built.kernel.spec = FaultyKernel(fault)
         return built
