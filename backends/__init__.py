@@ -33,9 +33,8 @@ def compile(pipeline, loopnest, target="host", *, backend: str = "numba", timeou
     """Validate the schedule, generate code and compile it with `backend` (in a worker process with a
     timeout unless isolate=False). Raises ScheduleError for an invalid LoopNest and CompileError (status
     compile_error or timeout) when compilation fails or the backend does not build for `target`."""
-    from ir.target import get_target
-
     from ir.collector import fewer_collections
+    from ir.target import get_target
 
     b, tgt = get_backend(backend), get_target(target)
     b.check_target(tgt)

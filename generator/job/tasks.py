@@ -4,10 +4,10 @@ and with `quiet_measurement` alone on its node: planning and compiling pause whi
 measurement is one sample (`measure`, measurement=sequential) or the samples of a batch compiled on the node,
 timed together in rounds (`measure_block`, measurement=interleaved).
 
-numba kernels land in the node's on-disk cache (backends.numba.compiler), so the benchmarker finds the
-kernel its node compiled; a kernel compiled on another node is simply compiled again. Halide JIT code
-has no disk cache: the compile task checks that the schedule compiles (its status and compile time),
-and the benchmarker compiles it again where it is measured. Every compile
+Compiled code lands in the node's on-disk kernel cache, and a compile task hands back its kernel as plain data
+naming that code (backends.portable), which the benchmarker of the same node reattaches to the batch's pipeline
+and LoopNest instead of building the schedule again; a sample measured on another node (its benchmarker died) is
+built there. Every compile
 and measurement runs in a backends worker process with a timeout: a crash or a hang of generated code
 is a Measurement status. A Ray worker process that dies is retried by Ray (`max_retries`) and then
 reported to the driver, which records the sample as `worker_died`.
@@ -75,8 +75,8 @@ class Benchmarker:
 
     def measure(self, plan: BatchPlan, index: int, protocol, compile_timeout: float, fault: str = "",
                 quiet: bool = False, kernel=None) -> Measurement:
-        """Load (numba: from the node's cache) or rebuild (Halide) the kernel, then time it; with `quiet`, the
-        timing runs with no planning or compiling on the node (generator.job.quiet)."""
+        """Reattach the compile task's kernel (or build it here), then time it; with `quiet`, the timing runs with no
+        planning or compiling on the node (generator.job.quiet)."""
         import time
 
         from backends import run
