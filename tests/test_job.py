@@ -112,11 +112,21 @@ def test_a_plan_is_one_beam_sample_then_distinct_dropout_samples_and_reproducibl
                        "from), got 16 with schedules_per_pipeline 16"),
     (["first_sampler=hybrid"], "first_sampler must be random, analytical[:N] or models:/<name>/<version>, got 'hybrid'"),
     (["measurement=rounds"], "config key 'measurement' must be one of interleaved, sequential; got 'rounds'"),
+    (["benchmark_cpus=-1"], "max_retries, in_flight and benchmark_cpus must be >= 0"),
 ])
 def test_bad_config_is_one_line_and_exit_status_2(args, text, tmp_path, capsys):
     assert main(["--config", str(ROOT / "conf/datagen.yaml"), f"out={tmp_path}", *args]) == 2
     err = capsys.readouterr().err.strip()
     assert text in err and len(err.splitlines()) == 1, err
+
+
+def test_the_benchmarker_reserves_a_cpu_only_without_the_quiet_lock():
+    """With quiet_measurement the lock keeps a measurement alone on its node, so no CPU is reserved for the
+    benchmarker (one would idle between measurements); without it, one is. An explicit value is kept."""
+    assert load_config(JobConfig, ROOT / "conf/datagen.yaml").benchmark_cpus == 0
+    assert load_config(JobConfig, ROOT / "conf/datagen.yaml", ["quiet_measurement=false"]).benchmark_cpus == 1
+    assert JobConfig(benchmark_cpus=0.5).benchmark_cpus == 0.5
+    assert JobConfig(quiet_measurement=False, benchmark_cpus=0).benchmark_cpus == 0
 
 
 def test_relative_paths_are_refused_under_ray_job_submit(monkeypatch, tmp_path):
