@@ -14,17 +14,19 @@ from train.data import DataConfig, TrainingData
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("name, samples, pipelines", [
-    ("random-host-halide", 2624, 164),
-    ("random-host-halide-contrasts", 2544, 159),
-    ("random-host-halide-avx2", 1840, 115),
+@pytest.mark.parametrize("name, backend, samples, pipelines", [
+    ("random-host-halide", "halide", 2624, 164),
+    ("random-host-halide-contrasts", "halide", 2544, 159),
+    ("random-host-halide-avx2", "halide", 1840, 115),
+    ("random-host-llvm", "llvm", 1840, 115),
+    ("random-host-llvm-epyc", "llvm", 1904, 119),
 ])
-def test_a_committed_dataset_reads_and_matches_its_readme(name, samples, pipelines):
+def test_a_committed_dataset_reads_and_matches_its_readme(name, backend, samples, pipelines):
     readme = (ROOT / "datasets" / "README.md").read_text()
     data = TrainingData.load(DataConfig(path=str(ROOT / "datasets" / name), target="host", val_fraction=0.2,
                                         max_spread=0.25))
     data.check_schema(get_extractor("host").schema)
     s = data.stats
-    assert s.backend == "halide" and s.samples_read == samples and s.failed_dropped == 0
+    assert s.backend == backend and s.samples_read == samples and s.failed_dropped == 0
     assert s.train_pipelines + s.val_pipelines + s.pipelines_skipped == pipelines
     assert re.search(rf"fingerprint \| `{s.fingerprint}`", readme), s.fingerprint
