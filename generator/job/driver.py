@@ -138,8 +138,8 @@ class _Batch:
     compile_s: list = field(default_factory=list)
     nodes: set = field(default_factory=set)  # the Ray node ids whose benchmarkers measured its samples
     compiles_left: int = 0  # compile tasks not yet returned
-    blocks: dict = field(default_factory=dict)  # node id -> samples compiled there, to time together (interleaved)
-    kernels: dict = field(default_factory=dict)  # sample -> its compile task's portable kernel (backends.portable)
+    blocks: dict = field(default_factory=dict)  # node id -> (sample, its compile task's portable kernel) compiled
+    #   there, to time together (interleaved)
 
     @property
     def done(self) -> bool:
@@ -319,14 +319,14 @@ class Job:
         if outcome.status != "ok":
             done = self.record(b, i, Measurement(outcome.status, error=outcome.error, compile_s=outcome.compile_s))
             return self.submit_blocks(b, pending) or done
-        b.kernels[i] = outcome.kernel  # the benchmarker of outcome.node_id, the node that compiled it, reattaches it
+        # the benchmarker of outcome.node_id, the node that compiled it, reattaches outcome.kernel
         if self.cfg.measurement == "interleaved":
-            b.blocks.setdefault(outcome.node_id, []).append(i)
+            b.blocks.setdefault(outcome.node_id, []).append((i, outcome.kernel))
             return self.submit_blocks(b, pending)
         fault = self.faults.get((b.key.seed, i), "")
         mref = self.benchmarker(outcome.node_id).measure.remote(
             b.plan_ref, i, get_protocol(self.cfg.protocol, self.cfg.benchmark_timeout), self.cfg.compile_timeout,
-            fault if fault != "die" else "", self.cfg.quiet_measurement, b.kernels.pop(i, None))
+            fault if fault != "die" else "", self.cfg.quiet_measurement, outcome.kernel)
         pending[mref] = ("measure", b, i, outcome.node_id)
         return False
 
@@ -338,10 +338,10 @@ class Job:
         if b.compiles_left > 0 or not b.blocks:
             return False
         protocol = get_protocol(self.cfg.protocol, self.cfg.benchmark_timeout)
-        for node, indices in b.blocks.items():
-            indices = sorted(indices)
+        for node, samples in b.blocks.items():
+            indices, kernels = zip(*sorted(samples, key=lambda s: s[0]))
+            indices = list(indices)
             faults = tuple(f if (f := self.faults.get((b.key.seed, i), "")) != "die" else "" for i in indices)
-            kernels = tuple(b.kernels.pop(i, None) for i in indices)
             mref = self.benchmarker(node).measure_block.remote(b.plan_ref, indices, protocol, self.cfg.compile_timeout,
                                                                faults, self.cfg.quiet_measurement, kernels)
             pending[mref] = ("measure_block", b, -1, (node, indices))
