@@ -197,6 +197,19 @@ def test_the_halide_backend_generates_rows_too(tmp_path):
     assert "; kernel cache " in node and " kernels, " in node, node  # each node pruned its cache (backends.cache)
 
 
+def test_sequential_measurement_times_each_handed_over_kernel_as_it_compiles(tmp_path):
+    """measurement=sequential: each compile task's kernel goes to its node's benchmarker on its own (driver.on_compile,
+    Benchmarker.measure), not in a block; every sample is still an ok row with a runtime."""
+    r = _job(["--config", "conf/datagen.yaml", f"out={tmp_path / 'data'}", f"tracking_uri={tmp_path / 'mlflow'}",
+              "rounds=1", "pipelines_per_round=1", "seed=42", "schedules_per_pipeline=3", "train.enabled=false",
+              *TINY, "measurement=sequential"])
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = _rows(tmp_path / "data")
+    assert rows["status"].to_list() == ["ok"] * 3, rows.select("status", "error")
+    assert (rows["runtime_s"] > 0).all() and (rows["compile_s"] > 0).all()
+    assert re.search(r"measuring [^(]+\(sequential; \+", r.stdout), r.stdout[-2000:]
+
+
 def test_the_numba_backend_generates_rows_too(tmp_path):
     r = _job(["--config", "conf/datagen.yaml", f"out={tmp_path / 'data'}", f"tracking_uri={tmp_path / 'mlflow'}",
               "rounds=1", "pipelines_per_round=1", "seed=41", "schedules_per_pipeline=3", "train.enabled=false",
