@@ -14,9 +14,11 @@ import sys
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from ir.errors import SchedlabError
 from ir.progress import ProgressSetting
-from train.config import LossName, ModelKind, TrainConfig
+from train.config import LossName, ModelKind, SelectMetric, TrainConfig
 
 PROG = "python -m evaluate.compare"
 METRICS = (("val_pairwise_accuracy", "pairwise"), ("val_top1_score", "top-1"), ("val_top5_score", "top-5"),
@@ -42,6 +44,12 @@ class CompareConfig:
     min_schedules: int = TrainConfig.min_schedules  # pipelines with fewer ok schedules are skipped
     max_spread: float | None = TrainConfig.max_spread  # labels noisier than this are skipped (none: keep all)
     seed: int = 0  # weight init and batch order of every row
+    lr: float = TrainConfig.lr  # Adam learning rate of every row
+    weight_decay: float = TrainConfig.weight_decay  # Adam weight decay of every row
+    select: SelectMetric = TrainConfig.select  # the validation metric that picks each row's epoch
+    folds: int = 1  # 1: score every row on one validation split, the one that also picks each row's epoch (so its
+    #   figures lean optimistic); K > 1: K-fold cross-validation, every row trained K times, each time with one fold
+    #   of the pipelines (by hash) held out of training and of the epoch's choice, and scored on the K folds pooled
     tracking_uri: str | None = None  # MLflow tracking URI (none: $MLFLOW_TRACKING_URI, else the per-user store)
     experiment: str = "schedlab-compare"  # MLflow experiment of the comparison run (the trainings nest under it)
     progress: ProgressSetting = "auto"  # auto: a line per training; bar | lines | false
@@ -55,6 +63,8 @@ class CompareConfig:
             raise ValueError("fractions must include 1 (the table compares models trained on every training pipeline)")
         if self.epochs < 1:
             raise ValueError(f"epochs must be >= 1, got {self.epochs}")
+        if self.folds < 1:
+            raise ValueError(f"folds must be >= 1, got {self.folds}")
 
 
 @dataclass(frozen=True)
@@ -66,10 +76,13 @@ class Row:
     fraction: float
     train_pipelines: int
     train_samples: int
-    val: dict[str, float]  # val_* metrics of the registered-equivalent weights (the best epoch)
+    val: dict[str, float]  # val_* metrics of the registered-equivalent weights (the best epoch) on the held-out
+    #   pipelines: the validation split, or with folds the test folds pooled
     init_val: dict[str, float]  # the same network's random weights
     seconds: float
-    run_id: str
+    run_id: str  # the training's MLflow run (with folds, the last fold's)
+    selection_val: dict[str, float] | None = None  # with folds: the validation metrics that picked the epochs,
+    #   pooled over the folds' validation splits (what the row would have read without folds)
 
     @property
     def label(self) -> str:
@@ -86,13 +99,21 @@ class Comparison:
     run_id: str
     tracking_uri: str
     seconds: float
+    folds: int = 1
+
+    @property
+    def held_out(self) -> str:
+        return "validation" if self.folds == 1 else f"{self.folds}-fold test"
 
     def table(self) -> str:
-        head = f"{'model':34s} {'train':>11s} " + " ".join(f"{h:>9s}" for _, h in METRICS)
+        sel = self.folds > 1
+        head = (f"{'model':34s} {'train':>11s} " + " ".join(f"{h:>9s}" for _, h in METRICS)
+                + (f" {'val(sel)':>9s}" if sel else ""))
         lines = [head, "-" * len(head)]
 
-        def line(name: str, train: str, m: dict[str, float]) -> str:
-            return f"{name:34s} {train:>11s} " + " ".join(f"{m.get(k, math.nan):9.3f}" for k, _ in METRICS)
+        def line(name: str, train: str, m: dict[str, float], chosen: dict[str, float] | None = None) -> str:
+            return (f"{name:34s} {train:>11s} " + " ".join(f"{m.get(k, math.nan):9.3f}" for k, _ in METRICS)
+                    + (f" {chosen['val_pairwise_accuracy']:9.3f}" if chosen else ""))
 
         lines.append(line("analytical (adams2019 App. B)", "-", self.analytical))
         seen = set()
@@ -101,14 +122,18 @@ class Comparison:
                 seen.add(r.model)
                 lines.append(line(f"random weights ({r.model})", "-", r.init_val))
         for r in self.full():
-            lines.append(line(r.label, f"{r.train_pipelines} pipes", r.val))
+            lines.append(line(r.label, f"{r.train_pipelines} pipes", r.val, r.selection_val))
+        if sel:
+            lines.append(f"metrics on the {self.val_pipelines} pipelines of the {self.folds} test folds pooled, each "
+                         "scored by the model its fold was held out of; val(sel): pairwise on the validation splits "
+                         "that chose each fold's epoch (optimistic: the same pipelines picked it)")
         return "\n".join(lines)
 
     def full(self) -> list[Row]:
         return [r for r in self.rows if r.fraction == 1.0]
 
     def curve(self) -> str:
-        out = ["learning curve (validation pairwise / top-1 by training pipelines):"]
+        out = [f"learning curve ({self.held_out} pairwise / top-1 by training pipelines):"]
         for label in dict.fromkeys(r.label for r in self.rows):
             pts = sorted((r for r in self.rows if r.label == label), key=lambda r: r.fraction)
             out.append(f"  {label:32s} " + "  ".join(
@@ -119,7 +144,7 @@ class Comparison:
         from ir.units import format_seconds
 
         return "\n".join([
-            f"compared {len(self.full())} models on the same {self.val_pipelines} held-out pipelines "
+            f"compared {len(self.full())} models on the same {self.val_pipelines} held-out pipelines ({self.held_out}) "
             f"({self.val_samples} schedules) of dataset {self.fingerprint} in {format_seconds(self.seconds)}",
             self.table(), self.curve(),
             f"MLflow run {self.run_id} in {self.tracking_uri} (each training nested under it; plots/learning_curve.png)",
@@ -158,29 +183,82 @@ def compare(cfg: CompareConfig, echo=print) -> Comparison:
     with tracked_run(cfg.tracking_uri, cfg.experiment, f"compare-{cfg.target}-{stats.fingerprint[:8]}", cfg,
                      description=about, dataset=dataset) as run:
         analytical = None
+        held_out = (stats.val_pipelines, stats.val_samples)
         for i, (kind, loss, fraction) in enumerate(runs):
-            tc = TrainConfig(data=cfg.data, target=cfg.target, backend=cfg.backend, model=kind, loss=loss,
-                             epochs=cfg.epochs, val_fraction=cfg.val_fraction, min_schedules=cfg.min_schedules,
-                             max_spread=cfg.max_spread, seed=cfg.seed, train_fraction=fraction,
-                             tracking_uri=run.tracking_uri, experiment=cfg.experiment, register=False,
-                             run_name=f"{kind}-{loss}-{fraction:g}", progress=False,
-                             checkpoint_dir=checkpoints.name)
             t = time.time()
-            result = train(tc, parent_run_id=run.run_id)
-            if analytical is None:
-                analytical = next(b.metrics for b in result.promotion.baselines if b.name == "analytical")
-            rows.append(Row(kind, loss, fraction, result.train_pipelines, result.samples - stats.val_samples,
-                            result.val, result.init_val, time.time() - t, result.run_id))
+            results = []
+            for fold in range(cfg.folds):
+                tc = TrainConfig(data=cfg.data, target=cfg.target, backend=cfg.backend, model=kind, loss=loss,
+                                 epochs=cfg.epochs, val_fraction=cfg.val_fraction, min_schedules=cfg.min_schedules,
+                                 max_spread=cfg.max_spread, seed=cfg.seed, train_fraction=fraction,
+                                 lr=cfg.lr, weight_decay=cfg.weight_decay, select=cfg.select, folds=cfg.folds,
+                                 fold=fold, tracking_uri=run.tracking_uri,
+                                 experiment=cfg.experiment, register=False,
+                                 run_name=f"{kind}-{loss}-{fraction:g}" + (f"-fold{fold}" if cfg.folds > 1 else ""),
+                                 progress=False, checkpoint_dir=checkpoints.name)
+                results.append(train(tc, parent_run_id=run.run_id))
+            if cfg.folds == 1:
+                result = results[0]
+                if analytical is None:
+                    analytical = next(b.metrics for b in result.promotion.baselines if b.name == "analytical")
+                row = Row(kind, loss, fraction, result.train_pipelines, result.samples - stats.val_samples,
+                          result.val, result.init_val, time.time() - t, result.run_id)
+            else:
+                pooled = pool_folds(results)
+                if analytical is None:
+                    analytical = pooled.analytical
+                    held_out = (pooled.pipelines, pooled.samples)
+                row = Row(kind, loss, fraction, round(pooled.train_pipelines), round(pooled.train_samples),
+                          pooled.model, pooled.random_weights, time.time() - t, results[-1].run_id, pooled.selection)
+            rows.append(row)
             if cfg.progress is not False:
-                r = rows[-1]
-                echo(f"[{i + 1}/{len(runs)}] {r.label} on {r.train_pipelines} pipelines: pairwise "
-                     f"{r.val['val_pairwise_accuracy']:.3f}, top-1 {r.val['val_top1_score']:.3f} "
-                     f"({r.seconds:.0f} s)")
-        comparison = Comparison(tuple(rows), analytical, stats.val_pipelines, stats.val_samples, stats.fingerprint,
-                                run.run_id, run.tracking_uri, time.time() - t0)
+                echo(f"[{i + 1}/{len(runs)}] {row.label} on {row.train_pipelines} pipelines"
+                     + (f" (mean of {cfg.folds} folds)" if cfg.folds > 1 else "") + ": pairwise "
+                     f"{row.val['val_pairwise_accuracy']:.3f}, top-1 {row.val['val_top1_score']:.3f} "
+                     f"({row.seconds:.0f} s)")
+        comparison = Comparison(tuple(rows), analytical, held_out[0], held_out[1], stats.fingerprint,
+                                run.run_id, run.tracking_uri, time.time() - t0, cfg.folds)
         _log(run, comparison)
     checkpoints.cleanup()
     return comparison
+
+
+@dataclass(frozen=True)
+class PooledFolds:
+    """The test folds of one row's K trainings as one held-out set: every pipeline scored by the model its fold was
+    held out of (the folds are disjoint, so each pipeline counts once), metrics as val_* like a validation split."""
+
+    model: dict[str, float]
+    random_weights: dict[str, float]
+    analytical: dict[str, float]
+    selection: dict[str, float]  # each fold's validation split scored by the epoch it chose, averaged over folds
+    pipelines: int
+    samples: int
+    train_pipelines: float  # mean over the folds
+    train_samples: float
+
+
+def pool_folds(results) -> PooledFolds:
+    """PooledFolds of train() results made with folds=K, fold=0..K-1 (each carries its TestFold)."""
+    from train.metrics import ranking_metrics
+
+    def pooled(part: str) -> dict[str, float]:
+        groups = {}
+        for r in results:
+            groups.update(getattr(r.test, part))
+        return ranking_metrics(groups.values()).as_dict("val_")
+
+    folds = [r.test for r in results]
+    if any(f is None for f in folds) or sorted(f.fold for f in folds) != list(range(len(results))):
+        raise CompareError("pool_folds needs one scored test fold per training, folds 0..K-1")
+    model = pooled("model")
+    keys = [k for k, _ in METRICS]
+    # each fold's validation split scored by the epoch it chose (the selection-biased figure), averaged over folds
+    selection = {k: float(np.mean([r.val[k] for r in results])) for k in keys}
+    return PooledFolds(model, pooled("random_weights"), pooled("analytical"), selection,
+                       int(model["val_pipelines"]), int(model["val_samples"]),
+                       float(np.mean([r.train_pipelines for r in results])),
+                       float(np.mean([r.samples - r.val["val_samples"] for r in results])))
 
 
 def _log(run, c: Comparison) -> None:
@@ -226,8 +304,8 @@ def learning_curve(c: Comparison):
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xticklabels([str(n) for n in sizes])
         ax.set_xlabel("training pipelines (log scale)")
-        ax.set_ylabel(f"validation {name} (fraction, higher is better)")
-        ax.set_title(f"{name} on the same {c.val_pipelines} held-out pipelines", fontsize=10)
+        ax.set_ylabel(f"{c.held_out} {name} (fraction, higher is better)")
+        ax.set_title(f"{name} on the same {c.val_pipelines} held-out pipelines ({c.held_out})", fontsize=10)
         ax.grid(True, alpha=0.3)
     handles, names = axes[0].get_legend_handles_labels()
     fig.legend(handles, names, loc="outside right center", fontsize=8)

@@ -446,3 +446,42 @@ def test_compare_trains_each_kind_and_loss_on_one_split_with_a_learning_curve(sy
     assert main([f"data={synthetic}", "fractions=0.5"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "fractions must include 1" in err
+
+
+def test_compare_cross_validates_on_test_folds_no_training_saw(synthetic, env):
+    """evaluate.compare folds=K: each row trained K times, each time with one fold of the pipelines held out of
+    training and of the epoch's choice; the folds partition the pipelines, so the pooled test metrics cover every
+    pipeline once, and the selection-biased validation figure is reported beside them."""
+    from evaluate.compare import CompareConfig, compare
+    from train.data import DataConfig, TrainingData, fold_of
+
+    cfg = CompareConfig(data=str(synthetic), models=("hybrid",), losses=("pairwise_rank",), fractions=(1.0,),
+                        epochs=20, val_fraction=0.3, tracking_uri=env["tracking_uri"], progress=False, folds=3)
+    c = compare(cfg)
+    everything = TrainingData.load(DataConfig(path=str(synthetic), val_fraction=0.3, min_schedules=8))
+    total = everything.stats.train_pipelines + everything.stats.val_pipelines
+    assert c.val_pipelines == total and c.folds == 3 and "3-fold test" in c.summary()
+    seen = set()
+    for fold in range(3):
+        d = TrainingData.load(DataConfig(path=str(synthetic), val_fraction=0.3, min_schedules=8, folds=3, fold=fold))
+        test = {b.pipeline_id for b in d.test}
+        assert test and all(fold_of(p, 3) == fold for p in test)
+        assert test.isdisjoint(b.pipeline_id for b in d.train + d.val)
+        assert not test & seen
+        seen |= test
+    assert len(seen) == total
+    (row,) = c.rows
+    assert row.selection_val is not None and 0 < row.selection_val["val_pairwise_accuracy"] <= 1
+    assert row.val["val_pairwise_accuracy"] >= row.init_val["val_pairwise_accuracy"] + 0.1, row  # ~10 training pipelines
+    assert row.train_pipelines < total
+
+
+def test_folds_are_checked_in_one_line():
+    from train.data import DataConfig, DatasetError
+
+    with pytest.raises(ValueError, match="register=false"):
+        TrainConfig(folds=5, fold=0)
+    with pytest.raises(ValueError, match="fold must be in"):
+        TrainConfig(folds=5, fold=5, register=False)
+    with pytest.raises(DatasetError, match="fold must be in 0..2"):
+        DataConfig(path="x", folds=3, fold=3)

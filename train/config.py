@@ -36,6 +36,8 @@ class TrainConfig:
     min_schedules: int = 8  # pipelines with fewer measured schedules are skipped
     val_fraction: float = 0.125  # share of pipelines (by hash) held out for validation
     train_fraction: float = 1.0  # share of the other pipelines trained on (by a second hash; nested subsets: python -m train.compare's learning curve)
+    folds: int = 1  # cross-validation (evaluate.compare folds=K): with more than one, fold `fold` of the pipelines
+    fold: int = 0  #   (by a third hash) is a test set kept out of training and validation, scored after training
     max_spread: float | None = 0.25  # skip labels whose own best repeats disagree by more (none: keep all)
     seed: int = 0  # seeds weight init and batch order
     select: SelectMetric = "top1"  # which epoch's weights are registered: best validation top-1 (the first to reach
@@ -62,3 +64,8 @@ class TrainConfig:
             raise ValueError(f"train_fraction must be in (0, 1], got {self.train_fraction}")
         if self.lr <= 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
+        if self.folds < 1 or not 0 <= self.fold < self.folds:
+            raise ValueError(f"fold must be in 0..folds-1 with folds >= 1, got fold={self.fold} folds={self.folds}")
+        if self.folds > 1 and self.register:
+            raise ValueError(f"folds={self.folds} holds a test fold out of training, for cross-validation only; a "
+                             "registered model learns from every pipeline: set register=false or folds=1")

@@ -67,8 +67,14 @@ class DataConfig:
     backend: str | None = None  # whose runtimes to learn; None: the only backend in the data
     max_spread: float | None = None  # drop labels whose own repeats disagree more (spread = 3rd best / best - 1)
     train_fraction: float = 1.0  # share of the training pipelines kept, by hash: nested subsets (learning curves)
+    folds: int = 1  # cross-validation: pipelines fall in `folds` folds by a third hash; with more than one, ...
+    fold: int = 0  # ... fold `fold` is the test set, held out of training and validation alike (TrainingData.test)
 
     def __post_init__(self):
+        if self.folds < 1:
+            raise DatasetError(f"folds must be >= 1, got {self.folds}")
+        if not 0 <= self.fold < self.folds:
+            raise DatasetError(f"fold must be in 0..{self.folds - 1} (folds={self.folds}), got {self.fold}")
         if not 0.0 < self.train_fraction <= 1.0:
             raise DatasetError(f"train_fraction must be in (0, 1], got {self.train_fraction}")
         if self.max_spread is not None and not self.max_spread > 0:
@@ -109,6 +115,8 @@ class DataStats:
     val_samples: int = 0
     train_batches: int = 0
     val_batches: int = 0
+    test_pipelines: int = 0  # the held-out fold's (DataConfig.folds > 1): in neither training nor validation
+    test_samples: int = 0
     fingerprint: str = ""
     rejected_reasons: dict[str, int] = field(default_factory=dict)
     machines: str = ""  # which machines measured the files (featurize.dataset.file_machine), with their file counts
@@ -124,7 +132,8 @@ class DataStats:
                 f"{self.pipelines_skipped} pipelines skipped (< min schedules)"
                 + (f", {self.train_pipelines_left_out} outside train_fraction" if self.train_pipelines_left_out else "")
                 + f"; train {self.train_pipelines} "
-                f"pipelines / {self.train_samples} samples, validation {self.val_pipelines} / {self.val_samples}; "
+                f"pipelines / {self.train_samples} samples, validation {self.val_pipelines} / {self.val_samples}"
+                + (f", test fold {self.test_pipelines} / {self.test_samples}" if self.test_pipelines else "") + "; "
                 f"fingerprint {self.fingerprint}; measured on {self.machines}")
 
 
@@ -138,6 +147,13 @@ def in_training_subset(pipeline_id: str, fraction: float) -> bool:
     """Whether a training pipeline is in the `fraction` subset of a learning curve: by a second hash, independent
     of the validation split, so a smaller fraction's pipelines are a subset of a larger one's."""
     return _unit_hash("train-subset:" + pipeline_id) < fraction
+
+
+def fold_of(pipeline_id: str, folds: int) -> int:
+    """The cross-validation fold (0..folds-1) of a pipeline: by a third hash, independent of the validation split
+    and of the learning curve's subsets, so the folds partition the pipelines and each fold's remainder is split
+    into training and validation as a dataset without folds would be."""
+    return min(int(_unit_hash("fold:" + pipeline_id) * folds), folds - 1)
 
 
 def _unit_hash(text: str) -> float:
@@ -167,6 +183,7 @@ class TrainingData:
     val: list[PipelineBatch]
     stats: DataStats
     schema: FeatureSchema = CPU_ADAMS2019  # the feature schema of the dataset's files
+    test: list[PipelineBatch] = field(default_factory=list)  # the held-out fold (DataConfig.folds > 1), else empty
 
     def check_schema(self, model_schema: FeatureSchema) -> None:
         """Refuse (one line) to train or evaluate a model built for `model_schema` on this data's features."""
@@ -185,6 +202,10 @@ class TrainingData:
         stages = _stage_rows(ds.stages, samples, stats)
         samples, stages = _min_schedules(samples, stages, config.min_schedules, stats)
         batches = _batches(samples, stages, config.batch_size, ds.schema)
+        test: list[PipelineBatch] = []
+        if config.folds > 1:
+            test = [b for b in batches if fold_of(b.pipeline_id, config.folds) == config.fold]
+            batches = [b for b in batches if fold_of(b.pipeline_id, config.folds) != config.fold]
         train = [b for b in batches if not is_validation(b.pipeline_id, config.val_fraction)]
         val = [b for b in batches if is_validation(b.pipeline_id, config.val_fraction)]
         if config.train_fraction < 1.0:
@@ -192,10 +213,11 @@ class TrainingData:
             stats.train_pipelines_left_out = len({b.pipeline_id for b in train} - {b.pipeline_id for b in kept})
             train = kept
         _count(stats, train, val)
+        stats.test_pipelines, stats.test_samples = len({b.pipeline_id for b in test}), sum(len(b) for b in test)
         stats.fingerprint = fingerprint(target, samples["sample_id"].to_list(), samples["runtime_s"].to_numpy(),
                                         stats.backend, ds.schema)
         _check_size(config, stats)
-        return TrainingData(config, train, val, stats, ds.schema)
+        return TrainingData(config, train, val, stats, ds.schema, test)
 
 
 def _reasons(rejected) -> dict[str, int]:

@@ -24,6 +24,18 @@ from ir.units import format_seconds
 from .config import TrainConfig
 
 
+@dataclass(frozen=True)
+class TestFold:
+    """A cross-validation fold held out of training and of the epoch's choice, scored after training: per pipeline
+    (predicted, measured) runtimes, so evaluate.compare pools the folds into metrics over every pipeline."""
+
+    fold: int
+    folds: int
+    model: dict[str, tuple[np.ndarray, np.ndarray]]  # the trained model (its registered-equivalent epoch)
+    random_weights: dict[str, tuple[np.ndarray, np.ndarray]]  # the same network before training
+    analytical: dict[str, tuple[np.ndarray, np.ndarray]]  # the analytical model on the same pipelines
+
+
 @dataclass
 class TrainResult:
     run_id: str
@@ -44,6 +56,7 @@ class TrainResult:
     analytical_decisions: tuple = ()  # the analytical model's, on the same pairs
     machines: str = ""  # which machines measured the data (train.data.machines_of)
     selected_by: str = "top1"  # TrainConfig.select: the validation metric that picked best_epoch
+    test: TestFold | None = None  # with TrainConfig.folds > 1: the held-out fold, scored
 
     def summary(self) -> str:
         v, i = self.val, self.init_val
@@ -61,6 +74,15 @@ class TrainResult:
              f"{'top-1' if self.selected_by == 'top1' else 'pairwise accuracy'}; "
              "epochs count from 0, as the MLflow steps)",
         ]
+        if self.test is not None:
+            from .metrics import ranking_metrics
+
+            t = {name: ranking_metrics(g.values()) for name, g in (("model", self.test.model),
+                 ("untrained", self.test.random_weights), ("analytical", self.test.analytical))}
+            lines.append(f"test fold {self.test.fold} of {self.test.folds} ({t['model'].pipelines} pipelines, "
+                         f"{t['model'].samples} schedules, in neither training nor the epoch's choice): pairwise "
+                         + ", ".join(f"{k} {m.pairwise_accuracy:.3f}" for k, m in t.items()) + "; top-1 "
+                         + ", ".join(f"{k} {m.top1_score:.3f}" for k, m in t.items()))
         if self.promotion is not None:
             lines.append("on the same validation pipelines:")
             lines += self.promotion.lines(self.val)
@@ -122,7 +144,7 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
     data = TrainingData.load(DataConfig(path=cfg.data, target=cfg.target, min_schedules=cfg.min_schedules,
                                         val_fraction=cfg.val_fraction, batch_size=cfg.batch_size, seed=cfg.seed,
                                         backend=cfg.backend, max_spread=cfg.max_spread,
-                                        train_fraction=cfg.train_fraction))
+                                        train_fraction=cfg.train_fraction, folds=cfg.folds, fold=cfg.fold))
     schema = get_extractor(cfg.target).schema  # what the model reads; the data must have been written under it
     data.check_schema(schema)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
@@ -153,6 +175,7 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
                             "train_samples": stats.train_samples, "val_samples": stats.val_samples})
 
     init = ranking_metrics(predict_groups(module.model, data.val).values()).as_dict("val_")
+    init_test = predict_groups(module.model, data.test) if data.test else {}  # before training changes the weights
 
     ckpt_dir = Path(cfg.checkpoint_dir).resolve() / run_id
     # the best epoch by validation top-1 (or pairwise accuracy: cfg.select), and the latest epoch (what resume=
@@ -185,6 +208,13 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
     logger.experiment.set_tag(run_id, "promotion", decision.reason)
     logger.log_metrics(headline_metrics(val, best_epoch), step=best_epoch)
     _log_summary(logger.experiment, run_id, val, best_epoch, baselines)
+    test = None
+    if data.test:  # the held-out fold: never seen by training, nor by the choice of the epoch (unlike val)
+        from .analytical import AnalyticalCost
+
+        test = TestFold(cfg.fold, cfg.folds, predict_groups(model, data.test), init_test,
+                        predict_groups(AnalyticalCost(get_target(cfg.target).cores), data.test))
+        logger.log_metrics(ranking_metrics(test.model.values()).as_dict("test_"), step=best_epoch)
     ids = np.concatenate([np.full(len(t), pid, dtype=object) for pid, (_, t) in groups.items()])
     pred = np.concatenate([p for p, _ in groups.values()])
     measured = np.concatenate([t for _, t in groups.values()])
@@ -216,7 +246,7 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
                        stats.train_samples + stats.val_samples, stats.train_pipelines + stats.val_pipelines,
                        stats.train_pipelines, stats.val_pipelines, str(ckpt_dir / "last.ckpt"), registered,
                        time.time() - t0, best_epoch, decision, decisions, analytical_decisions, stats.machines,
-                       cfg.select)
+                       cfg.select, test)
 
 
 def _decisions(cfg: TrainConfig, scored: list, val_batches) -> tuple[tuple, tuple]:
