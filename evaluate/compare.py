@@ -21,6 +21,7 @@ from ir.progress import ProgressSetting
 from train.config import LossName, ModelKind, SelectMetric, TrainConfig
 
 PROG = "python -m evaluate.compare"
+APART = "val_pairwise_accuracy_1_1"  # with folds: pairwise accuracy on pairs measured >= 1.1x apart
 METRICS = (("val_pairwise_accuracy", "pairwise"), ("val_top1_score", "top-1"), ("val_top5_score", "top-5"),
            ("val_kendall_tau", "tau"), ("val_r2_log_runtime", "R2(log)"), ("val_ordering_rate_1_3", "ord@1.3x"))
 
@@ -108,12 +109,13 @@ class Comparison:
     def table(self) -> str:
         sel = self.folds > 1
         head = (f"{'model':34s} {'train':>11s} " + " ".join(f"{h:>9s}" for _, h in METRICS)
-                + (f" {'val(sel)':>9s}" if sel else ""))
+                + (f" {'pw@1.1x':>9s} {'val(sel)':>9s}" if sel else ""))
         lines = [head, "-" * len(head)]
 
         def line(name: str, train: str, m: dict[str, float], chosen: dict[str, float] | None = None) -> str:
             return (f"{name:34s} {train:>11s} " + " ".join(f"{m.get(k, math.nan):9.3f}" for k, _ in METRICS)
-                    + (f" {chosen['val_pairwise_accuracy']:9.3f}" if chosen else ""))
+                    + (f" {m.get(APART, math.nan):9.3f}" if sel else "")
+                    + (f" {chosen['val_pairwise_accuracy']:9.3f}" if chosen else (f" {'':9s}" if sel else "")))
 
         lines.append(line("analytical (adams2019 App. B)", "-", self.analytical))
         seen = set()
@@ -125,7 +127,8 @@ class Comparison:
             lines.append(line(r.label, f"{r.train_pipelines} pipes", r.val, r.selection_val))
         if sel:
             lines.append(f"metrics on the {self.val_pipelines} pipelines of the {self.folds} test folds pooled, each "
-                         "scored by the model its fold was held out of; val(sel): pairwise on the validation splits "
+                         "scored by the model its fold was held out of; pw@1.1x: pairwise on the pairs measured >= 1.1x "
+                         "apart (near-ties left out); val(sel): pairwise on the validation splits "
                          "that chose each fold's epoch (optimistic: the same pipelines picked it)")
         return "\n".join(lines)
 
@@ -240,13 +243,14 @@ class PooledFolds:
 
 def pool_folds(results) -> PooledFolds:
     """PooledFolds of train() results made with folds=K, fold=0..K-1 (each carries its TestFold)."""
-    from train.metrics import ranking_metrics
+    from train.metrics import pairwise_accuracy_apart, ranking_metrics
 
     def pooled(part: str) -> dict[str, float]:
         groups = {}
         for r in results:
             groups.update(getattr(r.test, part))
-        return ranking_metrics(groups.values()).as_dict("val_")
+        return {**ranking_metrics(groups.values()).as_dict("val_"),
+                APART: pairwise_accuracy_apart(groups.values(), 1.1)}
 
     folds = [r.test for r in results]
     if any(f is None for f in folds) or sorted(f.fold for f in folds) != list(range(len(results))):

@@ -153,3 +153,16 @@ def test_as_dict():
     d = m.as_dict("val/")
     assert set(d) == {f"val/{k}" for k in RankingMetrics.__dataclass_fields__}
     assert d["val/samples"] == 3.0 and all(isinstance(v, float) for v in d.values())
+
+
+def test_pairwise_accuracy_apart_counts_only_pairs_measured_far_apart():
+    from train.metrics import pairwise_accuracy_apart
+
+    true = np.array([1.0, 1.05, 2.0, 4.0])
+    # (1.0, 1.05) is a near-tie: left out; of the five other pairs, the prediction swaps (2.0, 4.0) only
+    pred = np.array([1.0, 0.5, 3.0, 2.5])
+    assert pairwise_accuracy_apart([(pred, true)], 1.1) == pytest.approx(4 / 5)
+    assert pairwise_accuracy_apart([(pred, true)], 1.01) == pytest.approx(4 / 6)  # the near-tie counts, missed
+    tied = np.array([1.0, 1.0, 1.0, 1.0])  # predicted ties count half
+    assert pairwise_accuracy_apart([(tied, true)], 1.1) == pytest.approx(0.5)
+    assert math.isnan(pairwise_accuracy_apart([(pred[:2], true[:2])], 1.1))  # no pair that far apart

@@ -181,6 +181,21 @@ def ranking_metrics(groups: Iterable[Group]) -> RankingMetrics:
     )
 
 
+def pairwise_accuracy_apart(groups: Iterable[Group], ratio: float = 1.1) -> float:
+    """pairwise_accuracy over the pairs whose measured runtimes are at least `ratio` apart (slower / faster): the
+    pairs a re-measurement orders the same way (docs/generator.md: 0.99 of pairs >= 10 % apart), where a model's
+    misses are its own and not the labels' near-ties. Predicted ties count half; NaN with no such pair."""
+    correct = counted = 0.0
+    for pred, true in clean_groups(groups):
+        i, j = np.triu_indices(true.size, 1)
+        lo, hi = np.minimum(true[i], true[j]), np.maximum(true[i], true[j])
+        far = hi >= ratio * lo
+        agree = np.sign(pred[i][far] - pred[j][far]) * np.sign(true[i][far] - true[j][far])
+        correct += np.count_nonzero(agree > 0) + 0.5 * np.count_nonzero(agree == 0)
+        counted += int(np.count_nonzero(far))
+    return _ratio(correct, counted)
+
+
 def topk_scores(groups: Iterable[Group], ks: Iterable[int] = range(1, 33)) -> dict[int, float]:
     """{k: mean top-k score over pipelines}: the top-k score curve (TenSet / TVM)."""
     gs = clean_groups(groups)
