@@ -83,7 +83,7 @@ class Row:
     seconds: float
     run_id: str  # the training's MLflow run (with folds, the last fold's)
     selection_val: dict[str, float] | None = None  # with folds: the validation metrics that picked the epochs,
-    #   pooled over the folds' validation splits (what the row would have read without folds)
+    #   averaged over the folds' validation splits (what the row would have read without folds)
 
     @property
     def label(self) -> str:
