@@ -354,6 +354,31 @@ def test_lambdarank_orders_like_ranknet_but_weighs_the_fast_end_more():
     assert loss == 0 and (tied.grad == 0).all()
 
 
+def test_pairwise_rank_apart_weighs_near_ties_by_how_far_apart_they_were_measured():
+    from train.loss import pairwise_rank_apart_loss
+
+    true = torch.tensor([1.0, 1.02, 2.0, 4.0])
+    right, near, far = torch.tensor([1.0, 1.02, 2.0, 4.0]), torch.tensor([1.02, 1.0, 2.0, 4.0]), \
+        torch.tensor([1.0, 1.02, 4.0, 2.0])
+
+    def cost(loss, pred):  # what a swap adds to the loss of the right order
+        return (loss(pred, true) - loss(right, true)).item()
+
+    # a swap of the near-tie (2 % apart, weight ~0.21), relative to a swap of a pair measured 2x apart, costs
+    # about a fifth of what it costs under RankNet
+    ranknet = cost(pairwise_ranking_loss, near) / cost(pairwise_ranking_loss, far)
+    apart = cost(pairwise_rank_apart_loss, near) / cost(pairwise_rank_apart_loss, far)
+    assert 0 < apart < 0.35 * ranknet
+    # pairs at least 1.1x apart weigh fully: on such labels it is RankNet
+    wide = torch.tensor([1.0, 2.0, 4.0, 8.0])
+    pred = torch.tensor([2.0, 1.0, 8.0, 3.0])
+    assert pairwise_rank_apart_loss(pred, wide) == pytest.approx(pairwise_ranking_loss(pred, wide).item())
+    tied = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    loss = pairwise_rank_apart_loss(tied, torch.ones(3))
+    loss.backward()
+    assert loss == 0 and (tied.grad == 0).all()
+
+
 def test_config_names_are_the_registered_losses_and_model_kinds():
     import typing
 
