@@ -242,7 +242,7 @@ class PooledFolds:
 
 
 def pool_folds(results) -> PooledFolds:
-    """PooledFolds of train() results made with folds=K, fold=0..K-1 (each carries its TestFold)."""
+    """PooledFolds of train() results made with folds=K, fold=0..K-1 (each carries its HeldOutFold)."""
     from train.metrics import pairwise_accuracy_apart, ranking_metrics
 
     def pooled(part: str) -> dict[str, float]:

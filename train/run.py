@@ -25,7 +25,7 @@ from .config import TrainConfig
 
 
 @dataclass(frozen=True)
-class TestFold:
+class HeldOutFold:
     """A cross-validation fold held out of training and of the epoch's choice, scored after training: per pipeline
     (predicted, measured) runtimes, so evaluate.compare pools the folds into metrics over every pipeline."""
 
@@ -56,7 +56,7 @@ class TrainResult:
     analytical_decisions: tuple = ()  # the analytical model's, on the same pairs
     machines: str = ""  # which machines measured the data (train.data.machines_of)
     selected_by: str = "top1"  # TrainConfig.select: the validation metric that picked best_epoch
-    test: TestFold | None = None  # with TrainConfig.folds > 1: the held-out fold, scored
+    test: HeldOutFold | None = None  # with TrainConfig.folds > 1: the held-out fold, scored
 
     def summary(self) -> str:
         v, i = self.val, self.init_val
@@ -212,7 +212,7 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
     if data.test:  # the held-out fold: never seen by training, nor by the choice of the epoch (unlike val)
         from .analytical import AnalyticalCost
 
-        test = TestFold(cfg.fold, cfg.folds, predict_groups(model, data.test), init_test,
+        test = HeldOutFold(cfg.fold, cfg.folds, predict_groups(model, data.test), init_test,
                         predict_groups(AnalyticalCost(get_target(cfg.target).cores), data.test))
         logger.log_metrics(ranking_metrics(test.model.values()).as_dict("test_"), step=best_epoch)
     ids = np.concatenate([np.full(len(t), pid, dtype=object) for pid, (_, t) in groups.items()])
