@@ -10,6 +10,7 @@ reproduce exactly.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -109,8 +110,6 @@ def _blocks(region: tuple[tuple[int, int], ...]):
         inner *= ext[axis]
         axis += 1
     step = max(1, _BLOCK // inner)
-    import itertools
-
     for outer in itertools.product(*(range(e) for e in ext[axis + 1:])):
         for start in range(0, ext[axis], step):
             stop = min(start + step, ext[axis])
@@ -154,8 +153,6 @@ def _rdom_points(ranges):
     if not ranges:
         yield ()
         return
-    import itertools
-
     for rev in itertools.product(*reversed(ranges)):
         yield tuple(reversed(rev))
 
