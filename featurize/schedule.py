@@ -93,6 +93,18 @@ def schedule_features(plan: Plan, target: CpuTarget, pending_parallel: frozenset
     return _Featurizer(plan, target, pending_parallel).run(parent, frozenset(parent_pending))
 
 
+def _alloc_walk(n: LoopNest, funcs: dict[str, FuncPlan], bpp: dict[str, int], table: dict[int, int]) -> int:
+    """Bytes allocated at node n or inside it, recorded for every node of its subtree (a module function, not a
+    recursive closure: a closure that calls itself is a reference cycle only the cyclic collector frees)."""
+    k = 0
+    for f in n.store_at:
+        k += bpp[f] * math.prod(funcs[f].storage_extents)
+    for c in n.children:
+        k += _alloc_walk(c, funcs, bpp, table)
+    table[id(n)] = k
+    return k
+
+
 class _Featurizer:
     def __init__(self, plan: Plan, target: CpuTarget, pending: frozenset):
         self.plan = plan
@@ -167,19 +179,8 @@ class _Featurizer:
 
     def _alloc_table(self) -> dict[int, int]:
         """alloc_in of every node, in one walk (working_set_at_root needs them all anyway)."""
-        funcs, bpp = self.plan.funcs, self.static.func_bpp
         table: dict[int, int] = {}
-
-        def walk(n: LoopNest) -> int:
-            k = 0
-            for f in n.store_at:
-                k += bpp[f] * math.prod(funcs[f].storage_extents)
-            for c in n.children:
-                k += walk(c)
-            table[id(n)] = k
-            return k
-
-        walk(self.plan.root)
+        _alloc_walk(self.plan.root, self.plan.funcs, self.static.func_bpp, table)
         return table
 
     def extents(self, region: Region | None, cap) -> list[int]:

@@ -354,16 +354,16 @@ def _children_holding(plan: Plan, site: LoopNest, stages: set[tuple[str, int]]) 
 
 def annotate_inlined(tree: LoopNest, dag: FunctionDAG, inlined: set[str]) -> LoopNest:
     """Recompute the `inlined` lists of every innermost level."""
-    calls = _inlined_calls_cached(dag, frozenset(inlined))
+    return _annotated(tree, _inlined_calls_cached(dag, frozenset(inlined)))
 
-    def fix(n: LoopNest) -> LoopNest:
-        if n.innermost:
-            want = tuple(sorted(calls.get((n.func, n.stage), {}).items()))
-            return n if want == n.inlined else n.replace(inlined=want)
-        kids = tuple(fix(c) for c in n.children)
-        return n if all(a is b for a, b in zip(kids, n.children)) else n.with_children(kids)
 
-    return fix(tree)
+def _annotated(n: LoopNest, calls: dict) -> LoopNest:
+    """annotate_inlined's walk (a function, not a recursive closure, which would be a reference cycle)."""
+    if n.innermost:
+        want = tuple(sorted(calls.get((n.func, n.stage), {}).items()))
+        return n if want == n.inlined else n.replace(inlined=want)
+    kids = tuple(_annotated(c, calls) for c in n.children)
+    return n if all(a is b for a, b in zip(kids, n.children)) else n.with_children(kids)
 
 
 def x_tiling(extent: int, native_vector: int, target: int = 256) -> tuple[int, int]:

@@ -13,6 +13,7 @@ A tree that is not a valid schedule of its pipeline raises `ScheduleError` with 
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field
 from itertools import repeat
 
@@ -55,22 +56,35 @@ class Loop:
         return self.count_form.is_const and self.ext.is_const
 
 
-@dataclass(slots=True)
 class Level:
-    """One node of a stage chain: a tiling level (or the innermost, point level)."""
+    """One node of a stage chain: a tiling level (or the innermost, point level).
 
-    node: LoopNest
-    chain: "Chain"
-    depth: int
-    loops: list[Loop]  # in the stage's loop order (pure Vars, then RVars)
-    order: tuple[int, ...]  # loop indices from outermost to innermost within this level
+    It refers to its chain weakly (the chain, which lists its levels, lives as long as its plan): with a strong
+    reference every plan would be a reference cycle, which only the cyclic garbage collector frees, and searches
+    pause that collector (ir.collector.collector_paused)."""
+
+    __slots__ = ("node", "_chain", "depth", "loops", "order")
+
+    def __init__(self, node: LoopNest, chain: "Chain", depth: int, loops: list[Loop], order: tuple[int, ...]):
+        self.node = node
+        self._chain = weakref.ref(chain)
+        self.depth = depth
+        self.loops = loops  # in the stage's loop order (pure Vars, then RVars)
+        self.order = order  # loop indices from outermost to innermost within this level
+
+    @property
+    def chain(self) -> "Chain":
+        return self._chain()  # type: ignore[return-value]
+
+    def __repr__(self) -> str:
+        return f"Level({describe(self.node)}, depth={self.depth}, loops={self.loops!r}, order={self.order})"
 
     def box(self) -> Env:
         """The box of loop coordinates one iteration of this level covers."""
         return {l.name: (l.base, l.base + l.ext - 1) for l in self.loops}
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class Chain:
     """All levels of one stage, computed at `site`."""
 
@@ -670,23 +684,22 @@ class Plan:
     def _reading_chains(self, func: str) -> list[Chain]:
         """Chains of computed stages that read `func`, directly or through inlined Funcs."""
         out: list[Chain] = []
-        seen: set[str] = set()
-
-        def visit(f: str):
-            for c in self.dag.node(f).consumers:
-                cp = self.funcs[c]
-                if cp.inlined:
-                    if c not in seen:
-                        seen.add(c)
-                        visit(c)
-                    continue
-                for ch in cp.chains:
-                    reads = any(a.producer == f and a.kind != "self" for a in ch.stage.accesses)
-                    if reads and all(ch is not o for o in out):
-                        out.append(ch)
-
-        visit(func)
+        self._visit_readers(func, out, set())
         return out
+
+    def _visit_readers(self, f: str, out: list[Chain], seen: set[str]) -> None:
+        """_reading_chains' depth-first walk (a method: a closure that calls itself is a reference cycle)."""
+        for c in self.dag.node(f).consumers:
+            cp = self.funcs[c]
+            if cp.inlined:
+                if c not in seen:
+                    seen.add(c)
+                    self._visit_readers(c, out, seen)
+                continue
+            for ch in cp.chains:
+                reads = any(a.producer == f and a.kind != "self" for a in ch.stage.accesses)
+                if reads and all(ch is not o for o in out):
+                    out.append(ch)
 
     def _sliding(self, fp: FuncPlan) -> Sliding | None:
         """A Func stored above its compute level: legal when the loops in between are one serial loop

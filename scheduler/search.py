@@ -26,6 +26,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
+from ir.collector import collector_paused
+
 from .cost import CostModel, timed_score
 from .space import SearchError, SearchSpace, SpaceOptions, State, Timing, make_space
 
@@ -119,6 +121,10 @@ class BeamSearch:
         self.space = space
 
     def run(self) -> SearchResult:
+        with collector_paused():  # a search makes no reference cycles: reference counting frees what it drops
+            return self._run()
+
+    def _run(self) -> SearchResult:
         t0 = time.perf_counter()
         cfg = self.config
         space = self.space or make_space(self.pipeline, self.target, self.options)
