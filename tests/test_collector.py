@@ -34,16 +34,17 @@ def test_the_pause_nests_and_restores_the_collector():
         gc.enable()
 
 
-@pytest.mark.parametrize("model", ["analytical", "builtin"])
-def test_a_search_leaves_next_to_no_cyclic_garbage(model):
+@pytest.mark.parametrize("model,algorithm", [("analytical", "beam"), ("builtin", "beam"), ("analytical", "mcts")])
+def test_a_search_leaves_next_to_no_cyclic_garbage(model, algorithm):
     """Before Level referred to its chain weakly, every plan was a cycle: a beam search of harris left ~48
     collectable objects per state; now it leaves a few per hundred states (Funcs' inlined-call closures, per DAG)."""
     p = pipeline_from_spec("harris")
-    autoschedule(p, "host", model=model, beam_size=2, passes=1)  # imports and per-DAG caches first
+    kw = dict(model=model, algorithm=algorithm, beam_size=8, passes=2, budget=1500)
+    autoschedule(p, "host", **{**kw, "beam_size": 2, "passes": 1, "budget": 100})  # imports, per-DAG caches
     gc.collect()
     gc.disable()
     try:
-        s = autoschedule(p, "host", model=model, beam_size=8, passes=2)
+        s = autoschedule(p, "host", **kw)
         garbage = gc.collect()
     finally:
         gc.enable()

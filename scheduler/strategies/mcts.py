@@ -27,6 +27,8 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from ir.collector import collector_paused
+
 from ..cost import timed_score
 from ..search import Scored, SearchResult, SearchStats
 from ..space import SearchError, State
@@ -268,7 +270,12 @@ class MCTS(SearchStrategy):
         A level gets (budget left) / (decisions left); a level whose subtree is scored out ends early, and
         late levels' subtrees are small, so a pass leaves budget over. The next pass spends it from the root
         with the trees' statistics kept (an anytime search, as UCT is), until the budget or the clock is
-        spent or a pass scores nothing new."""
+        spent or a pass scores nothing new. The cyclic collector is paused as in beam search (plans and the
+        trees' tables are acyclic)."""
+        with collector_paused():
+            return self._search()
+
+    def _search(self) -> State:
         c = self.config
         t_end = time.perf_counter() + c.budget_seconds if c.budget_seconds > 0 else math.inf
         self.initial = self.space.initial()
