@@ -6,6 +6,9 @@ data-generation task holds the batch's plans and features) the collector took ~2
 (benchmarks/search_speed.py) and more than half of an llvm compile's Python time (Plan + irgen of 16 random-pipeline
 schedules: 1.70 s at the default, 0.71 s under `fewer_collections`). Results do not change; the thresholds are
 restored when the last such block in the process ends (nesting and threads share one count).
+
+`collector_paused` goes further for searches, which allocate nothing cyclic: no cyclic collection at all while one
+runs (docs/scheduler.md, "Plans without reference cycles").
 """
 
 from __future__ import annotations
