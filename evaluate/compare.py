@@ -47,6 +47,7 @@ class CompareConfig:
     seed: int = 0  # weight init and batch order of every row
     lr: float = TrainConfig.lr  # Adam learning rate of every row
     weight_decay: float = TrainConfig.weight_decay  # Adam weight decay of every row
+    residual_range: float = TrainConfig.residual_range  # residual and calibrated rows: the trust region e^-r..e^r
     select: SelectMetric = TrainConfig.select  # the validation metric that picks each row's epoch
     folds: int = 1  # 1: score every row on one validation split, the one that also picks each row's epoch (so its
     #   figures lean optimistic); K > 1: K-fold cross-validation, every row trained K times, each time with one fold
@@ -194,7 +195,8 @@ def compare(cfg: CompareConfig, echo=print) -> Comparison:
                 tc = TrainConfig(data=cfg.data, target=cfg.target, backend=cfg.backend, model=kind, loss=loss,
                                  epochs=cfg.epochs, val_fraction=cfg.val_fraction, min_schedules=cfg.min_schedules,
                                  max_spread=cfg.max_spread, seed=cfg.seed, train_fraction=fraction,
-                                 lr=cfg.lr, weight_decay=cfg.weight_decay, select=cfg.select, folds=cfg.folds,
+                                 lr=cfg.lr, weight_decay=cfg.weight_decay, residual_range=cfg.residual_range,
+                                 select=cfg.select, folds=cfg.folds,
                                  fold=fold, tracking_uri=run.tracking_uri,
                                  experiment=cfg.experiment, register=False,
                                  run_name=f"{kind}-{loss}-{fraction:g}" + (f"-fold{fold}" if cfg.folds > 1 else ""),

@@ -78,4 +78,11 @@ def test_training_reports_each_decision_next_to_the_analytical_model(tmp_path):
         in r.summary()
     logged = mlflow.tracking.MlflowClient(r.tracking_uri).get_run(r.run_id).data.metrics
     assert logged["best/decision_serial_accuracy"] == r.decisions[1].accuracy
+    assert [b.label for b in r.by_apart] == ["<1.1x", "1.1-1.3x", "1.3-2x", ">=2x"]
+    assert [b.pairs for b in r.by_apart] == [b.pairs for b in r.analytical_by_apart] and sum(
+        b.pairs for b in r.by_apart) > 0
+    assert "pairwise by how far apart each pair was measured, this model / analytical: " in r.summary()
+    for b in r.by_apart:
+        if b.pairs:
+            assert logged[f"best/{b.metric}"] == pytest.approx(b.accuracy)
     assert logged["analytical/decision_inline_accuracy"] == r.analytical_decisions[0].accuracy

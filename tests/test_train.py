@@ -415,7 +415,7 @@ def test_compare_trains_each_kind_and_loss_on_one_split_with_a_learning_curve(sy
 
     cfg = CompareConfig(data=str(synthetic), models=("hybrid", "mlp"), losses=("pairwise_rank",),
                         fractions=(0.5, 1.0), epochs=20, val_fraction=0.3, tracking_uri=env["tracking_uri"],
-                        progress=False)
+                        progress=False, residual_range=2.0)
     c = compare(cfg)
     assert [(r.model, r.fraction) for r in c.rows] == [("hybrid", 1.0), ("hybrid", 0.5), ("mlp", 1.0), ("mlp", 0.5)]
     full, half = c.rows[0], c.rows[1]
@@ -435,6 +435,7 @@ def test_compare_trains_each_kind_and_loss_on_one_split_with_a_learning_curve(sy
     parent = client.get_run(c.run_id)
     children = client.search_runs([parent.info.experiment_id], f"tags.mlflow.parentRunId = '{c.run_id}'")
     assert len(children) == 4
+    assert {r.data.params["residual_range"] for r in children} == {"2.0"}  # every row trains with the compare's range
     steps = [m.step for m in client.get_metric_history(c.run_id, "hybrid_pairwise_rank/pairwise_accuracy")]
     assert sorted(steps) == [half.train_pipelines, full.train_pipelines]
 

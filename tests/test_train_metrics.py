@@ -166,3 +166,23 @@ def test_pairwise_accuracy_apart_counts_only_pairs_measured_far_apart():
     tied = np.array([1.0, 1.0, 1.0, 1.0])  # predicted ties count half
     assert pairwise_accuracy_apart([(tied, true)], 1.1) == pytest.approx(0.5)
     assert math.isnan(pairwise_accuracy_apart([(pred[:2], true[:2])], 1.1))  # no pair that far apart
+
+
+def test_pairwise_by_apart_splits_pairs_by_measured_ratio():
+    from train.metrics import by_apart_side_by_side, pairwise_by_apart
+
+    true = np.array([1.0, 1.05, 1.2, 2.0, 4.0])
+    # ratios: (1,1.05) 1.05, (1,1.2) 1.2, (1,2) 2, (1,4) 4, (1.05,1.2) 1.14, (1.05,2) 1.9, (1.05,4) 3.8,
+    # (1.2,2) 1.67, (1.2,4) 3.33, (2,4) 2; the prediction swaps (1, 1.05), (1, 1.2) and (2, 4), ties (1.05, 1.2)
+    pred = np.array([1.0, 0.5, 0.5, 3.0, 2.5])
+    below, low, mid, far = pairwise_by_apart([(pred, true), (pred[:1], true[:1])])
+    assert [(b.label, b.pairs) for b in (below, low, mid, far)] == [
+        ("<1.1x", 1), ("1.1-1.3x", 2), ("1.3-2x", 2), (">=2x", 5)]
+    assert (below.correct, low.correct, mid.correct, far.correct) == (0.0, 0.5, 2.0, 4.0)
+    assert far.accuracy == pytest.approx(0.8) and far.metric == "pairwise_from_2x" and below.metric == "pairwise_below_1.1x"
+    assert sum(b.pairs for b in (below, low, mid, far)) == 10  # every pair of distinct runtimes, once
+    same = pairwise_by_apart([(true, true)])
+    assert all(b.accuracy == 1.0 for b in same)
+    assert by_apart_side_by_side((below, far), same[::3]) == "<1.1x 0.00 / 1.00 of 1; >=2x 0.80 / 1.00 of 5"
+    (empty, *_) = pairwise_by_apart([(np.array([1.0, 2.0]), np.array([3.0, 3.0]))])  # equal runtimes: no pair
+    assert empty.pairs == 0 and math.isnan(empty.accuracy)

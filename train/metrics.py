@@ -33,6 +33,7 @@ Ties and missing values, deliberately:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
@@ -194,6 +195,60 @@ def pairwise_accuracy_apart(groups: Iterable[Group], ratio: float = 1.1) -> floa
         correct += np.count_nonzero(agree > 0) + 0.5 * np.count_nonzero(agree == 0)
         counted += int(np.count_nonzero(far))
     return _ratio(correct, counted)
+
+
+APART_EDGES = (1.1, 1.3, 2.0)  # pairwise_by_apart's bucket edges: slower / faster, measured
+
+
+@dataclass(frozen=True)
+class ApartBucket:
+    """Pairs whose measured ratio (slower / faster) lies in [lo, hi), and how many a model orders as measured."""
+
+    lo: float
+    hi: float | None  # None: no upper edge
+    pairs: int
+    correct: float  # predicted ties count half
+
+    @property
+    def accuracy(self) -> float:
+        return _ratio(self.correct, self.pairs)
+
+    @property
+    def label(self) -> str:
+        if self.lo <= 1.0:
+            return f"<{self.hi:g}x"
+        return f">={self.lo:g}x" if self.hi is None else f"{self.lo:g}-{self.hi:g}x"
+
+    @property
+    def metric(self) -> str:
+        """The label in characters MLflow accepts in a metric name: pairwise_below_1.1x, pairwise_1.1-1.3x, ..."""
+        return "pairwise_" + self.label.replace(">=", "from_").replace("<", "below_")
+
+
+def pairwise_by_apart(groups: Iterable[Group], edges: tuple[float, ...] = APART_EDGES) -> tuple[ApartBucket, ...]:
+    """Pairwise accuracy split by how far apart each pair was measured (<1.1x, 1.1-1.3x, 1.3-2x, >=2x by default).
+    Why: one figure over all pairs mixes near-ties, which two measurements often order differently, with pairs 2x
+    apart, which a useful model must never swap; this shows where a model's misses lie. Equal runtimes are left out."""
+    bounds = (1.0,) + tuple(edges) + (math.inf,)
+    correct = np.zeros(len(bounds) - 1)
+    counted = np.zeros(len(bounds) - 1, dtype=np.int64)
+    for pred, true in clean_groups(groups):
+        i, j = np.triu_indices(true.size, 1)
+        lo, hi = np.minimum(true[i], true[j]), np.maximum(true[i], true[j])
+        keep = hi > lo
+        ratio = hi[keep] / lo[keep]
+        agree = np.sign(pred[i][keep] - pred[j][keep]) * np.sign(true[i][keep] - true[j][keep])
+        bucket = np.searchsorted(bounds, ratio, side="right") - 1
+        counted += np.bincount(bucket, minlength=counted.size)[:counted.size]
+        correct += np.bincount(bucket, weights=(agree > 0) + 0.5 * (agree == 0), minlength=counted.size)[:counted.size]
+    return tuple(ApartBucket(bounds[k], None if math.isinf(bounds[k + 1]) else bounds[k + 1], int(counted[k]),
+                             float(correct[k])) for k in range(counted.size))
+
+
+def by_apart_side_by_side(mine: tuple[ApartBucket, ...], theirs: tuple[ApartBucket, ...]) -> str:
+    """'<1.1x 0.57 / 0.53 of 7249; ...; >=2x 0.86 / 0.75 of 1421': two models on the same pairs."""
+    return "; ".join(f"{a.label} {a.accuracy:.2f} / {b.accuracy:.2f} of {a.pairs}"
+                     for a, b in zip(mine, theirs) if a.pairs)
 
 
 def topk_scores(groups: Iterable[Group], ks: Iterable[int] = range(1, 33)) -> dict[int, float]:

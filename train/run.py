@@ -57,6 +57,8 @@ class TrainResult:
     machines: str = ""  # which machines measured the data (train.data.machines_of)
     selected_by: str = "top1"  # TrainConfig.select: the validation metric that picked best_epoch
     test: HeldOutFold | None = None  # with TrainConfig.folds > 1: the held-out fold, scored
+    by_apart: tuple = ()  # train.metrics.ApartBucket: validation pairwise by how far apart pairs were measured
+    analytical_by_apart: tuple = ()  # the analytical model's, on the same pairs
 
     def summary(self) -> str:
         v, i = self.val, self.init_val
@@ -91,6 +93,11 @@ class TrainResult:
 
             lines.append("one decision (a contrast vs its beam sample, ordered as measured), this model / analytical: "
                          + side_by_side(self.decisions, self.analytical_decisions))
+        if self.by_apart:
+            from .metrics import by_apart_side_by_side
+
+            lines.append("pairwise by how far apart each pair was measured, this model / analytical: "
+                         + by_apart_side_by_side(self.by_apart, self.analytical_by_apart))
         r = self.registered
         if r is not None:
             alias = " -> alias champion" if r.promoted else ""
@@ -205,6 +212,9 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
     for prefix, ds in ((HEADLINE, decisions), ("analytical", analytical_decisions)):
         logger.log_metrics({f"{prefix}/decision_{d.decision}_accuracy": d.accuracy for d in ds if d.pairs},
                            step=best_epoch)
+    by_apart, analytical_by_apart = _by_apart(cfg, groups, data.val)
+    for prefix, buckets in ((HEADLINE, by_apart), ("analytical", analytical_by_apart)):
+        logger.log_metrics({f"{prefix}/{b.metric}": b.accuracy for b in buckets if b.pairs}, step=best_epoch)
     logger.experiment.set_tag(run_id, "promotion", decision.reason)
     logger.log_metrics(headline_metrics(val, best_epoch), step=best_epoch)
     _log_summary(logger.experiment, run_id, val, best_epoch, baselines)
@@ -246,7 +256,19 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
                        stats.train_samples + stats.val_samples, stats.train_pipelines + stats.val_pipelines,
                        stats.train_pipelines, stats.val_pipelines, str(ckpt_dir / "last.ckpt"), registered,
                        time.time() - t0, best_epoch, decision, decisions, analytical_decisions, stats.machines,
-                       cfg.select, test)
+                       cfg.select, test, by_apart, analytical_by_apart)
+
+
+def _by_apart(cfg: TrainConfig, groups: dict, val_batches) -> tuple[tuple, tuple]:
+    """train.metrics.pairwise_by_apart of the model (its validation `groups`) and of the analytical model on the same
+    pipelines."""
+    from ir.target import get_target
+
+    from .analytical import AnalyticalCost
+    from .metrics import pairwise_by_apart
+
+    analytical = AnalyticalCost(getattr(get_target(cfg.target), "cores", 1))
+    return pairwise_by_apart(groups.values()), pairwise_by_apart(predict_groups(analytical, val_batches).values())
 
 
 def _decisions(cfg: TrainConfig, scored: list, val_batches) -> tuple[tuple, tuple]:
