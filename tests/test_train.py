@@ -170,7 +170,8 @@ def test_the_run_is_in_mlflow(hybrid, env):
 
 def test_metrics_are_per_epoch_series_grouped_by_stage_and_a_few_headlines(hybrid, env):
     """Per-epoch metrics at steps 0..epochs-1 under train/ and val/ (the MLflow UI's chart sections); the only
-    single-point metrics are the best/ headlines, which are the registered weights' validation metrics."""
+    single-point metrics are the best/ headlines, which are the registered weights' validation metrics, and the
+    pairwise accuracy by how far apart pairs were measured, under best/ and analytical/."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=env["tracking_uri"])
@@ -182,13 +183,18 @@ def test_metrics_are_per_epoch_series_grouped_by_stage_and_a_few_headlines(hybri
     history = {k: client.get_metric_history(hybrid.run_id, k) for k in keys}
     series = {k for k, h in history.items() if len(h) > 1}
     single = {k for k, h in history.items() if len(h) == 1}
-    assert {k.split("/")[0] for k in series} == {"train", "val"} and {k.split("/")[0] for k in single} == {"best"}
+    assert {k.split("/")[0] for k in series} == {"train", "val"}
+    assert {k.split("/")[0] for k in single} == {"best", "analytical"}
     for k in series:
         assert sorted(h.step for h in history[k]) == list(range(40)), k
     for k in ("train/loss", "val/loss"):
         assert len({h.value for h in history[k]}) > 1, k  # training moves them: epochs are not one repeated point
-    best = {k.removeprefix("best/"): h[0].value for k, h in history.items() if k in single}
+    best = {k.removeprefix("best/"): h[0].value for k, h in history.items() if k in single and k.startswith("best/")}
     assert best.pop("epoch") == hybrid.best_epoch
+    apart = {b.metric: b.accuracy for b in hybrid.by_apart if b.pairs}  # pairwise by how far apart, beside the
+    assert apart and {k: best.pop(k) for k in apart} == pytest.approx(apart)  # analytical model's on the same pairs
+    assert {k.removeprefix("analytical/") for k in single if k.startswith("analytical/")} == {
+        b.metric for b in hybrid.analytical_by_apart if b.pairs}
     assert set(best) == {"pairwise_accuracy", "ordering_rate_1_3", "top1_score", "top5_score", "kendall_tau",
                          "r2_log_runtime"}
     for name, value in best.items():
