@@ -186,3 +186,5 @@ def test_pairwise_by_apart_splits_pairs_by_measured_ratio():
     assert by_apart_side_by_side((below, far), same[::3]) == "<1.1x 0.00 / 1.00 of 1; >=2x 0.80 / 1.00 of 5"
     (empty, *_) = pairwise_by_apart([(np.array([1.0, 2.0]), np.array([3.0, 3.0]))])  # equal runtimes: no pair
     assert empty.pairs == 0 and math.isnan(empty.accuracy)
+    (whole,) = pairwise_by_apart([(pred, true)], ())  # no edges: one bucket of every pair of distinct runtimes
+    assert (whole.label, whole.pairs, whole.correct) == ("all", 10, 6.5)

@@ -187,14 +187,20 @@ def pairwise_accuracy_apart(groups: Iterable[Group], ratio: float = 1.1) -> floa
     pairs a re-measurement orders the same way (docs/generator.md: 0.99 of pairs >= 10 % apart), where a model's
     misses are its own and not the labels' near-ties. Predicted ties count half; NaN with no such pair."""
     correct = counted = 0.0
-    for pred, true in clean_groups(groups):
-        i, j = np.triu_indices(true.size, 1)
-        lo, hi = np.minimum(true[i], true[j]), np.maximum(true[i], true[j])
+    for lo, hi, score in _measured_pairs(groups):
         far = hi >= ratio * lo
-        agree = np.sign(pred[i][far] - pred[j][far]) * np.sign(true[i][far] - true[j][far])
-        correct += np.count_nonzero(agree > 0) + 0.5 * np.count_nonzero(agree == 0)
+        correct += float(score[far].sum())
         counted += int(np.count_nonzero(far))
     return _ratio(correct, counted)
+
+
+def _measured_pairs(groups: Iterable[Group]):
+    """Per group, over each pair once: the faster and slower measured runtime and the pair's score (1 ordered as
+    measured, 0.5 a predicted or measured tie, 0 swapped or unorderable)."""
+    for pred, true in clean_groups(groups):
+        i, j = np.triu_indices(true.size, 1)
+        agree = np.sign(pred[i] - pred[j]) * np.sign(true[i] - true[j])
+        yield np.minimum(true[i], true[j]), np.maximum(true[i], true[j]), (agree > 0) + 0.5 * (agree == 0)
 
 
 APART_EDGES = (1.1, 1.3, 2.0)  # pairwise_by_apart's bucket edges: slower / faster, measured
@@ -215,9 +221,9 @@ class ApartBucket:
 
     @property
     def label(self) -> str:
-        if self.lo <= 1.0:
-            return f"<{self.hi:g}x"
-        return f">={self.lo:g}x" if self.hi is None else f"{self.lo:g}-{self.hi:g}x"
+        if self.hi is None:
+            return f">={self.lo:g}x" if self.lo > 1.0 else "all"  # "all": no edges, one bucket
+        return f"<{self.hi:g}x" if self.lo <= 1.0 else f"{self.lo:g}-{self.hi:g}x"
 
     @property
     def metric(self) -> str:
@@ -232,15 +238,14 @@ def pairwise_by_apart(groups: Iterable[Group], edges: tuple[float, ...] = APART_
     bounds = (1.0,) + tuple(edges) + (math.inf,)
     correct = np.zeros(len(bounds) - 1)
     counted = np.zeros(len(bounds) - 1, dtype=np.int64)
-    for pred, true in clean_groups(groups):
-        i, j = np.triu_indices(true.size, 1)
-        lo, hi = np.minimum(true[i], true[j]), np.maximum(true[i], true[j])
+    for lo, hi, score in _measured_pairs(groups):
         keep = hi > lo
-        ratio = hi[keep] / lo[keep]
-        agree = np.sign(pred[i][keep] - pred[j][keep]) * np.sign(true[i][keep] - true[j][keep])
-        bucket = np.searchsorted(bounds, ratio, side="right") - 1
-        counted += np.bincount(bucket, minlength=counted.size)[:counted.size]
-        correct += np.bincount(bucket, weights=(agree > 0) + 0.5 * (agree == 0), minlength=counted.size)[:counted.size]
+        lo, hi = lo[keep], hi[keep]
+        bucket = np.zeros(hi.size, dtype=np.int64)
+        for e in edges:  # pairwise_accuracy_apart's own test, one edge at a time
+            bucket += hi >= e * lo
+        counted += np.bincount(bucket, minlength=counted.size)
+        correct += np.bincount(bucket, weights=score[keep], minlength=counted.size)
     return tuple(ApartBucket(bounds[k], None if math.isinf(bounds[k + 1]) else bounds[k + 1], int(counted[k]),
                              float(correct[k])) for k in range(counted.size))
 

@@ -142,7 +142,7 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
     from . import lineage, plots, registry
     from .data import CostModelDataModule, DataConfig, TrainingData
     from .decisions import scored_pipelines
-    from .metrics import largest_group, random_topk_scores, ranking_metrics, topk_scores
+    from .metrics import largest_group, pairwise_by_apart, random_topk_scores, ranking_metrics, topk_scores
     from .module import CostModelModule, EpochLines
 
     t0 = time.time()
@@ -208,11 +208,13 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
 
     baselines = score_baselines(data.val, get_target(cfg.target), init, lambda: _champion(cfg, uri), predict_groups)
     decision = decide(val, baselines, cfg.register and cfg.promote, cfg.promotion)
-    decisions, analytical_decisions = _decisions(cfg, scored, data.val)
+    analytical_scored = list(scored_pipelines(_analytical(cfg), data.val))  # once: the decisions and the buckets
+    decisions, analytical_decisions = _decisions(cfg, scored, analytical_scored)
     for prefix, ds in ((HEADLINE, decisions), ("analytical", analytical_decisions)):
         logger.log_metrics({f"{prefix}/decision_{d.decision}_accuracy": d.accuracy for d in ds if d.pairs},
                            step=best_epoch)
-    by_apart, analytical_by_apart = _by_apart(cfg, groups, data.val)
+    by_apart, analytical_by_apart = (pairwise_by_apart(groups.values()),
+                                     pairwise_by_apart(groups_of(analytical_scored).values()))
     for prefix, buckets in ((HEADLINE, by_apart), ("analytical", analytical_by_apart)):
         logger.log_metrics({f"{prefix}/{b.metric}": b.accuracy for b in buckets if b.pairs}, step=best_epoch)
     logger.experiment.set_tag(run_id, "promotion", decision.reason)
@@ -220,10 +222,8 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
     _log_summary(logger.experiment, run_id, val, best_epoch, baselines)
     test = None
     if data.test:  # the held-out fold: never seen by training, nor by the choice of the epoch (unlike val)
-        from .analytical import AnalyticalCost
-
         test = HeldOutFold(cfg.fold, cfg.folds, predict_groups(model, data.test), init_test,
-                        predict_groups(AnalyticalCost(get_target(cfg.target).cores), data.test))
+                        predict_groups(_analytical(cfg), data.test))
         logger.log_metrics(ranking_metrics(test.model.values()).as_dict("test_"), step=best_epoch)
     ids = np.concatenate([np.full(len(t), pid, dtype=object) for pid, (_, t) in groups.items()])
     pred = np.concatenate([p for p, _ in groups.values()])
@@ -259,32 +259,24 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
                        cfg.select, test, by_apart, analytical_by_apart)
 
 
-def _by_apart(cfg: TrainConfig, groups: dict, val_batches) -> tuple[tuple, tuple]:
-    """train.metrics.pairwise_by_apart of the model (its validation `groups`) and of the analytical model on the same
-    pipelines."""
+def _analytical(cfg: TrainConfig):
+    """The analytical model on the target's cores: the baseline every validation figure stands beside."""
     from ir.target import get_target
 
     from .analytical import AnalyticalCost
-    from .metrics import pairwise_by_apart
 
-    analytical = AnalyticalCost(getattr(get_target(cfg.target), "cores", 1))
-    return pairwise_by_apart(groups.values()), pairwise_by_apart(predict_groups(analytical, val_batches).values())
+    return AnalyticalCost(getattr(get_target(cfg.target), "cores", 1))
 
 
-def _decisions(cfg: TrainConfig, scored: list, val_batches) -> tuple[tuple, tuple]:
-    """train.decisions.DecisionAccuracy of the model (its `scored` validation pipelines) and of the analytical model
-    on the one-decision contrasts of the validation pipelines (both empty when the dataset has none)."""
-    from ir.target import get_target
+def _decisions(cfg: TrainConfig, scored: list, analytical_scored: list) -> tuple[tuple, tuple]:
+    """train.decisions.DecisionAccuracy of the model and of the analytical model (their `scored` validation
+    pipelines) on the one-decision contrasts of those pipelines (both empty when the dataset has none)."""
+    from .decisions import decision_accuracy, samplers_of
 
-    from .analytical import AnalyticalCost
-    from .decisions import decision_accuracy, samplers_of, scored_pipelines
-
-    samplers = samplers_of(cfg.data, cfg.target, {b.pipeline_id for b in val_batches})
+    samplers = samplers_of(cfg.data, cfg.target, {pipeline_id for pipeline_id, *_ in scored})
     if not any(k.startswith("contrast-") for k in samplers.values()):
         return (), ()
-    analytical = AnalyticalCost(getattr(get_target(cfg.target), "cores", 1))
-    return (decision_accuracy(scored, samplers),
-            decision_accuracy(scored_pipelines(analytical, val_batches), samplers))
+    return decision_accuracy(scored, samplers), decision_accuracy(analytical_scored, samplers)
 
 
 def _load_best(module, path: str, last_epoch: int) -> int:
