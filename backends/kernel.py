@@ -62,6 +62,9 @@ class Protocol:
     timeout: float = 60.0  # the whole measurement, in the worker
     max_rounds: int = 20  # interleaved measurement (timing.time_interleaved): rounds at most; two runs' orders of
     #   random pipelines' schedules agreed no better after 20 rounds than after 40 (docs/generator.md)
+    retire_settled: bool = False  # interleaved measurement: a kernel whose best and third best samples agree within
+    #   `accuracy`, after `min_seconds` of its own samples, takes no further rounds (docs/generator.md, "Settled
+    #   kernels retire"); the rest go on as before. Long kernels settle first, and they are most of a block's time
 
 
 @dataclass

@@ -19,7 +19,11 @@ FULL = Protocol()
 # check: one run, its outputs compared with the interpreter's (property tests, `generator.random --check`)
 CHECK = Protocol(warmup=0, min_samples=1, max_samples=1, min_seconds=0, max_seconds=0, sample_seconds=0, timeout=120)
 
-PROTOCOLS: dict[str, Protocol] = {"quick": QUICK, "full": FULL, "check": CHECK}
+# full-retire: full, but under interleaved measurement a kernel leaves the rounds once its own samples have settled
+# (Protocol.retire_settled); measured one at a time it is the full protocol
+FULL_RETIRE = replace(FULL, retire_settled=True)
+
+PROTOCOLS: dict[str, Protocol] = {"quick": QUICK, "full": FULL, "check": CHECK, "full-retire": FULL_RETIRE}
 DEPRECATED = {"default": "full"}  # old config names still accepted
 
 

@@ -59,7 +59,9 @@ def time_interleaved(fns: list, protocol: Protocol, seed: int = 0) -> list[tuple
     machine (a neighbour's load, the clock, the memory traffic of the last kernel); measured in rounds, each sees
     the same mix, so their order is what repeats (a pipeline's schedules are labels for their order). Sampling ends
     when every function's best and third best samples agree within `accuracy` and `min_seconds` per function have
-    passed, or after `max_seconds` per function (the sequential protocol's budget) or `max_rounds` rounds."""
+    passed, or after `max_seconds` per function (the sequential protocol's budget) or `max_rounds` rounds. With
+    `protocol.retire_settled` a function leaves the rounds as soon as its own samples agree so and add up to
+    `min_seconds`: the others go on, in rounds of those left."""
     import random
 
     n = len(fns)
@@ -83,7 +85,13 @@ def time_interleaved(fns: list, protocol: Protocol, seed: int = 0) -> list[tuple
     order = list(range(n))
     rng = random.Random(seed)
     start = time.perf_counter()
-    while True:
+    rounds = 0
+
+    def settled(i: int) -> bool:
+        s = sorted(samples[i])
+        return len(s) >= protocol.min_samples and s[2] <= s[0] * (1 + protocol.accuracy)
+
+    while order:
         rng.shuffle(order)
         for i in order:
             fn, k = fns[i], iters[i]
@@ -91,13 +99,14 @@ def time_interleaved(fns: list, protocol: Protocol, seed: int = 0) -> list[tuple
             for _ in range(k):
                 fn()
             samples[i].append((time.perf_counter() - t0) / k)
-        rounds = len(samples[0])
+        rounds += 1
         elapsed = time.perf_counter() - start
         if rounds >= protocol.min_samples:
             if elapsed >= protocol.max_seconds * n or rounds >= min(protocol.max_rounds, protocol.max_samples):
                 break
-            if elapsed >= protocol.min_seconds * n and all(
-                    (s := sorted(x))[2] <= s[0] * (1 + protocol.accuracy) for x in samples):
+            if protocol.retire_settled:
+                order = [i for i in order if not (settled(i) and sum(samples[i]) * iters[i] >= protocol.min_seconds)]
+            elif elapsed >= protocol.min_seconds * n and all(settled(i) for i in range(n)):
                 break
     out = []
     for x, k in zip(samples, iters):

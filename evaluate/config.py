@@ -73,7 +73,7 @@ class AppsConfig:
     # schedules top-k, mcts-real and autotune measure while searching (autotune: its base result, then 2 rounds
     # of (measurements - 1) // 2 dropout samples), with the rows' backend
     measurements: int = 8
-    protocol: Literal["quick", "full", "check", "default"] = "full"  # backends.PROTOCOLS; "default" = full
+    protocol: Literal["quick", "full", "full-retire", "check", "default"] = "full"  # backends.PROTOCOLS; "default" = full
     # interleaved: an app's schedules (every row's, Halide's included) are searched and compiled first, then timed
     # together in rounds (backends.run_interleaved), so drift of the machine moves them alike and their ratios
     # repeat; sequential: each method's schedules timed as its search ends, one after another

@@ -476,12 +476,12 @@ def test_measure_many_gives_every_sample_a_status(tmp_path, monkeypatch):
 
 
 def test_protocols_are_named_once():
-    from backends.protocols import CHECK, FULL, QUICK
+    from backends.protocols import CHECK, FULL, FULL_RETIRE, QUICK
 
-    assert backends.PROTOCOLS == {"quick": QUICK, "full": FULL, "check": CHECK}
+    assert backends.PROTOCOLS == {"quick": QUICK, "full": FULL, "check": CHECK, "full-retire": FULL_RETIRE}
     assert backends.get_protocol("default") is FULL  # the old name, still accepted in configs
     assert backends.get_protocol(QUICK) is QUICK and CHECK.max_samples == 1
-    with pytest.raises(SchedlabError, match="unknown protocol 'slow'; use one of quick, full, check"):
+    with pytest.raises(SchedlabError, match="unknown protocol 'slow'; use one of quick, full, check, full-retire"):
         backends.get_protocol("slow")
     p = blur_pipeline()
     with pytest.raises(SchedlabError, match="unknown protocol 'slow'"):

@@ -61,6 +61,35 @@ def test_rounds_stop_once_every_function_agrees_with_itself():
     assert [samples for _, _, _, samples, _ in out] == [7, 7]  # max_rounds ends it, not max_samples
 
 
+
+def _wobbly():
+    """A function whose best sample stays 4x below all its others (its second run is 1 ms, every other 4 ms): its best
+    and third best never agree within 50 %."""
+    calls = iter(range(1 << 30))
+    return lambda: time.sleep(0.001 if next(calls) == 1 else 0.004)
+
+
+def test_a_settled_function_retires_and_the_others_go_on():
+    retire = Protocol(warmup=0, min_samples=3, max_samples=1000, accuracy=0.5, min_seconds=0, max_seconds=60,
+                      sample_seconds=0, max_rounds=12, retire_settled=True)
+    out = time_interleaved([lambda: time.sleep(0.002), _wobbly()], retire)
+    steady, wobbly = (samples for _, _, _, samples, _ in out)
+    assert wobbly == 12, "an unsettled function runs to max_rounds"
+    assert 3 <= steady < 12, steady  # 2 ms sleeps agree within 50 % within a few rounds
+    # without retiring, every function samples every round until all have settled
+    out = time_interleaved([lambda: time.sleep(0.002), _wobbly()], dataclasses.replace(retire, retire_settled=False))
+    assert [samples for _, _, _, samples, _ in out] == [12, 12]
+    # min_seconds is each function's own: a settled 2 ms function stays for >= 6 samples (12 ms)
+    out = time_interleaved([lambda: time.sleep(0.002), _wobbly()], dataclasses.replace(retire, min_seconds=0.012))
+    assert 6 <= out[0][3] < 12 and out[1][3] == 12, [o[3] for o in out]
+
+
+def test_the_full_retire_protocol_is_full_with_retiring():
+    full, retire = backends.get_protocol("full"), backends.get_protocol("full-retire")
+    assert retire.retire_settled and not full.retire_settled
+    assert dataclasses.replace(retire, retire_settled=False) == full
+    assert JobConfig(protocol="full-retire").protocol == "full-retire"
+
 def _built(p, n: int):
     lns = [naive_schedule(p)] + [random_schedule(p, seed)[0] for seed in range(1, n)]
     return [backends.build(p, ln, backend="llvm") for ln in lns]
