@@ -367,8 +367,9 @@ def test_analytical_priors_by_name():
     s = autoschedule(p, model="analytical:1", algorithm="greedy")
     assert s.stats.model == "analytical:1"
     assert_correct(p, s.loopnest)
-    with pytest.raises(SearchError, match=rf"no analytical prior '7'; write analytical \(prior {PRIOR}\) or analytical:<prior>"):
-        load_model("analytical:7", target)
+    assert load_model("analytical:7", target).prior == 7  # a candidate, side by side with the default
+    with pytest.raises(SearchError, match=rf"no analytical prior '8'; write analytical \(prior {PRIOR}\) or analytical:<prior>"):
+        load_model("analytical:8", target)
 
 
 def test_strategy_registry_toy_strategy_and_unknown_name(monkeypatch):

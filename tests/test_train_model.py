@@ -490,8 +490,8 @@ def test_prior_2_counts_pages_faulted_in():
     others = [i for i in range(len(TERMS)) if i != A._PAGE_FAULTS]
     assert torch.equal(new[..., others], old[..., others])
     assert A.coefficients(2)[A._PAGE_FAULTS] == A.PAGE_FAULT_NS and A.coefficients(1)[A._PAGE_FAULTS] == 0.0005
-    with pytest.raises(ValueError, match="unknown analytical prior 7; priors: 1, 2, 3, 4, 5, 6") as e:
-        A.coefficients(7)
+    with pytest.raises(ValueError, match="unknown analytical prior 8; priors: 1, 2, 3, 4, 5, 6, 7") as e:
+        A.coefficients(8)
     assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="prior"):
         ModelConfig(kind="residual", prior=0)
@@ -647,6 +647,36 @@ def test_prior_6_charges_a_realization_what_the_previous_one_did_not_read():
     assert np.array_equal(A.coefficients(6), A.coefficients(5)) and A.PRIOR == 6
     assert ModelConfig(kind="residual").prior == 6
 
+
+
+def test_prior_7_charges_bytes_written_to_allocations_too_large_for_the_cache():
+    """Prior 7 is prior 6 plus the bytes a stage writes into an allocation of at least DRAM_ALLOCATION, in the
+    working-set term (0 under every earlier prior), at DRAM_NS_PER_BYTE and not divided among cores (memory bandwidth
+    is shared): nl_means's beam `d`, 440 MB per task, is charged every byte it computes; a stage whose allocation fits
+    (a 1 MB tile buffer, computed 1,000 times) is charged nothing more; every other term is prior 6's."""
+    from train import analytical as A
+
+    ws = TERMS.index("working_set")
+    rows = [dict(bytes_at_realization=4.4e8, bytes_at_production=4.4e8, num_productions=2, num_realizations=2,
+                 inner_parallelism=2, num_vectors=1e6, vector_size=16),
+            dict(bytes_at_realization=1 << 20, bytes_at_production=1 << 20, num_productions=1000, num_realizations=1000,
+                 num_vectors=1e6, vector_size=16),
+            dict(bytes_at_realization=A.DRAM_ALLOCATION, bytes_at_production=A.DRAM_ALLOCATION / 4,
+                 num_productions=8, num_realizations=1)]
+    sf = _schedule_features(rows)
+    pf = torch.rand(3, *PIPELINE_SHAPE)
+    t6, t7 = (A.analytical_terms(pf, sf, 2.0, prior) for prior in (6, 7))
+    assert t7[0, 0, ws].item() == pytest.approx(8.8e8, rel=1e-12)  # not halved by the two tasks
+    assert t7[0, 1, ws].item() == 0
+    assert t7[0, 2, ws].item() == pytest.approx(2 * A.DRAM_ALLOCATION, rel=1e-12)  # at the threshold: charged
+    others = [i for i in range(len(TERMS)) if i != ws]
+    assert torch.equal(t7[..., others], t6[..., others])
+    c6, c7 = A.coefficients(6), A.coefficients(7)
+    assert c6[ws] == 0 and c7[ws] == A.DRAM_NS_PER_BYTE
+    assert np.array_equal(np.delete(c7, ws), np.delete(c6, ws))
+    cost = A.analytical_charges_ns(pf.numpy(), sf[0].numpy(), 2, prior=7) - A.analytical_charges_ns(
+        pf.numpy(), sf[0].numpy(), 2, prior=6)
+    assert cost.sum() == pytest.approx(A.DRAM_NS_PER_BYTE * (8.8e8 + 2 * A.DRAM_ALLOCATION), rel=1e-9)
 
 def test_residual_models_keep_the_prior_they_were_trained_on(apps):
     """A residual model corrects one prior: a checkpoint saved before priors were versioned (no `prior` key) loads

@@ -40,6 +40,11 @@ Priors are versioned, because the `residual` model learns corrections to one of 
      charges as fresh traffic at every realization. Beam: lens_blur's schedule ran 1.15-1.54x faster and
      interpolate's 1.02-1.54x in four measurements each, the other 15 apps kept their schedules (docs/train.md,
      "Prior 6").
+  7. (a candidate, not the default) prior 6 plus the bytes a stage writes into an allocation of at least 4 MiB,
+     charged at 0.1 ns a byte (written, then read back by its consumers, from memory rather than cache; memory
+     bandwidth is shared, so it is not divided among cores), in Appendix B's working-set term, which no earlier
+     prior charged. Held out on all 628 usable pipelines of datasets/random-host-llvm-epyc: pairwise 0.636 -> 0.650;
+     in search on the 17 apps compiled by Halide, 1.10x prior 6's geomean (max_filter 5.6x) (docs/train.md, "Prior 7").
 """
 
 from __future__ import annotations
@@ -82,7 +87,13 @@ PER_REALIZATION_BYTES_TERM, PER_REALIZATION_LINES_TERM = 5, 4
 PRIOR_PARTS = {1: frozenset(), 2: frozenset({"fresh_pages"}), 3: frozenset({"fresh_pages", "line_cost"}),
                4: frozenset({"fresh_pages", "line_cost", "vector_cap"}),
                5: frozenset({"fresh_pages", "line_cost", "line_cap"}),
-               6: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads"})}
+               6: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads"}),
+               7: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads", "dram_bytes"})}
+# prior 7 (a candidate): the bytes a stage writes into an allocation too large for the last-level cache go to memory
+# and come back when read, at memory bandwidth shared by all cores; the working-set term (0 before) carries them
+_WORKING_SET = 26
+DRAM_ALLOCATION = 4 << 20  # bytes: an allocation at least this large is not kept in cache (4x this VM's L2, 1/8 its L3)
+DRAM_NS_PER_BYTE = 0.1  # written once and read back, ~20 GB/s each way
 PRIORS = tuple(PRIOR_PARTS)
 # prior 6: a realization's unique bytes and lines read (its box) replaced by what the previous realization did not read
 _BOX_READS = [SCHEDULE_INDEX["unique_bytes_read_per_realization"], SCHEDULE_INDEX["unique_lines_read_per_realization"]]
@@ -98,6 +109,8 @@ def coefficients(prior: int = PRIOR) -> np.ndarray:
         c[_PAGE_FAULTS] = PAGE_FAULT_NS
     if "line_cost" in parts:
         c[list(LINE_TERMS)] *= LINE_SCALE
+    if "dram_bytes" in parts:
+        c[_WORKING_SET] = DRAM_NS_PER_BYTE
     return c
 
 
@@ -144,6 +157,10 @@ def analytical_terms(pipeline_features, schedule_features, cores: float, prior: 
         _cap_vector_footprints(terms, x)
     if "line_cap" in parts:
         _cap_footprints_by_lines(terms, x)
+    if "dram_bytes" in parts:
+        big = x[..., SCHEDULE_INDEX["bytes_at_realization"]] >= DRAM_ALLOCATION
+        written = x[..., SCHEDULE_INDEX["bytes_at_production"]] * x[..., SCHEDULE_INDEX["num_productions"]]
+        terms[..., _WORKING_SET] = torch.where(big, written, torch.zeros_like(written))
     ops = pipeline_features[:, OPS, :].sum((1, 2)).to(sf.dtype).clamp_min(1)  # ops per point of each stage
     tasks = (x[..., SCHEDULE_INDEX["inner_parallelism"]] * x[..., SCHEDULE_INDEX["outer_parallelism"]]).clamp_min(1)
     terms[..., COMPUTE_TERMS] = terms[..., COMPUTE_TERMS] * ops[:, None]
