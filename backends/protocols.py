@@ -5,6 +5,7 @@ Configs name a protocol; `get_protocol` turns the name into a `Protocol`."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Literal
 
 from ir.errors import SchedlabError
 
@@ -25,6 +26,8 @@ FULL_RETIRE = replace(FULL, retire_settled=True)
 
 PROTOCOLS: dict[str, Protocol] = {"quick": QUICK, "full": FULL, "check": CHECK, "full-retire": FULL_RETIRE}
 DEPRECATED = {"default": "full"}  # old config names still accepted
+# what a config may name: the keys of PROTOCOLS and DEPRECATED, written once for every config (a test checks they agree)
+ProtocolName = Literal["quick", "full", "full-retire", "check", "default"]
 
 
 class ProtocolError(SchedlabError, ValueError):

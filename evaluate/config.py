@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from backends.protocols import ProtocolName
 from ir.errors import SchedlabError
 from ir.progress import ProgressSetting
 from train.config import TrainConfig
@@ -73,7 +74,7 @@ class AppsConfig:
     # schedules top-k, mcts-real and autotune measure while searching (autotune: its base result, then 2 rounds
     # of (measurements - 1) // 2 dropout samples), with the rows' backend
     measurements: int = 8
-    protocol: Literal["quick", "full", "full-retire", "check", "default"] = "full"  # backends.PROTOCOLS; "default" = full
+    protocol: ProtocolName = "full"  # backends.PROTOCOLS; "default" = full
     # interleaved: an app's schedules (every row's, Halide's included) are searched and compiled first, then timed
     # together in rounds (backends.run_interleaved), so drift of the machine moves them alike and their ratios
     # repeat; sequential: each method's schedules timed as its search ends, one after another

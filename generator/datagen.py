@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from backends.protocols import PROTOCOLS, QUICK, get_protocol  # noqa: F401 - re-exported: the named protocols
+from backends.protocols import PROTOCOLS, QUICK, ProtocolName, get_protocol  # noqa: F401 - re-exported: the named protocols
 from ir.errors import SchedlabError, first_line
 from backends.measuring import measuring_machine
 from ir.progress import ProgressSetting
@@ -255,7 +255,7 @@ class DatagenConfig:
     naive_runtime: tuple[float, float] | None = None  # LO,HI seconds: size each pipeline so its estimated naive
     #   runtime is a log-uniform draw from [LO, HI] (generator.sizing); none: output_size as given
     target: str = "host"  # host, or a conf/targets/<name>.yaml target; the dataset partition
-    protocol: Literal["quick", "full", "full-retire", "check", "default"] = "full"  # backends.PROTOCOLS, full as the job's
+    protocol: ProtocolName = "full"  # backends.PROTOCOLS, full as the job's
     measurement: Literal["sequential", "interleaved"] = "sequential"  # generator.batch.MEASUREMENTS (the job's:
     #   interleaved; sequential keeps the names of the batches written before)
     seed: int = 0  # the job's seed: seeds the dropout draws and the round-0 model random:<seed>

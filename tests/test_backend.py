@@ -480,6 +480,11 @@ def test_protocols_are_named_once():
 
     assert backends.PROTOCOLS == {"quick": QUICK, "full": FULL, "check": CHECK, "full-retire": FULL_RETIRE}
     assert backends.get_protocol("default") is FULL  # the old name, still accepted in configs
+    from typing import get_args
+
+    from backends.protocols import DEPRECATED, ProtocolName
+
+    assert set(get_args(ProtocolName)) == set(backends.PROTOCOLS) | set(DEPRECATED)  # what every config accepts
     assert backends.get_protocol(QUICK) is QUICK and CHECK.max_samples == 1
     with pytest.raises(SchedlabError, match="unknown protocol 'slow'; use one of quick, full, check, full-retire"):
         backends.get_protocol("slow")

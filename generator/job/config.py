@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from backends.protocols import ProtocolName
 from ir.progress import ProgressSetting
 from train.config import LossName, ModelKind
 
@@ -79,7 +80,7 @@ class JobConfig:
     #   serially, a Func inlined, SIMD or unrolling off), planned after it in place of dropout samples; 0 keeps the batch names
     contrast_kinds: tuple[str, ...] = ("serial", "inline", "scalar", "rolled")  # the contrasts' kinds, taken in turn
     #   (generator.contrast.KINDS; add compute: an inlined Func computed); the default keeps the batch names
-    protocol: Literal["quick", "full", "full-retire", "check", "default"] = "full"  # backends.PROTOCOLS ("default" = full); full:
+    protocol: ProtocolName = "full"  # backends.PROTOCOLS ("default" = full); full:
     #   labels agree on 0.87 of pairs in two job runs, quick on 0.80, at the same wall time; full-retire: settled kernels
     #   leave the interleaved rounds, 1.0-1.3x the throughput, agreement no worse (docs/generator.md)
     measurement: Literal["interleaved", "sequential"] = "interleaved"  # generator.batch.MEASUREMENTS: a pipeline's
