@@ -19,6 +19,15 @@ from .kernel import Kernel, Measurement, Protocol
 from ir.status import Status
 
 
+def settled(samples: list[float], protocol: Protocol) -> bool:
+    """The protocol's stopping test for one kernel: at least `min_samples` samples, the best and third best within
+    `accuracy` of each other."""
+    if len(samples) < protocol.min_samples:
+        return False
+    s = sorted(samples)
+    return s[2] <= s[0] * (1 + protocol.accuracy)
+
+
 def time_callable(fn, protocol: Protocol) -> tuple[float, float, float, int, int]:
     """(best, median, spread, samples, iterations) of per-run times of fn()."""
     for _ in range(protocol.warmup):
@@ -42,10 +51,8 @@ def time_callable(fn, protocol: Protocol) -> tuple[float, float, float, int, int
         samples.append((time.perf_counter() - t0) / iters)
         total += iters
         elapsed = time.perf_counter() - start
-        if len(samples) >= protocol.min_samples:
-            s = sorted(samples)
-            if s[2] <= s[0] * (1 + protocol.accuracy) and elapsed >= protocol.min_seconds:
-                break
+        if settled(samples, protocol) and elapsed >= protocol.min_seconds:
+            break
         if elapsed >= protocol.max_seconds and len(samples) >= protocol.min_samples:
             break  # the cap ends sampling, but never below min_samples: the spread is best vs third best
     s = sorted(samples)
@@ -86,11 +93,6 @@ def time_interleaved(fns: list, protocol: Protocol, seed: int = 0) -> list[tuple
     rng = random.Random(seed)
     start = time.perf_counter()
     rounds = 0
-
-    def settled(i: int) -> bool:
-        s = sorted(samples[i])
-        return len(s) >= protocol.min_samples and s[2] <= s[0] * (1 + protocol.accuracy)
-
     while order:
         rng.shuffle(order)
         for i in order:
@@ -105,8 +107,9 @@ def time_interleaved(fns: list, protocol: Protocol, seed: int = 0) -> list[tuple
             if elapsed >= protocol.max_seconds * n or rounds >= min(protocol.max_rounds, protocol.max_samples):
                 break
             if protocol.retire_settled:
-                order = [i for i in order if not (settled(i) and sum(samples[i]) * iters[i] >= protocol.min_seconds)]
-            elif elapsed >= protocol.min_seconds * n and all(settled(i) for i in range(n)):
+                order = [i for i in order
+                         if not (settled(samples[i], protocol) and sum(samples[i]) * iters[i] >= protocol.min_seconds)]
+            elif elapsed >= protocol.min_seconds * n and all(settled(x, protocol) for x in samples):
                 break
     out = []
     for x, k in zip(samples, iters):
