@@ -492,3 +492,18 @@ def test_folds_are_checked_in_one_line():
         TrainConfig(folds=5, fold=5, register=False)
     with pytest.raises(DatasetError, match="fold must be in 0..2"):
         DataConfig(path="x", folds=3, fold=3)
+
+
+def test_compare_trains_residual_rows_on_the_prior_it_is_given(synthetic, env):
+    """evaluate.compare prior=N: every residual row corrects prior N, so two priors can be cross-validated side by
+    side (each training's run records the prior its model config holds)."""
+    import mlflow
+
+    from evaluate.compare import CompareConfig, compare
+
+    for prior in (2, 7):
+        cfg = CompareConfig(data=str(synthetic), models=("residual",), losses=("pairwise_rank",), fractions=(1.0,),
+                            epochs=1, val_fraction=0.3, tracking_uri=env["tracking_uri"], progress=False, prior=prior)
+        (row,) = compare(cfg).rows
+        params = mlflow.MlflowClient(env["tracking_uri"]).get_run(row.run_id).data.params
+        assert params["prior"] == str(prior) and params["model_config/prior"] == str(prior)

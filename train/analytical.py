@@ -34,17 +34,20 @@ Priors are versioned, because the `residual` model learns corrections to one of 
      that gathers keeps its boxes: its lanes scatter over them, and capping them (prior 4, and prior 5's first
      version) made beam pick local_laplacian and lens_blur schedules 0.7-0.96x as fast. Its broadcasts and dense loads
      read one place per vector whatever their index, so there a data-dependent index only inflates the box.
-  6. (the default since 2026-11-29) prior 5 with a realization's reads counted as what the previous realization of
+  6. (the default from 2026-11-29 to 2026-12-03) prior 5 with a realization's reads counted as what the previous realization of
      its store_at loop did not read (the schema's new_bytes_read_per_realization / new_lines_read_per_realization,
      version 2): a stencil computed per row of a strip reads mostly the rows the row before read, which prior 5
      charges as fresh traffic at every realization. Beam: lens_blur's schedule ran 1.15-1.54x faster and
      interpolate's 1.02-1.54x in four measurements each, the other 15 apps kept their schedules (docs/train.md,
      "Prior 6").
-  7. (a candidate, not the default) prior 6 plus the bytes a stage writes into an allocation of at least 4 MiB,
+  7. (the default since 2026-12-03) prior 6 plus the bytes a stage writes into an allocation of at least 4 MiB,
      charged at 0.1 ns a byte (written, then read back by its consumers, from memory rather than cache; memory
      bandwidth is shared, so it is not divided among cores), in Appendix B's working-set term, which no earlier
      prior charged. Held out on all 628 usable pipelines of datasets/random-host-llvm-epyc: pairwise 0.636 -> 0.650;
-     in search on the 17 apps compiled by Halide, 1.10x prior 6's geomean (max_filter 5.6x) (docs/train.md, "Prior 7").
+     in search on the 17 apps, 1.075-1.143x prior 6's geomean in four runs, two per backend, the order swapped
+     (max_filter 4.1-5.6x, lens_blur and stencil_chain mostly faster; local_laplacian 0.85-0.87x in all four,
+     depthwise_separable_conv and interpolate slower in three); a residual model on it, 5-fold cross-validated, ranks
+     better than one on prior 6 (docs/train.md, "Prior 7").
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ COEFFICIENTS = np.array([
 ])
 PAGE_BYTES = 4096
 _PAGE_FAULTS = 22  # the page-fault term's index in train.model.TERMS (tests/test_train_model.py checks it)
-PRIOR = 6  # the analytical model's prior (6 since 2026-11-29, docs/train.md); ModelConfig.prior says which one a residual model corrects
+PRIOR = 7  # the analytical model's prior (7 since 2026-12-03, 6 from 2026-11-29; docs/train.md); ModelConfig.prior says which one a residual model corrects
 MMAP_THRESHOLD = 32 << 20  # bytes: glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit (mallopt(3): dynamic threshold)
 PAGE_FAULT_NS = 250.0  # prior 2: nanoseconds per 4 KiB page faulted in (measured here: 210-280 ns, benchmarks/page_fault_prior.py)
 PARALLEL_TERMS = slice(0, 21)  # compute, loads and stores divide among the cores running tasks
@@ -89,7 +92,7 @@ PRIOR_PARTS = {1: frozenset(), 2: frozenset({"fresh_pages"}), 3: frozenset({"fre
                5: frozenset({"fresh_pages", "line_cost", "line_cap"}),
                6: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads"}),
                7: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads", "dram_bytes"})}
-# prior 7 (a candidate): the bytes a stage writes into an allocation too large for the last-level cache go to memory
+# prior 7: the bytes a stage writes into an allocation too large for the last-level cache go to memory
 # and come back when read, at memory bandwidth shared by all cores; the working-set term (0 before) carries them
 _WORKING_SET = 26
 DRAM_ALLOCATION = 4 << 20  # bytes: an allocation at least this large is not kept in cache (4x this VM's L2, 1/8 its L3)

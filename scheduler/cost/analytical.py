@@ -2,9 +2,9 @@
 nanosecond costs, train.analytical) and the parallel speed-up made explicit, so the scheduler works before
 any model is trained, and so it can be evaluated on stored features like any model.
 
-`analytical` is the current prior (train.analytical.PRIOR, 6); `analytical:1` to `analytical:3` and `analytical:5`
-earlier ones, `analytical:4` a candidate not kept and `analytical:7` a candidate under test (docs/train.md), kept so that
-searches and benchmarks can set them side by side."""
+`analytical` is the current prior (train.analytical.PRIOR, 7); `analytical:1` to `analytical:3`, `analytical:5` and
+`analytical:6` earlier ones and `analytical:4` a candidate not kept (docs/train.md), kept so that searches and
+benchmarks can set them side by side."""
 
 from __future__ import annotations
 
