@@ -61,7 +61,6 @@ def test_rounds_stop_once_every_function_agrees_with_itself():
     assert [samples for _, _, _, samples, _ in out] == [7, 7]  # max_rounds ends it, not max_samples
 
 
-
 def _wobbly():
     """A function whose best sample stays 4x below all its others (its second run is 1 ms, every other 4 ms): its best
     and third best never agree within 50 %."""
@@ -89,6 +88,7 @@ def test_the_full_retire_protocol_is_full_with_retiring():
     assert retire.retire_settled and not full.retire_settled
     assert dataclasses.replace(retire, retire_settled=False) == full
     assert JobConfig(protocol="full-retire").protocol == "full-retire"
+
 
 def _built(p, n: int):
     lns = [naive_schedule(p)] + [random_schedule(p, seed)[0] for seed in range(1, n)]

@@ -367,7 +367,8 @@ def test_analytical_priors_by_name():
     s = autoschedule(p, model="analytical:1", algorithm="greedy")
     assert s.stats.model == "analytical:1"
     assert_correct(p, s.loopnest)
-    assert load_model("analytical:7", target).prior == 7  # a candidate, side by side with the default
+    previous = load_model("analytical:6", target)  # the default before prior 7, side by side with it
+    assert previous.prior == 6 and previous.name == "analytical:6"
     with pytest.raises(SearchError, match=rf"no analytical prior '8'; write analytical \(prior {PRIOR}\) or analytical:<prior>"):
         load_model("analytical:8", target)
 

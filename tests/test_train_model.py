@@ -647,7 +647,6 @@ def test_prior_6_charges_a_realization_what_the_previous_one_did_not_read():
     assert np.array_equal(A.coefficients(6), A.coefficients(5))
 
 
-
 def test_prior_7_charges_bytes_written_to_allocations_too_large_for_the_cache():
     """Prior 7 is prior 6 plus the bytes a stage writes into an allocation of at least DRAM_ALLOCATION, in the
     working-set term (0 under every earlier prior), at DRAM_NS_PER_BYTE and not divided among cores (memory bandwidth

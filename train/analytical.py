@@ -94,7 +94,7 @@ PRIOR_PARTS = {1: frozenset(), 2: frozenset({"fresh_pages"}), 3: frozenset({"fre
                7: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads", "dram_bytes"})}
 # prior 7: the bytes a stage writes into an allocation too large for the last-level cache go to memory
 # and come back when read, at memory bandwidth shared by all cores; the working-set term (0 before) carries them
-_WORKING_SET = 26
+_WORKING_SET = 26  # the working-set term's index in train.model.TERMS (tests/test_train_model.py checks it)
 DRAM_ALLOCATION = 4 << 20  # bytes: an allocation at least this large is not kept in cache (4x this VM's L2, 1/8 its L3)
 DRAM_NS_PER_BYTE = 0.1  # written once and read back, ~20 GB/s each way
 PRIORS = tuple(PRIOR_PARTS)
