@@ -62,10 +62,19 @@ def test_rounds_stop_once_every_function_agrees_with_itself():
 
 
 def _wobbly():
-    """A function whose best sample stays 4x below all its others (its second run is 1 ms, every other 4 ms): its best
-    and third best never agree within 50 %."""
+    """A function whose best sample stays far below all its others (its second run is 1 ms, every other 20 ms): its
+    best and third best never agree within 50 %, even where a busy machine makes the 1 ms sleep last several."""
     calls = iter(range(1 << 30))
-    return lambda: time.sleep(0.001 if next(calls) == 1 else 0.004)
+    return lambda: time.sleep(0.001 if next(calls) == 1 else 0.02)
+
+
+def _logged_sleep(seconds: float, log: list[float]):
+    """time.sleep(seconds), each call's own duration appended to `log`."""
+    def fn():
+        t0 = time.perf_counter()
+        time.sleep(seconds)
+        log.append(time.perf_counter() - t0)
+    return fn
 
 
 def test_a_settled_function_retires_and_the_others_go_on():
@@ -78,9 +87,13 @@ def test_a_settled_function_retires_and_the_others_go_on():
     # without retiring, every function samples every round until all have settled
     out = time_interleaved([lambda: time.sleep(0.002), _wobbly()], dataclasses.replace(retire, retire_settled=False))
     assert [samples for _, _, _, samples, _ in out] == [12, 12]
-    # min_seconds is each function's own: a settled 2 ms function stays for >= 6 samples (12 ms)
-    out = time_interleaved([lambda: time.sleep(0.002), _wobbly()], dataclasses.replace(retire, min_seconds=0.012))
-    assert 6 <= out[0][3] < 12 and out[1][3] == 12, [o[3] for o in out]
+    # min_seconds is each function's own: a settled 2 ms function stays until its samples add up to 12 ms (a sleep
+    # runs long, so that may take fewer than 6), then retires; each sample times one call, which lasts what it logs
+    calls: list[float] = []
+    out = time_interleaved([_logged_sleep(0.002, calls), _wobbly()], dataclasses.replace(retire, min_seconds=0.012))
+    timed = calls[1:]  # after the one calibration run
+    assert len(timed) == out[0][3] < 12 and out[1][3] == 12, [o[3] for o in out]
+    assert sum(timed) >= 0.012 - 1e-4 * len(timed), timed  # the clock calls around each sample: well under 0.1 ms
 
 
 def test_the_full_retire_protocol_is_full_with_retiring():
