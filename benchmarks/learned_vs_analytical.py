@@ -13,11 +13,16 @@ is a row with its status, never a missing app.
     python benchmarks/learned_vs_analytical.py --apps blur,unsharp,harris,max_filter,camera_pipe
     python benchmarks/learned_vs_analytical.py --models models:/schedlab-host/4,analytical --tracking-uri ...
     python benchmarks/learned_vs_analytical.py --models analytical:3,analytical --algorithm greedy  # two priors
+    python benchmarks/learned_vs_analytical.py --apps all --save measured.jsonl  # keep schedules and runtimes
+
+`--save` writes each app's distinct measured LoopNests with their runtimes (JSON lines), which
+benchmarks/app_ranking.py scores any cost model against without compiling or measuring again.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -43,6 +48,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tracking-uri", default=None)
     ap.add_argument("--measure-timeout", type=float, default=600.0,
                     help="seconds an app's measurement may take in the worker (naive lens_blur runs 11 s a time)")
+    ap.add_argument("--save", type=Path, default=None,
+                    help="append each app's measured schedules (JSON lines) for benchmarks/app_ranking.py")
     a = ap.parse_args(argv)
 
     from generator.apps import app_list, get_app
@@ -89,6 +96,8 @@ def main(argv=None) -> int:
         same = [m for m in models[:-1] if which[cols.index(m)] == which[-1]]
         failures = [f"{c}: {m.status}" + (f" ({m.error.splitlines()[0][:160]})" if m.error else "")
                     for c, m in zip(cols, results) if not m.ok]
+        if a.save is not None:
+            _save(a.save, name, a, cols, which, distinct, [measured[k] for k in range(len(distinct))])
         naive = runtimes[0]
         for c, t in zip(cols, runtimes):
             if math.isfinite(t) and math.isfinite(naive):
@@ -107,6 +116,18 @@ def main(argv=None) -> int:
     print(f"(speedup over naive; a ratio > 1 means that model's schedule ran faster than {models[-1]}'s); "
           f"{time.time() - t0:.0f} s")
     return 0
+
+
+def _save(path: Path, app: str, a, cols: list[str], which: list[int], distinct, measured) -> None:
+    """One JSON line per app: its size, backend and search, and each distinct LoopNest with the columns that chose
+    it and its best runtime (null when its measurement failed)."""
+    schedules = [{"columns": [c for c, k in zip(cols, which) if k == i], "loopnest": ln.dumps(),
+                  "runtime_s": float(m.min_s) if m.ok else None, "status": m.status}
+                 for i, (ln, m) in enumerate(zip(distinct, measured))]
+    row = {"app": app, "size": a.size, "backend": a.backend, "algorithm": a.algorithm, "beam_size": a.beam_size,
+           "passes": a.passes, "schedules": schedules}
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
 
 
 def _cell(t: float, naive: float) -> str:

@@ -1,0 +1,64 @@
+"""benchmarks/learned_vs_analytical.py --save and benchmarks/app_ranking.py: measured app schedules kept, then
+scored by cost models without compiling again. Real compilation (llvm) and measurement at small size."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _benchmark(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_saved_schedules_are_scored_by_each_model(tmp_path, capsys):
+    saved = tmp_path / "measured.jsonl"
+    lva = _benchmark("learned_vs_analytical")
+    assert lva.main(["--apps", "blur,unsharp", "--size", "small", "--models", "analytical:1,analytical",
+                     "--backend", "llvm", "--save", str(saved)]) == 0
+    rows = [json.loads(line) for line in saved.read_text().splitlines()]
+    assert [r["app"] for r in rows] == ["blur", "unsharp"]
+    for r in rows:
+        columns = [c for s in r["schedules"] for c in s["columns"]]
+        assert sorted(columns) == sorted(["naive", "expert", "analytical:1", "analytical"])  # each column once
+        assert all(s["status"] == "ok" and s["runtime_s"] > 0 for s in r["schedules"])
+    capsys.readouterr()
+
+    ranking = _benchmark("app_ranking")
+    apps = ranking.load_measured(saved)
+    assert [a.app for a in apps] == ["blur", "unsharp"] and apps[0].backend == "llvm"
+    zipped = tmp_path / "measured.jsonl.gz"
+    zipped.write_bytes(gzip.compress(saved.read_bytes()))
+    assert ranking.load_measured(zipped) == apps
+    assert ranking.main([str(saved), "--models", "analytical:1,analytical"]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("pick/fastest"):].splitlines()[1:]
+    assert [line.split()[0] for line in table] == ["analytical:1", "analytical"]
+    for line in table:
+        pairwise, regret = float(line.split()[1]), float(line.split()[-1].rstrip("x"))
+        assert 0 <= pairwise <= 1 and regret >= 1
+
+
+def test_a_file_it_cannot_read_is_one_line_naming_it(tmp_path):
+    ranking = _benchmark("app_ranking")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"app": "blur"}\n')
+    with pytest.raises(SystemExit, match=r"bad.jsonl:1 is not a line learned_vs_analytical.py --save writes"):
+        ranking.load_measured(bad)
+    with pytest.raises(SystemExit, match="cannot read .*missing.jsonl.*--save"):
+        ranking.load_measured(tmp_path / "missing.jsonl")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    with pytest.raises(SystemExit, match="holds no apps"):
+        ranking.load_measured(empty)
