@@ -490,8 +490,8 @@ def test_prior_2_counts_pages_faulted_in():
     others = [i for i in range(len(TERMS)) if i != A._PAGE_FAULTS]
     assert torch.equal(new[..., others], old[..., others])
     assert A.coefficients(2)[A._PAGE_FAULTS] == A.PAGE_FAULT_NS and A.coefficients(1)[A._PAGE_FAULTS] == 0.0005
-    with pytest.raises(ValueError, match="unknown analytical prior 8; priors: 1, 2, 3, 4, 5, 6, 7") as e:
-        A.coefficients(8)
+    with pytest.raises(ValueError, match="unknown analytical prior 9; priors: 1, 2, 3, 4, 5, 6, 7, 8") as e:
+        A.coefficients(9)
     assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="prior"):
         ModelConfig(kind="residual", prior=0)
@@ -676,6 +676,49 @@ def test_prior_7_charges_bytes_written_to_allocations_too_large_for_the_cache():
         pf.numpy(), sf[0].numpy(), 2, prior=6)
     assert cost.sum() == pytest.approx(A.DRAM_NS_PER_BYTE * (8.8e8 + 2 * A.DRAM_ALLOCATION), rel=1e-9)
     assert A.PRIOR == 7 and ModelConfig(kind="residual").prior == 7  # the default since 2026-12-03 (stop 61)
+
+
+def _op_features(ops: dict[tuple[str, str], float]) -> torch.Tensor:
+    """Pipeline features [1, 40, 7] with the given (row, type bucket) counts, the others 0."""
+    from featurize.schema import PIPELINE_ROWS
+    from ir.dag import TYPE_BUCKETS
+
+    pf = torch.zeros(1, *PIPELINE_SHAPE)
+    for (row, bucket), n in ops.items():
+        pf[0, PIPELINE_ROWS.index(row), TYPE_BUCKETS.index(bucket)] = n
+    return pf
+
+
+def test_prior_8_counts_the_operations_a_vectorized_loop_runs_per_lane():
+    """Prior 8 is prior 7 with each stage's operations per point counted without its loads, and with its 32-bit
+    integer operations (coordinates) divided by the vector size unless the stage stores 32-bit integers: nl_means's
+    `d` as featurized (11 float ops, 12 int32 index adds, 12 loads) is charged 11 + 12/16 per lane where prior 7
+    charged 35; a scalar stage pays its index ops in full; an int32 stage keeps its int32 ops; a stage of loads only
+    costs 1. Only the four compute terms change."""
+    from train import analytical as A
+
+    d = {("Add", "Float"): 2, ("Sub", "Float"): 6, ("Mul", "Float"): 3, ("Add", "UInt32"): 12,
+         ("FuncCall", "Float"): 12, ("pointwise_Store", "Float"): 1}
+    int32 = {("Add", "UInt32"): 5, ("Mul", "UInt32"): 3, ("ImageCall", "UInt32"): 2, ("pointwise_Store", "UInt32"): 1}
+    copy = {("FuncCall", "UInt16"): 1, ("pointwise_Store", "UInt16"): 1}
+    pf = torch.cat([_op_features(d), _op_features(d), _op_features(int32), _op_features(copy)])
+    vector = dict(num_vectors=1e6, vector_size=16, inner_parallelism=2, outer_parallelism=1)
+    sf = _schedule_features([vector, dict(num_scalars=1e6, vector_size=1, inner_parallelism=2), vector, vector])
+    x = sf.clamp_min(0)
+    assert A.ops_per_lane(pf, x)[0].tolist() == [11 + 12 / 16, 23.0, 8.0, 1.0]
+    t7, t8 = (A.analytical_terms(pf, sf, 2.0, prior) for prior in (7, 8))
+    ops7 = torch.tensor([35.0, 35.0, 10.0, 1.0], dtype=torch.float64)
+    ratio = (A.ops_per_lane(pf, x)[0] / ops7)[:, None]
+    assert torch.allclose(t8[0, :, A.COMPUTE_TERMS], t7[0, :, A.COMPUTE_TERMS] * ratio, rtol=1e-12)
+    assert t8[0, 0, TERMS.index("compute_vectors")].item() == pytest.approx(16e6 * (11 + 12 / 16) / 2, rel=1e-12)
+    others = [i for i in range(len(TERMS)) if i not in range(A.COMPUTE_TERMS.start, A.COMPUTE_TERMS.stop)]
+    assert torch.equal(t8[..., others], t7[..., others])
+    assert np.array_equal(A.coefficients(8), A.coefficients(7))
+    # a batch of schedules of one pipeline: each counts its own vector size
+    two = torch.cat([sf, _schedule_features([dict(vector, vector_size=4)] * 4)])
+    per_lane = A.ops_per_lane(pf, two.clamp_min(0))
+    assert per_lane.shape == (2, 4) and per_lane[1, 0].item() == 11 + 12 / 4
+    assert ModelConfig(kind="residual", prior=8).prior == 8
 
 
 def test_residual_models_keep_the_prior_they_were_trained_on(apps):

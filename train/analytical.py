@@ -48,6 +48,14 @@ Priors are versioned, because the `residual` model learns corrections to one of 
      (max_filter 4.1-5.6x, lens_blur and stencil_chain mostly faster; local_laplacian 0.85-0.87x in all four,
      depthwise_separable_conv and interpolate slower in three); a residual model on it, 5-fold cross-validated, ranks
      better than one on prior 6 (docs/train.md, "Prior 7").
+  8. (a candidate) prior 7 with a stage's operations per point counted as a vectorized loop runs them: its loads
+     (ImageCall, FuncCall, SelfCall) left out, since the load terms charge them already, and its 32-bit integer
+     operations, which in a stage that does not store 32-bit integers are its coordinates' arithmetic (x + dx,
+     clamps of indices), charged once per vector rather than per lane: a SIMD loop computes a vector's addresses
+     from one scalar base. nl_means' difference image `d` counts 35 operations per point by prior 7 and 8.75 by
+     this on 16 lanes (its 8 float ops and 12 index ops over 16). Nothing in the features changes; the rate per
+     operation is prior 7's, which benchmarks/compute_rate_prior.py measures at 0.5-0.9x of it on dependent f32
+     chains (docs/train.md, "Prior 8").
 """
 
 from __future__ import annotations
@@ -55,7 +63,7 @@ from __future__ import annotations
 import numpy as np
 
 from featurize.schema import LINE_BYTES, PIPELINE_ROWS, SCHEDULE_INDEX, lines_per_vector
-from ir.dag import OP_TYPES
+from ir.dag import OP_TYPES, TYPE_BUCKETS
 
 # Appendix B's 27 terms (train.model.TERMS order) and a fixed cost per unit of each, in nanoseconds.
 COEFFICIENTS = np.array([
@@ -91,7 +99,8 @@ PRIOR_PARTS = {1: frozenset(), 2: frozenset({"fresh_pages"}), 3: frozenset({"fre
                4: frozenset({"fresh_pages", "line_cost", "vector_cap"}),
                5: frozenset({"fresh_pages", "line_cost", "line_cap"}),
                6: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads"}),
-               7: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads", "dram_bytes"})}
+               7: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads", "dram_bytes"}),
+               8: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads", "dram_bytes", "lane_ops"})}
 # prior 7: the bytes a stage writes into an allocation too large for the last-level cache go to memory
 # and come back when read, at memory bandwidth shared by all cores; the working-set term (0 before) carries them
 _WORKING_SET = 26  # the working-set term's index in train.model.TERMS (tests/test_train_model.py checks it)
@@ -102,6 +111,11 @@ PRIORS = tuple(PRIOR_PARTS)
 _BOX_READS = [SCHEDULE_INDEX["unique_bytes_read_per_realization"], SCHEDULE_INDEX["unique_lines_read_per_realization"]]
 _NEW_READS = [SCHEDULE_INDEX["new_bytes_read_per_realization"], SCHEDULE_INDEX["new_lines_read_per_realization"]]
 OPS = [PIPELINE_ROWS.index(op) for op in OP_TYPES if op not in ("Variable", "Param", "Const", "Let")]
+# prior 8: the operations a vectorized loop runs per lane: loads are the load terms' (not compute), and a stage that
+# stores no 32-bit integers computes its 32-bit integer operations once per vector (coordinates, not values)
+LANE_OPS = [i for i in OPS if PIPELINE_ROWS[i] not in ("ImageCall", "FuncCall", "SelfCall")]
+STORE_ROWS = [i for i, name in enumerate(PIPELINE_ROWS) if name.endswith("_Store")]
+INT32 = TYPE_BUCKETS.index("UInt32")  # Halide's bucket of 32-bit integers, signed or not
 
 
 def coefficients(prior: int = PRIOR) -> np.ndarray:
@@ -164,11 +178,28 @@ def analytical_terms(pipeline_features, schedule_features, cores: float, prior: 
         big = x[..., SCHEDULE_INDEX["bytes_at_realization"]] >= DRAM_ALLOCATION
         written = x[..., SCHEDULE_INDEX["bytes_at_production"]] * x[..., SCHEDULE_INDEX["num_productions"]]
         terms[..., _WORKING_SET] = torch.where(big, written, torch.zeros_like(written))
-    ops = pipeline_features[:, OPS, :].sum((1, 2)).to(sf.dtype).clamp_min(1)  # ops per point of each stage
+    if "lane_ops" in parts:
+        ops = ops_per_lane(pipeline_features, x)  # [..., S]: depends on each schedule's vector size
+    else:
+        ops = pipeline_features[:, OPS, :].sum((1, 2)).to(sf.dtype).clamp_min(1)  # ops per point of each stage
     tasks = (x[..., SCHEDULE_INDEX["inner_parallelism"]] * x[..., SCHEDULE_INDEX["outer_parallelism"]]).clamp_min(1)
-    terms[..., COMPUTE_TERMS] = terms[..., COMPUTE_TERMS] * ops[:, None]
+    terms[..., COMPUTE_TERMS] = terms[..., COMPUTE_TERMS] * ops[..., None]
     terms[..., PARALLEL_TERMS] = terms[..., PARALLEL_TERMS] / torch.clamp(tasks, max=float(cores))[..., None]
     return terms
+
+
+def ops_per_lane(pipeline_features, x):
+    """Prior 8's operations per point of each stage, [..., S] for pipeline features [S, 40, 7] and clamped schedule
+    features x [..., S, 41]: the op histogram without loads, its 32-bit integer operations divided by the vector size
+    in a stage whose stores are not 32-bit integers; at least 1, as prior 7's count."""
+    import torch
+
+    pf = pipeline_features.to(x.dtype)
+    ops = pf[:, LANE_OPS, :].sum(1)  # [S, 7]: by type bucket
+    stores_int32 = pf[:, STORE_ROWS, INT32].sum(1) > 0
+    index = torch.where(stores_int32, torch.zeros_like(ops[:, INT32]), ops[:, INT32])  # [S]
+    lanes = x[..., SCHEDULE_INDEX["vector_size"]].clamp_min(1)
+    return (ops.sum(1) - index + index / lanes).clamp_min(1)
 
 
 def _cap_vector_footprints(terms, x) -> None:
