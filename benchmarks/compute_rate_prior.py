@@ -34,19 +34,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 SIZE = (1536, 2560)  # the apps' full-size images (nl_means, camera_pipe's output)
 
 
-def build(ops: int, inlined: bool):
-    """An f32 chain of about `ops` operations per point on one input image; `inlined`: read at two taps by a
-    consumer `out` (the chain is then the producer `chain`, inlined by the schedule)."""
+def build(ops: int, inlined: bool, chains: int = 1):
+    """An f32 computation of about `ops` operations per point on one input image, as `chains` independent chains
+    summed at the end (1: each operation waits on the one before; 8: eight in flight, as a register tile's
+    accumulators are); `inlined`: read at two taps by a consumer `out` (the chains are then the producer `chain`,
+    inlined by the schedule)."""
     from ir import Func, Input, Pipeline, Var, f32, min
 
     x, y = Var("x"), Var("y")
     inp = Input("input", f32, 2)
     w, h = SIZE
-    v = inp[x, y]
-    for i in range(max(1, ops // 2)):  # each step a multiply and an add; every fourth also a min
-        v = v * (0.999 - 1e-4 * i) + (1e-3 * (i + 1))
-        if i % 4 == 3:
-            v = min(v, 4.0 + i)
+    vs = [inp[x, y] * (1.0 + 0.01 * c) for c in range(chains)]
+    for i in range(max(1, ops // (2 * chains))):  # each step a multiply and an add; every fourth also a min
+        for c in range(chains):
+            vs[c] = vs[c] * (0.999 - 1e-4 * i - 1e-6 * c) + (1e-3 * (i + 1))
+            if i % 4 == 3:
+                vs[c] = min(vs[c], 4.0 + i)
+    v = vs[0]
+    for other in vs[1:]:
+        v = v + other
     chain = Func("chain")
     chain[x, y] = v
     if not inlined:
@@ -78,6 +84,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ops", default="16,64,128,256", help="operations per point, comma-separated; the first is the base")
     ap.add_argument("--backend", default="halide")
     ap.add_argument("--repeats", type=int, default=3, help="measure each batch this many times; the best of each")
+    ap.add_argument("--chains", type=int, default=1,
+                    help="independent chains the operations are split into (1: latency-bound; 8: throughput-bound)")
     a = ap.parse_args(argv)
 
     from featurize import featurize
@@ -91,8 +99,10 @@ def main(argv=None) -> int:
         ap.error(f"--ops: comma-separated integers, got {a.ops!r}")
     if len(counts) < 2 or counts[0] < 2:
         ap.error("--ops: at least two counts, each >= 2")
+    if a.chains < 1 or counts[0] < 2 * a.chains:
+        ap.error(f"--chains: at least 1, and at most half the smallest --ops ({counts[0]})")
     target = get_target("host")
-    print(f"f32 chains over {SIZE[0]} x {SIZE[1]}, row tasks, vectorized, parallel, compiled by {a.backend}, "
+    print(f"f32 chains ({a.chains} independent) over {SIZE[0]} x {SIZE[1]}, row tasks, vectorized, parallel, compiled by {a.backend}, "
           f"{target.cores} cores; prior {PRIOR}")
     print(f"{'chain':28s} {'ops/point':>9s} {'measured':>10s} {'extra':>10s} {'predicted extra':>16s} "
           f"{'of it compute':>14s} {'factor':>8s}")
@@ -100,7 +110,7 @@ def main(argv=None) -> int:
     for inlined in (False, True):
         rows = []
         for k in counts:
-            p = build(k, inlined)
+            p = build(k, inlined, a.chains)
             ln = schedule(p, target)
             inputs, expected = reference(p)
             best = min(min(measure_loopnests(p, [ln], target, inputs, expected, backend=a.backend))
