@@ -490,8 +490,8 @@ def test_prior_2_counts_pages_faulted_in():
     others = [i for i in range(len(TERMS)) if i != A._PAGE_FAULTS]
     assert torch.equal(new[..., others], old[..., others])
     assert A.coefficients(2)[A._PAGE_FAULTS] == A.PAGE_FAULT_NS and A.coefficients(1)[A._PAGE_FAULTS] == 0.0005
-    with pytest.raises(ValueError, match="unknown analytical prior 9; priors: 1, 2, 3, 4, 5, 6, 7, 8") as e:
-        A.coefficients(9)
+    with pytest.raises(ValueError, match="unknown analytical prior 10; priors: 1, 2, 3, 4, 5, 6, 7, 8, 9") as e:
+        A.coefficients(10)
     assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="prior"):
         ModelConfig(kind="residual", prior=0)
@@ -719,6 +719,25 @@ def test_prior_8_counts_the_operations_a_vectorized_loop_runs_per_lane():
     per_lane = A.ops_per_lane(pf, two.clamp_min(0))
     assert per_lane.shape == (2, 4) and per_lane[1, 0].item() == 11 + 12 / 4
     assert ModelConfig(kind="residual", prior=8).prior == 8
+
+
+def test_prior_9_charges_compute_at_the_rate_of_overlapping_operations():
+    """Prior 9 is prior 7 with the four compute coefficients at THROUGHPUT_RATE of prior 7's and nothing else
+    changed: the same terms, every other coefficient equal, so a stage's compute costs a quarter of prior 7's."""
+    from train import analytical as A
+
+    c7, c9 = A.coefficients(7), A.coefficients(9)
+    compute = list(range(A.COMPUTE_TERMS.start, A.COMPUTE_TERMS.stop))
+    assert A.THROUGHPUT_RATE == 0.25
+    np.testing.assert_array_equal(c9[compute], c7[compute] * A.THROUGHPUT_RATE)
+    assert np.array_equal(np.delete(c9, compute), np.delete(c7, compute))
+    gen = torch.Generator().manual_seed(9)
+    sf = torch.rand(2, 3, len(featurize.schema.SCHEDULE_FEATURES), dtype=torch.float64, generator=gen) * 100
+    pf = torch.rand(3, *PIPELINE_SHAPE, generator=gen)
+    assert torch.equal(A.analytical_terms(pf, sf, 4.0, 9), A.analytical_terms(pf, sf, 4.0, 7))
+    c7ns, c9ns = (A.analytical_charges_ns(pf.numpy(), sf.numpy(), 4, prior) for prior in (7, 9))
+    np.testing.assert_allclose(c9ns[..., compute], c7ns[..., compute] / 4, rtol=1e-12)
+    np.testing.assert_array_equal(np.delete(c9ns, compute, -1), np.delete(c7ns, compute, -1))
 
 
 def test_residual_models_keep_the_prior_they_were_trained_on(apps):

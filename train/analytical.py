@@ -52,10 +52,15 @@ Priors are versioned, because the `residual` model learns corrections to one of 
      (ImageCall, FuncCall, SelfCall) left out, since the load terms charge them already, and its 32-bit integer
      operations, which in a stage that does not store 32-bit integers are its coordinates' arithmetic (x + dx,
      clamps of indices), charged once per vector rather than per lane: a SIMD loop computes a vector's addresses
-     from one scalar base. nl_means' difference image `d` counts 35 operations per point by prior 7 and 8.75 by
-     this on 16 lanes (its 8 float ops and 12 index ops over 16). Nothing in the features changes; the rate per
+     from one scalar base. nl_means' difference image `d` counts 35 operations per point by prior 7 and 11.75 by
+     this on 16 lanes (its 11 float operations, and its 12 index additions over 16). Nothing in the features changes; the rate per
      operation is prior 7's, which benchmarks/compute_rate_prior.py measures at 0.5-0.9x of it on dependent f32
-     chains (docs/train.md, "Prior 8").
+     chains (docs/train.md, "Prior 8"). In search on the 17 apps, compiled by Halide: 0.926x prior 7, no app faster.
+  9. (a candidate) prior 7 with its four compute coefficients at THROUGHPUT_RATE of prior 7's: the rate per operation
+     benchmarks/compute_rate_prior.py measures when eight independent chains are in flight (0.22-0.37x on both
+     backends), as a register tile's accumulators or a stencil's taps are, where prior 7's rate is what one dependent
+     chain costs (0.5-0.9x). In search on the 17 apps, first Halide run: 1.026x prior 7, local_laplacian
+     1.71x and lens_blur 0.69x; in three runs 1.005-1.042x, even (docs/train.md, "Prior 9").
 """
 
 from __future__ import annotations
@@ -94,18 +99,22 @@ ELEMENT_BYTES = 8
 PER_REALIZATION_BYTES_TERM, PER_REALIZATION_LINES_TERM = 5, 4
 # what each prior does beyond Appendix B's terms, the one list of priors: pages faulted in fresh (2), lines at
 # their measured cost (3), a vector's footprint capped by its elements (4), footprints capped by lines where no
-# lane gathers (5), a realization's reads less what the previous one read (6)
+# lane gathers (5), a realization's reads less what the previous one read (6), bytes written to allocations too large
+# for the cache (7), operations counted per lane (8), compute at the rate of overlapping operations (9)
 PRIOR_PARTS = {1: frozenset(), 2: frozenset({"fresh_pages"}), 3: frozenset({"fresh_pages", "line_cost"}),
                4: frozenset({"fresh_pages", "line_cost", "vector_cap"}),
                5: frozenset({"fresh_pages", "line_cost", "line_cap"}),
                6: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads"}),
                7: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads", "dram_bytes"}),
-               8: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads", "dram_bytes", "lane_ops"})}
+               8: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads", "dram_bytes", "lane_ops"}),
+               9: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads", "dram_bytes", "throughput_rate"})}
 # prior 7: the bytes a stage writes into an allocation too large for the last-level cache go to memory
 # and come back when read, at memory bandwidth shared by all cores; the working-set term (0 before) carries them
 _WORKING_SET = 26  # the working-set term's index in train.model.TERMS (tests/test_train_model.py checks it)
 DRAM_ALLOCATION = 4 << 20  # bytes: an allocation at least this large is not kept in cache (4x this VM's L2, 1/8 its L3)
 DRAM_NS_PER_BYTE = 0.1  # written once and read back, ~20 GB/s each way
+# prior 9: the compute coefficients' share when operations overlap (benchmarks/compute_rate_prior.py --chains 8)
+THROUGHPUT_RATE = 0.25
 PRIORS = tuple(PRIOR_PARTS)
 # prior 6: a realization's unique bytes and lines read (its box) replaced by what the previous realization did not read
 _BOX_READS = [SCHEDULE_INDEX["unique_bytes_read_per_realization"], SCHEDULE_INDEX["unique_lines_read_per_realization"]]
@@ -128,6 +137,8 @@ def coefficients(prior: int = PRIOR) -> np.ndarray:
         c[list(LINE_TERMS)] *= LINE_SCALE
     if "dram_bytes" in parts:
         c[_WORKING_SET] = DRAM_NS_PER_BYTE
+    if "throughput_rate" in parts:
+        c[COMPUTE_TERMS] *= THROUGHPUT_RATE
     return c
 
 
