@@ -14,10 +14,12 @@ predict the measured extra:
 
     factor = measured extra / predicted extra        (only the compute terms change between op counts)
 
-The batch is measured `--repeats` times and each schedule's best time kept; read the factors' spread.
+With `--chains N` the operations are split into N independent chains summed at the end: one chain waits on each
+result (latency-bound), eight keep the SIMD units busy (throughput-bound, as a register tile's accumulators or a
+stencil's taps do). Each schedule is measured `--repeats` times and its best time kept; read the factors' spread.
 
-    python benchmarks/compute_rate_prior.py                    # ~2 minutes
-    python benchmarks/compute_rate_prior.py --ops 16,128 --backend llvm
+    python benchmarks/compute_rate_prior.py                    # ~15 seconds
+    python benchmarks/compute_rate_prior.py --chains 8 --backend llvm
 """
 
 from __future__ import annotations

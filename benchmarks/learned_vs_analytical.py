@@ -51,6 +51,11 @@ def main(argv=None) -> int:
     ap.add_argument("--save", type=Path, default=None,
                     help="append each app's measured schedules (JSON lines) for benchmarks/app_ranking.py")
     a = ap.parse_args(argv)
+    if a.save is not None:
+        try:  # before hours of measuring, not after the first app
+            a.save.open("a").close()
+        except OSError as e:
+            ap.error(f"--save: cannot write {a.save}: {e.strerror}")
 
     from generator.apps import app_list, get_app
     from ir.builder import naive_schedule
@@ -97,7 +102,7 @@ def main(argv=None) -> int:
         failures = [f"{c}: {m.status}" + (f" ({m.error.splitlines()[0][:160]})" if m.error else "")
                     for c, m in zip(cols, results) if not m.ok]
         if a.save is not None:
-            _save(a.save, name, a, cols, which, distinct, [measured[k] for k in range(len(distinct))])
+            _save(a.save, name, a, cols, which, distinct, measured)
         naive = runtimes[0]
         for c, t in zip(cols, runtimes):
             if math.isfinite(t) and math.isfinite(naive):

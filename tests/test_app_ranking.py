@@ -50,7 +50,10 @@ def test_saved_schedules_are_scored_by_each_model(tmp_path, capsys):
         assert 0 <= pairwise <= 1 and regret >= 1
 
 
-def test_a_file_it_cannot_read_is_one_line_naming_it(tmp_path):
+def test_a_file_it_cannot_read_is_one_line_naming_it(tmp_path, capsys):
+    with pytest.raises(SystemExit):  # learned_vs_analytical refuses a --save it cannot write before measuring
+        _benchmark("learned_vs_analytical").main(["--apps", "blur", "--save", str(tmp_path / "no" / "such.jsonl")])
+    assert "--save: cannot write" in capsys.readouterr().err
     ranking = _benchmark("app_ranking")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"app": "blur"}\n')
