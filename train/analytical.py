@@ -57,7 +57,7 @@ Priors are versioned, because the `residual` model learns corrections to one of 
      operation is prior 7's, which benchmarks/compute_rate_prior.py measures at 0.5-0.9x of it on dependent f32
      chains (docs/train.md, "Prior 8"). In search on the 17 apps, compiled by Halide: 0.926x prior 7, no app faster.
   9. (a candidate) prior 7 with its four compute coefficients at THROUGHPUT_RATE of prior 7's: the rate per operation
-     benchmarks/compute_rate_prior.py measures when eight independent chains are in flight (0.22-0.37x on both
+     benchmarks/compute_rate_prior.py measures when eight independent chains are in flight (0.21-0.40x on both
      backends), as a register tile's accumulators or a stencil's taps are, where prior 7's rate is what one dependent
      chain costs (0.5-0.9x). In search on the 17 apps, first Halide run: 1.026x prior 7, local_laplacian
      1.71x and lens_blur 0.69x; in three runs 1.005-1.042x, even (docs/train.md, "Prior 9").
