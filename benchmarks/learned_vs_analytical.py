@@ -102,7 +102,7 @@ def main(argv=None) -> int:
         failures = [f"{c}: {m.status}" + (f" ({m.error.splitlines()[0][:160]})" if m.error else "")
                     for c, m in zip(cols, results) if not m.ok]
         if a.save is not None:
-            _save(a.save, name, a, cols, which, distinct, measured)
+            _save(a, name, cols, which, distinct, measured)
         naive = runtimes[0]
         for c, t in zip(cols, runtimes):
             if math.isfinite(t) and math.isfinite(naive):
@@ -123,15 +123,15 @@ def main(argv=None) -> int:
     return 0
 
 
-def _save(path: Path, app: str, a, cols: list[str], which: list[int], distinct, measured) -> None:
-    """One JSON line per app: its size, backend and search, and each distinct LoopNest with the columns that chose
-    it and its best runtime (null when its measurement failed)."""
+def _save(a: argparse.Namespace, app: str, cols: list[str], which: list[int], distinct, measured) -> None:
+    """One JSON line per app appended to `a.save`: its size, backend and search, and each distinct LoopNest with the
+    columns that chose it and its best runtime (null when its measurement failed)."""
     schedules = [{"columns": [c for c, k in zip(cols, which) if k == i], "loopnest": ln.dumps(),
                   "runtime_s": float(m.min_s) if m.ok else None, "status": m.status}
                  for i, (ln, m) in enumerate(zip(distinct, measured))]
     row = {"app": app, "size": a.size, "backend": a.backend, "algorithm": a.algorithm, "beam_size": a.beam_size,
            "passes": a.passes, "schedules": schedules}
-    with open(path, "a") as f:
+    with a.save.open("a") as f:
         f.write(json.dumps(row) + "\n")
 
 
