@@ -104,6 +104,7 @@ class BatchKey:
     contrasts: int = 0  # one-decision contrasts of the beam sample (generator.contrast) planned after it
     contrast_kinds: tuple[str, ...] = ()  # the kinds of those contrasts, in turn (): generator.contrast.DECISIONS
     measurement: str = "sequential"  # MEASUREMENTS: how a batch's schedules are timed (part of what a label means)
+    mix_weights: str = "indices"  # generator.random_pipeline.MIX_WEIGHTS: where the pipeline's channel mixes get weights
 
     @property
     def batch_id(self) -> str:
@@ -113,6 +114,8 @@ class BatchKey:
                 del fields[name]  # batches written before these options existed keep their names
         if fields["measurement"] == "sequential":
             del fields["measurement"]
+        if fields["mix_weights"] == "indices":
+            del fields["mix_weights"]
         blob = json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
         return f"r{self.round}-p{self.seed}-{hashlib.sha256(blob).hexdigest()[:12]}"
 
@@ -124,7 +127,8 @@ class BatchKey:
             return self.output_size
         from .sizing import sized_output
 
-        return sized_output(self.seed, self.max_stages, self.output_size, self.naive_runtime, self.markov)
+        return sized_output(self.seed, self.max_stages, self.output_size, self.naive_runtime, self.markov,
+                            self.mix_weights)
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,7 @@ class BatchSpec:
     contrasts: int = 0  # one-decision contrasts of the beam sample, planned right after it (generator.contrast)
     contrast_kinds: tuple[str, ...] = ()  # their kinds, in turn (generator.contrast.KINDS); (): DECISIONS
     measurement: str = "sequential"  # MEASUREMENTS: one schedule after another, or a pipeline's schedules in rounds
+    mix_weights: str = "indices"  # generator.random_pipeline.MIX_WEIGHTS: channel mixes' weights from indices or inputs
 
     def __post_init__(self):
         from backends.protocols import get_protocol
@@ -175,6 +180,9 @@ class BatchSpec:
         get_protocol(self.protocol)  # a ProtocolError (a ValueError) listing the names
         if self.measurement not in MEASUREMENTS:
             raise ValueError(f"measurement must be one of {', '.join(MEASUREMENTS)}, got {self.measurement!r}")
+        from .random_pipeline import check_mix_weights
+
+        check_mix_weights(self.mix_weights)
         if len(self.output_size) != 3 or min(self.output_size) < 1:
             raise ValueError(f"output_size must be three positive ints, got {self.output_size}")
         for name in self.baselines:
@@ -190,13 +198,14 @@ class BatchSpec:
                    dropout=cfg.dropout, baselines=tuple(cfg.baselines), backend=cfg.backend,
                    benchmark_timeout=cfg.benchmark_timeout, random_fill=cfg.random_fill,
                    naive_runtime=cfg.naive_runtime, contrasts=cfg.contrasts, contrast_kinds=tuple(cfg.contrast_kinds),
-                   measurement=cfg.measurement)
+                   measurement=cfg.measurement, mix_weights=cfg.mix_weights)
 
     def key(self, seed: int) -> BatchKey:
         return BatchKey(self.target, self.round, int(seed), self.schedules_per_pipeline, self.max_stages,
                         self.output_size, self.markov, self.beam_size, self.passes, self.dropout, self.schedule_seed,
                         self.protocol, self.check_outputs, self.backend, self.baselines, self.random_fill,
-                        self.naive_runtime or (), self.contrasts, self.contrast_kinds, self.measurement)
+                        self.naive_runtime or (), self.contrasts, self.contrast_kinds, self.measurement,
+                        self.mix_weights)
 
     def keys(self) -> tuple[BatchKey, ...]:
         return tuple(self.key(s) for s in self.seeds)
@@ -220,14 +229,14 @@ def derived_seed(*parts: int) -> int:
 
 
 def prepare_pipeline(seed: int, max_stages: int, output_size: tuple[int, int, int], markov: bool = False,
-                     check_outputs: bool = True):
+                     check_outputs: bool = True, mix_weights: str = "indices"):
     """(pipeline, inputs, expected outputs or None) of one seed; raises when the pipeline cannot be made."""
     import numpy as np
 
     import ir
     from generator.random_pipeline import random_pipeline
 
-    p = random_pipeline(seed, max_stages, output_size, markov)
+    p = random_pipeline(seed, max_stages, output_size, markov, mix_weights)
     inputs = p.random_inputs(seed)
     if not check_outputs:
         return p, inputs, None
@@ -325,7 +334,8 @@ def _plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
 
     t0 = time.perf_counter()
     tgt = get_target(key.target)
-    p, inputs, expected = prepare_pipeline(key.seed, key.max_stages, key.pipeline_size, key.markov, key.check_outputs)
+    p, inputs, expected = prepare_pipeline(key.seed, key.max_stages, key.pipeline_size, key.markov, key.check_outputs,
+                                           key.mix_weights)
     cost = model.cost_model(tgt)
     plan = BatchPlan(key, p, inputs, expected, [], model.name)
     seen: set[str] = set()

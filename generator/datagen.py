@@ -270,6 +270,8 @@ class DatagenConfig:
     #   (generator.contrast.KINDS: serial, inline, compute, scalar, rolled)
     model: str | None = None  # sampling model: random:<seed> or a model URI (none: random:<seed>, the job's round 0)
     markov: bool = False  # draw stage kinds from the GPU variant's Markov transition matrix (generator.random_pipeline)
+    mix_weights: Literal["indices", "buffer"] = "indices"  # channel mixes' weights: from the channel indices or an
+    #   input (generator.random_pipeline.MIX_WEIGHTS)
     check_outputs: bool = True  # every schedule's output against the reference interpreter
     backend: str = "numba"  # the registered backend that compiles and measures (numba, halide)
     overwrite: bool = False  # regenerate batches that are already written
@@ -327,7 +329,8 @@ def _run(a: DatagenConfig) -> int:
     seeds = a.seed_list
     spec = BatchSpec(seeds=seeds, schedules_per_pipeline=a.schedules_per_pipeline, max_stages=a.max_stages,
                      output_size=a.output_size, target=a.target, protocol=a.protocol, schedule_seed=a.seed,
-                     markov=a.markov, check_outputs=a.check_outputs, round=a.round, beam_size=a.beam_size,
+                     markov=a.markov, mix_weights=a.mix_weights, check_outputs=a.check_outputs, round=a.round,
+                     beam_size=a.beam_size,
                      passes=a.passes, dropout=a.dropout, baselines=a.baselines, random_fill=a.random_fill,
                      backend=a.backend, naive_runtime=a.naive_runtime, contrasts=a.contrasts,
                      contrast_kinds=a.contrast_kinds, measurement=a.measurement)

@@ -3,8 +3,9 @@
     p = random_pipeline(seed=7)                                  # ir.Pipeline, output 2000 x 2000 x 3
     p = random_pipeline(7, max_stages=8, output_size=(16, 12, 3), markov=True)
     g = generate(7)                                              # the same pipeline with its stage list
+    p = random_pipeline(7, mix_weights="buffer")                 # channel mixes read their weights from inputs
 
-A pipeline is a pure function of (seed, max_stages, output_size, markov): one local
+A pipeline is a pure function of (seed, max_stages, output_size, markov, mix_weights): one local
 `random.Random(seed)` drives every decision, so the same arguments give the same pipeline (and
 `Pipeline.fingerprint`) in any process.
 
@@ -37,7 +38,7 @@ pipeline are that small, so the kind would all but vanish); histogram buckets ar
 channels like every other stage; upsampling keeps each spatial extent under `MAX_EXTENT`; box
 downsampling beyond 8 taps is strided; strides and pooling factors are powers of two (1, 2, 4) so that
 scales stay exact; all-to-all weights are (i + 2c) mod 5 - 2 rather than (i + 1)(c + 1), which grows
-without bound; the ReLU down-cast saturates; half of the random-expression stages cast their result to
+without bound, or with `mix_weights="buffer"` read from an input as conv2d's are (`MIX_WEIGHTS`); the ReLU down-cast saturates; half of the random-expression stages cast their result to
 a random type (the float input would otherwise make nearly every stage f32); the input has the
 output's channel count.
 """
@@ -55,8 +56,8 @@ from ir import Func, Input, RDom, Var, cast, clamp, select
 from ir.expr import Const, Expr
 from ir.types import Type, f32, i8, i16, i32, match_types, u8, u16, u32
 
-__all__ = ["AUX_ROLES", "DEFAULT_OUTPUT_SIZE", "KINDS", "MARKOV", "GeneratedPipeline", "StageInfo", "generate",
-           "random_pipeline", "stage_kind", "transition_probabilities"]
+__all__ = ["AUX_ROLES", "DEFAULT_OUTPUT_SIZE", "KINDS", "MARKOV", "MIX_WEIGHTS", "GeneratedPipeline", "StageInfo",
+           "check_mix_weights", "generate", "random_pipeline", "stage_kind", "transition_probabilities"]
 
 x, y, c = Var("x"), Var("y"), Var("c")
 
@@ -76,6 +77,13 @@ CAST_TYPES = (u8, u16, u32, i8, i16, i32, f32)
 KINDS = ("stencil", "conv1d_rdom", "conv1d_sum", "conv2d", "pool", "activation", "pad", "upsample", "downsample",
          "all_to_all", "scan", "unary", "histogram", "slice", "binary")
 SLOT_WEIGHTS = {k: 1 for k in KINDS} | {"all_to_all": 3, "binary": 2}
+# Where a channel mix (all-to-all, and the resampling step that changes the channel count) gets its weights:
+# "indices", computed from the channel indices as Halide's generator does ((i + 2c) mod 5 - 2 here), or "buffer",
+# read from an input [input channel, output channel] as a layer's weights are (and as conv2d's are). A weight computed
+# from c is invariant along x and y, so a schedule vectorized along x or y computes it once per vector and one
+# vectorized along c in every lane: a cost no feature shows (docs/train.md, "632 pipelines"), which no app has.
+# The structure drawn for a seed is the same either way; only the weight expressions differ.
+MIX_WEIGHTS = ("indices", "buffer")
 # Auxiliary Funcs: the input and output stages, resampling steps and the hidden Func of an inline sum().
 AUX_ROLES = ("input", "output", "rs_down", "rs_mix", "rs_up", "sum")
 
@@ -133,14 +141,15 @@ class GeneratedPipeline:
 
 
 def random_pipeline(seed: int, max_stages: int = 20, output_size=DEFAULT_OUTPUT_SIZE,
-                    markov: bool = False) -> ir.Pipeline:
+                    markov: bool = False, mix_weights: str = "indices") -> ir.Pipeline:
     """A random pipeline: a pure function of its arguments (see the module docstring)."""
-    return generate(seed, max_stages, output_size, markov).pipeline
+    return generate(seed, max_stages, output_size, markov, mix_weights).pipeline
 
 
 def generate(seed: int, max_stages: int = 20, output_size=DEFAULT_OUTPUT_SIZE,
-             markov: bool = False) -> GeneratedPipeline:
+             markov: bool = False, mix_weights: str = "indices") -> GeneratedPipeline:
     """`random_pipeline`, with the list of stages it made."""
+    check_mix_weights(mix_weights)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be an int, got {seed!r}")
     if isinstance(max_stages, bool) or not isinstance(max_stages, (int, np.integer)):
@@ -153,7 +162,15 @@ def generate(seed: int, max_stages: int = 20, output_size=DEFAULT_OUTPUT_SIZE,
         raise ValueError(f"output_size must be (width, height, channels), got {output_size!r}") from None
     if len(size) != 3 or any(v <= 0 for v in size) or any(v != o for v, o in zip(size, output_size)):
         raise ValueError(f"output_size must be three positive ints (width, height, channels), got {output_size!r}")
-    return _Generator(int(seed), int(max_stages), size, bool(markov)).run()
+    return _Generator(int(seed), int(max_stages), size, bool(markov), mix_weights).run()
+
+
+def check_mix_weights(mix_weights) -> str:
+    """`mix_weights` if it names a MIX_WEIGHTS choice, else a one-line ValueError naming them."""
+    if mix_weights not in MIX_WEIGHTS:
+        raise ValueError(f"mix_weights must be one of {', '.join(MIX_WEIGHTS)} (where a channel mix's weights come "
+                         f"from), got {mix_weights!r}")
+    return mix_weights
 
 
 # -- typed expressions ------------------------------------------------------------------------------
@@ -265,8 +282,10 @@ class _Infeasible(Exception):
 
 
 class _Generator:
-    def __init__(self, seed: int, max_stages: int, size: tuple[int, int, int], markov: bool):
+    def __init__(self, seed: int, max_stages: int, size: tuple[int, int, int], markov: bool,
+                 mix_weights: str = "indices"):
         self.seed = seed
+        self.mix_weights = mix_weights
         self.rng = random.Random(seed)
         self.max_stages = max_stages
         self.W, self.H, self.C = size
@@ -651,11 +670,14 @@ class _Generator:
         else:
             variant = "rdom"
         t = f.type if f.type.is_float else match_types(f.type, i32)
-
-        def weight(i) -> TE:  # a synthetic weight from the channel indices, in [-2, 2]
-            return TE(cast(t, (i + 2 * c) % 5 - 2), t)
-
         s = self.new_func(kind)
+        wts = Input(f"w{self.count - 1}", t, 2) if self.mix_weights == "buffer" else None
+
+        def weight(i) -> TE:
+            if wts is not None:  # read from a buffer [input channel, output channel], as a layer's weights are
+                return TE(wts[i, c], t)
+            return TE(cast(t, (i + 2 * c) % 5 - 2), t)  # a synthetic weight from the channel indices, in [-2, 2]
+
         if variant == "unrolled":
             acc = None
             for i in range(f.c):

@@ -237,6 +237,27 @@ def test_a_batch_with_contrasts_measures_them_right_after_the_beam_sample():
         JobConfig(contrasts=16)
 
 
+@pytest.mark.parametrize("dataset, seed, overrides", [
+    ("random-host-llvm-epyc", 5749, []),
+    ("random-host-llvm-epyc-buffer-weights", 5115, ["mix_weights=buffer"]),
+])
+def test_the_committed_datasets_commands_name_their_batches(dataset, seed, overrides):
+    """The job resumes a dataset by its batch names: the command each committed dataset's README gives names the
+    batch already there, so the default mix_weights (indices) keeps the names written before the option existed."""
+    from ir.config import load_config
+
+    cfg = load_config(JobConfig, ROOT / "conf/datagen.yaml", [
+        f"out={ROOT / 'datasets' / dataset}", f"seed={seed}", "rounds=1", "pipelines_per_round=400", "contrasts=5",
+        "contrast_kinds=[serial,inline,compute,scalar,rolled]", "first_sampler=analytical", "train.enabled=false",
+        *overrides])
+    batch_id = BatchSpec.of_job(cfg, 0).key(seed).batch_id
+    assert (ROOT / "datasets" / dataset / "target=host" / f"batch-{batch_id}.parquet").is_file(), batch_id
+    other = "indices" if overrides else "buffer"
+    assert BatchSpec.of_job(dataclasses.replace(cfg, mix_weights=other), 0).key(seed).batch_id != batch_id
+    with pytest.raises(ValueError, match="mix_weights must be one of indices, buffer"):
+        dataclasses.replace(SPEC, mix_weights="random")
+
+
 def test_batch_ids_are_a_stable_function_of_the_key():
     assert SPEC.batch_ids == BatchSpec(seeds=[1, 2], schedules_per_pipeline=5, max_stages=3, output_size=[32, 24, 3],
                                        beam_size=2, passes=1, baselines=["naive", "simple"]).batch_ids

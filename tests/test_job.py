@@ -112,6 +112,7 @@ def test_a_plan_is_one_beam_sample_then_distinct_dropout_samples_and_reproducibl
                        "from), got 16 with schedules_per_pipeline 16"),
     (["first_sampler=hybrid"], "first_sampler must be random, analytical[:N] or models:/<name>/<version>, got 'hybrid'"),
     (["measurement=rounds"], "config key 'measurement' must be one of interleaved, sequential; got 'rounds'"),
+    (["mix_weights=random"], "config key 'mix_weights' must be one of indices, buffer; got 'random'"),
     (["benchmark_cpus=-1"], "max_retries, in_flight and benchmark_cpus must be >= 0"),
 ])
 def test_bad_config_is_one_line_and_exit_status_2(args, text, tmp_path, capsys):

@@ -32,6 +32,7 @@ from generator.random_pipeline import (
     AUX_ROLES,
     KINDS,
     MARKOV,
+    MIX_WEIGHTS,
     generate,
     random_pipeline,
     stage_kind,
@@ -128,6 +129,65 @@ def test_structure():
         small = generate(seed, 12, SMALL)
         assert [(s.name, s.kind, s.shape, s.type) for s in small.stages] == \
                [(s.name, s.kind, s.shape, s.type) for s in g.stages]
+
+
+CHANNEL_MIXES = ("all_to_all", "rs_mix")
+
+
+def test_buffer_weights_change_only_the_weights():
+    """mix_weights="buffer" draws the same structure as the default for every seed; each channel mix reads a 2-D
+    weight input of its own type, named after it, in place of the weight computed from the channel indices."""
+    mixes = 0
+    for seed in range(40):
+        a, b = generate(seed, 12, SMALL), generate(seed, 12, SMALL, mix_weights="buffer")
+        assert a.stages == b.stages and a.sequence == b.sequence
+        mixed = {s.name: s for s in b.live if s.kind in CHANNEL_MIXES}
+        mixes += len(mixed)
+        weights = {i.name: i for i in b.pipeline.inputs if i.dimensions == 2}
+        assert set(weights) == {f"w{name[1:].split('_')[0]}" for name in mixed}, seed
+        for name, s in mixed.items():
+            w = weights[f"w{name[1:].split('_')[0]}"]
+            assert w.type == s.type, (seed, name)
+        assert {i.name for i in a.pipeline.inputs if i.dimensions == 2} == set(), "indices: no weight inputs"
+        assert (a.pipeline.fingerprint == b.pipeline.fingerprint) == (not mixed), seed
+        text = str(b.pipeline)
+        assert "% 5 - 2" not in text and all(f"{w}[" in text for w in weights), seed
+        assert str(a.pipeline).count("% 5 - 2") >= len(mixed), seed
+    assert mixes >= 20, "the seeds hold channel mixes to check"
+
+
+def test_bad_mix_weights_is_one_line():
+    with pytest.raises(ValueError, match=r"^mix_weights must be one of indices, buffer .*got 'random'$"):
+        random_pipeline(1, STAGES, SMALL, mix_weights="random")
+    assert MIX_WEIGHTS == ("indices", "buffer")
+
+
+@pytest.mark.parametrize("backend", ["numba", "llvm"])
+def test_buffer_weights_compile_and_match_interpreter(backend):
+    """Channel mixes with weight inputs (unrolled, RDom and hidden-sum variants, and a resampling mix) compute what
+    the interpreter computes, under the backend the job uses (llvm) and numba."""
+    cases = []
+    seen: set[str] = set()
+    for seed in range(60):
+        g = generate(seed, STAGES, SMALL, mix_weights="buffer")
+        tags = {f"{s.kind}:{s.variant.split()[0]}" for s in g.live if s.kind in CHANNEL_MIXES}
+        if tags - seen:
+            cases.append(seed)
+            seen |= tags
+    assert {"all_to_all:unrolled", "all_to_all:rdom", "all_to_all:sum", "rs_mix:rdom"} <= seen, seen
+    w = Worker()
+    try:
+        for seed in cases:
+            p = random_pipeline(seed, STAGES, SMALL, mix_weights="buffer")
+            inputs = p.random_inputs(seed)
+            with np.errstate(all="ignore"):
+                expected = ir.interpret(p, inputs)
+            m = backends.measure(backends.compile(p, simple_schedule(p), backend=backend, worker=w), inputs,
+                                 CHECK_ONLY, expected=expected, worker=w)
+            assert m.status == "ok", (f"seed {seed}: {m.status}: {m.error}\nreproduce: python -m generator.random "
+                                      f"--show {seed} --max-stages {STAGES} --size 16,12,3 --mix-weights buffer")
+    finally:
+        w.close()
 
 
 def test_stage_kind_parses_names():
@@ -342,7 +402,7 @@ def test_cli_show_prints_the_pipeline():
                                   ["--show", "1", "--max-stages", "1"], ["--show", "1", "--size", "16,12"],
                                   ["--stats", "5", "--show", "1"], ["--stats", "5", "--jobs", "2"],
                                   ["--check", "-3"], ["--show", "1", "--schedule", "naive"],
-                                  ["--check", "2", "--schedule", "fast"]])
+                                  ["--check", "2", "--schedule", "fast"], ["--show", "1", "--mix-weights", "random"]])
 def test_cli_bad_arguments_exit_2_with_one_line(args, capsys):
     from generator.random import main
 
@@ -370,6 +430,13 @@ def test_cli_stats(capsys):
                  "Summary: 30 pipelines"):
         assert part in out.out, part
     assert "[30/30]" in out.err
+
+
+def test_cli_show_with_buffer_weights():
+    r = _cli("--show", "0", "--max-stages", "8", "--size", "16,12,3", "--mix-weights", "buffer")
+    assert r.returncode == 0, r.stderr
+    p = random_pipeline(0, 8, SMALL, mix_weights="buffer")
+    assert str(p) in r.stdout and p.fingerprint in r.stdout and "weights from buffers" in r.stdout
 
 
 def test_cli_check(capsys):
