@@ -330,10 +330,9 @@ def _run(a: DatagenConfig) -> int:
     spec = BatchSpec(seeds=seeds, schedules_per_pipeline=a.schedules_per_pipeline, max_stages=a.max_stages,
                      output_size=a.output_size, target=a.target, protocol=a.protocol, schedule_seed=a.seed,
                      markov=a.markov, mix_weights=a.mix_weights, check_outputs=a.check_outputs, round=a.round,
-                     beam_size=a.beam_size,
-                     passes=a.passes, dropout=a.dropout, baselines=a.baselines, random_fill=a.random_fill,
-                     backend=a.backend, naive_runtime=a.naive_runtime, contrasts=a.contrasts,
-                     contrast_kinds=a.contrast_kinds, measurement=a.measurement)
+                     beam_size=a.beam_size, passes=a.passes, dropout=a.dropout, baselines=a.baselines,
+                     random_fill=a.random_fill, backend=a.backend, naive_runtime=a.naive_runtime,
+                     contrasts=a.contrasts, contrast_kinds=a.contrast_kinds, measurement=a.measurement)
     model = SamplingModel(a.model or spec.random_model)
     try:
         model.cost_model(_target(a.target, a.backend))  # a model that cannot load is one error, not a failure per seed
