@@ -82,13 +82,14 @@ def translate(pipeline) -> HalidePipeline:
         p.set_estimates([hl.Range(lo, ext) for lo, ext in pipeline.input_regions[name]])
     for name, f in hp.outputs.items():
         f.set_estimates([hl.Range(0, e) for e in pipeline.output_sizes[name]])
-        # a kernel is compiled for its sizes, and the harness passes output buffers of exactly those: saying so
-        # gives every region derived from an output constant extents, so a Func computed inside a full-width tile
-        # gets an allocation of constant size, its accumulators constant offsets, and LLVM keeps them in registers
-        # (with the output's extent a runtime value, conv_layer's 100-wide strips ran 2.5x slower per column)
+        # a kernel is compiled for its sizes, and the harness passes output buffers of exactly those: saying so of
+        # the extents gives a Func computed inside a full-width tile an allocation of constant size and its register
+        # tile constant offsets (with the output's extent a runtime value, conv_layer's 100-wide strips ran 2.5x
+        # slower per column). The mins stay symbolic: constant mins (set_bounds) also changed how Halide partitions
+        # loops at the edges, and interpolate's beam schedule ran 0.72x (docs/halide.md, "Schedule mapping")
         out = f.output_buffer()
         for d, e in enumerate(pipeline.output_sizes[name]):
-            out.dim(d).set_bounds(0, e)
+            out.dim(d).set_extent(e)
     return hp
 
 
