@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
     ("random-host-halide-contrasts", "halide", 2544, 159),
     ("random-host-halide-avx2", "halide", 1840, 115),
     ("random-host-llvm", "llvm", 1840, 115),
-    ("random-host-llvm-epyc", "llvm", 10112, 632),
+    ("random-host-llvm-epyc", "llvm", 10240, 640),
+    ("random-host-llvm-epyc-buffer-weights", "llvm", 3424, 214),
 ])
 def test_a_committed_dataset_reads_and_matches_its_readme(name, backend, samples, pipelines):
     readme = (ROOT / "datasets" / "README.md").read_text()
