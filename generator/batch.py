@@ -104,7 +104,7 @@ class BatchKey:
     contrasts: int = 0  # one-decision contrasts of the beam sample (generator.contrast) planned after it
     contrast_kinds: tuple[str, ...] = ()  # the kinds of those contrasts, in turn (): generator.contrast.DECISIONS
     measurement: str = "sequential"  # MEASUREMENTS: how a batch's schedules are timed (part of what a label means)
-    mix_weights: str = "indices"  # generator.random_pipeline.MIX_WEIGHTS: where the pipeline's channel mixes get weights
+    mix_weights: str = "indices"  # generator.random_pipeline.MIX_WEIGHTS: where its channel mixes get their weights
 
     @property
     def batch_id(self) -> str:

@@ -34,6 +34,7 @@ from ir.units import format_seconds
 
 from .batch import (SMALL_OUTPUT, BatchPlan, BatchSpec, SamplingModel, batch_rows, derived_seed, get_baseline,
                     plan_batch, prepare_pipeline, write_rows)
+from .random_pipeline import MixWeights
 
 __all__ = ["PROTOCOLS", "QUICK", "BatchSpec", "BatchSummary", "RunSummary", "derived_seed", "generate_batch",
            "prepare_pipeline", "sample_schedules"]
@@ -270,7 +271,7 @@ class DatagenConfig:
     #   (generator.contrast.KINDS: serial, inline, compute, scalar, rolled)
     model: str | None = None  # sampling model: random:<seed> or a model URI (none: random:<seed>, the job's round 0)
     markov: bool = False  # draw stage kinds from the GPU variant's Markov transition matrix (generator.random_pipeline)
-    mix_weights: Literal["indices", "buffer"] = "indices"  # channel mixes' weights: from the channel indices or an
+    mix_weights: MixWeights = "indices"  # channel mixes' weights: from the channel indices or an
     #   input (generator.random_pipeline.MIX_WEIGHTS)
     check_outputs: bool = True  # every schedule's output against the reference interpreter
     backend: str = "numba"  # the registered backend that compiles and measures (numba, halide)

@@ -38,8 +38,8 @@ pipeline are that small, so the kind would all but vanish); histogram buckets ar
 channels like every other stage; upsampling keeps each spatial extent under `MAX_EXTENT`; box
 downsampling beyond 8 taps is strided; strides and pooling factors are powers of two (1, 2, 4) so that
 scales stay exact; all-to-all weights are (i + 2c) mod 5 - 2 rather than (i + 1)(c + 1), which grows
-without bound, or with `mix_weights="buffer"` read from an input as conv2d's are (`MIX_WEIGHTS`); the ReLU down-cast saturates; half of the random-expression stages cast their result to
-a random type (the float input would otherwise make nearly every stage f32); the input has the
+without bound, or with `mix_weights="buffer"` read from an input as conv2d's are (`MIX_WEIGHTS`); the ReLU
+down-cast saturates; half of the random-expression stages cast their result to a random type (the float input would otherwise make nearly every stage f32); the input has the
 output's channel count.
 """
 
@@ -48,6 +48,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -56,8 +57,8 @@ from ir import Func, Input, RDom, Var, cast, clamp, select
 from ir.expr import Const, Expr
 from ir.types import Type, f32, i8, i16, i32, match_types, u8, u16, u32
 
-__all__ = ["AUX_ROLES", "DEFAULT_OUTPUT_SIZE", "KINDS", "MARKOV", "MIX_WEIGHTS", "GeneratedPipeline", "StageInfo",
-           "check_mix_weights", "generate", "random_pipeline", "stage_kind", "transition_probabilities"]
+__all__ = ["AUX_ROLES", "DEFAULT_OUTPUT_SIZE", "KINDS", "MARKOV", "MIX_WEIGHTS", "GeneratedPipeline", "MixWeights",
+           "StageInfo", "check_mix_weights", "generate", "random_pipeline", "stage_kind", "transition_probabilities"]
 
 x, y, c = Var("x"), Var("y"), Var("c")
 
@@ -83,7 +84,8 @@ SLOT_WEIGHTS = {k: 1 for k in KINDS} | {"all_to_all": 3, "binary": 2}
 # from c is invariant along x and y, so a schedule vectorized along x or y computes it once per vector and one
 # vectorized along c in every lane: a cost no feature shows (docs/train.md, "632 pipelines"), which no app has.
 # The structure drawn for a seed is the same either way; only the weight expressions differ.
-MIX_WEIGHTS = ("indices", "buffer")
+MixWeights = Literal["indices", "buffer"]  # the configs' type (generator.job, generator.datagen)
+MIX_WEIGHTS: tuple[str, ...] = get_args(MixWeights)
 # Auxiliary Funcs: the input and output stages, resampling steps and the hidden Func of an inline sum().
 AUX_ROLES = ("input", "output", "rs_down", "rs_mix", "rs_up", "sum")
 

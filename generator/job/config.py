@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from backends.protocols import ProtocolName
+from generator.random_pipeline import MixWeights
 from ir.progress import ProgressSetting
 from train.config import LossName, ModelKind
 
@@ -69,8 +70,8 @@ class JobConfig:
     naive_runtime: tuple[float, float] | None = (0.005, 1.0)  # LO,HI seconds: scale each output (aspect kept) so the
     #   estimated naive runtime is a log-uniform draw from [LO, HI] (generator.sizing); none: output_size as given
     markov: bool = False  # draw stage kinds from the GPU variant's Markov transition matrix (generator.random_pipeline)
-    mix_weights: Literal["indices", "buffer"] = "indices"  # where channel mixes get their weights: computed from the
-    #   channel indices (Halide's generator) or read from an input, as layers' are (generator.random_pipeline.MIX_WEIGHTS)
+    mix_weights: MixWeights = "indices"  # where channel mixes get their weights: computed from the channel indices
+    #   (Halide's generator) or read from an input, as layers' are (generator.random_pipeline.MIX_WEIGHTS)
     beam_size: int = 8  # beam width of the beam-search sample
     passes: int = 2  # coarse-to-fine passes of the beam-search sample
     dropout: float = 1.0  # % chance that a dropout sample is the fully greedy schedule (HL_RANDOM_DROPOUT)
