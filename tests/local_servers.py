@@ -75,5 +75,10 @@ def ray_head(args: list[str], ready: Callable[[], bool], *, what: str, timeout: 
 
 
 def ray_cli_ok(*args: str) -> bool:
-    """Whether `ray <args>` exits 0 (a readiness probe)."""
-    return subprocess.run([RAY, *args], env=ray_env(), capture_output=True, text=True, check=False).returncode == 0
+    """Whether `ray <args>` exits 0 (a readiness probe). A probe that hangs on a cluster still starting is a "not
+    yet": the caller's deadline decides when the cluster failed."""
+    try:
+        return subprocess.run([RAY, *args], env=ray_env(), capture_output=True, text=True, timeout=60,
+                              check=False).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
