@@ -168,6 +168,52 @@ def test_a_register_tile_past_a_reductions_region_rounds_up_and_matches_interpre
     check(q, ln)
 
 
+def test_inputs_read_past_their_region_come_padded_with_their_edges(tmp_path, monkeypatch):
+    """prod's rounded-up tail reads A past its 10 columns. The kernel reads Inputs unclamped, so the runner asks it
+    (Halide's bounds query) which region of each Input it reads and passes A padded to that, edge values repeated:
+    the result is the interpreter's, `prepare` (what a timed loop uses) gives the same bytes, and an input changed
+    in place between calls is read afresh (no stale padded copy)."""
+    from backends.halide.aot import PaddedInput
+
+    monkeypatch.setenv("SCHEDLAB_CACHE_DIR", str(tmp_path))
+    p, ln = _matmul_with_prod(10, prod_is_output=False)
+    k = backends.compile(p, ln, backend="halide", isolate=False)
+    inputs = p.random_inputs(4)
+    bound = k.bind_inputs((inputs,), {})
+    run = k.spec.runner()
+    out = {"C": np.zeros(100, np.float32)}
+    run(bound, out)
+    np.testing.assert_array_equal(out["C"].reshape(10, 10, order="F"), interpret(p, inputs)["C"])
+    names = [n for n, _ in run.k.info.inputs]
+    a_bounds = run.bounds[names.index("A")]
+    assert a_bounds[0][1] > 10 and a_bounds[0][0] == 0  # the tail of 16 reads columns 10-15 of A
+    assert run.bounds[names.index("B")] == ((0, 10), (0, 12))  # and B past its rows: y in tiles of 4
+    prepared = run.prepare(bound, out)
+    assert isinstance(prepared["A"], PaddedInput) and prepared["A"].size == a_bounds[0][1] * a_bounds[1][1]
+    again = {"C": np.zeros(100, np.float32)}
+    run(prepared, again)
+    assert again["C"].tobytes() == out["C"].tobytes()
+    bound["A"][:] = bound["A"][::-1].copy()  # the same array object, other values
+    changed = {"C": np.zeros(100, np.float32)}
+    run(bound, changed)
+    fresh = {"A": bound["A"].reshape(10, 10, order="F"), "B": inputs["B"]}
+    np.testing.assert_array_equal(changed["C"].reshape(10, 10, order="F"), interpret(p, fresh)["C"])
+
+
+def test_inputs_read_within_their_region_are_passed_as_they_are(tmp_path, monkeypatch):
+    """No tail reads past an Input under the naive schedule: the bounds query asks for the regions themselves, and
+    the runner passes the harness's arrays without a copy."""
+    monkeypatch.setenv("SCHEDLAB_CACHE_DIR", str(tmp_path))
+    p, _ = _matmul_with_prod(10, prod_is_output=False)
+    k = backends.compile(p, naive_schedule(p), backend="halide", isolate=False)
+    bound = k.bind_inputs((p.random_inputs(5),), {})
+    run = k.spec.runner()
+    run(bound, {"C": np.zeros(100, np.float32)})
+    for i, (name, region) in enumerate(run.k.info.inputs):
+        assert run.bounds[i] == tuple(region)
+        assert run._laid_out(i, bound[name]) is bound[name]
+
+
 def test_an_update_reading_an_output_beyond_its_tile_keeps_its_guard():
     """Fuzz case 7085: a histogram update whose rows are split by 7 over 8 reads f1, an output; rounding its rows
     up read f1's buffer past its end and Halide aborted the run. Found by `python -m tests.fuzz --backend halide`."""

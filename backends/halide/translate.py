@@ -46,7 +46,7 @@ class HalidePipeline:
     vars: dict[str, tuple[hl.Var, ...]]  # each Func's pure Vars, in dimension order
     rdoms: dict[tuple[str, int], hl.RDom]  # (func, update stage index) -> its reduction domain
     params: dict[str, hl.ImageParam]
-    sources: dict[str, hl.Func]  # each Input as read: clamped to its buffer (see translate)
+    sources: dict[str, hl.Func | hl.ImageParam]  # each Input as read: clamped to its buffer or not (translate)
     outputs: dict[str, hl.Func]  # what is realized into each output buffer (see _output_funcs)
 
     def pipeline(self) -> hl.Pipeline:
@@ -62,18 +62,23 @@ class _Val:
     hi: float = INF
 
 
-def translate(pipeline) -> HalidePipeline:
-    """Halide Funcs computing exactly what `ir.interpret(pipeline)` computes, with estimates set."""
+def translate(pipeline, clamp_inputs: bool = True) -> HalidePipeline:
+    """Halide Funcs computing exactly what `ir.interpret(pipeline)` computes, with estimates set.
+
+    A guarded or shifted tail tile makes Halide compute producers over the whole tile, which may read an Input
+    past its region; those values are never used. clamp_inputs=True clamps every read of an Input to its buffer
+    (repeat_edge; the clamp bounds are the buffer's own, symbolic: with constant bounds the simplifier drops a clamp
+    it believes redundant inside a guarded tail, and the input bounds check then fails). Halide's loop partitioning
+    removes the clamp from a loop's steady state only when it can solve for it, and inside a register tile whose
+    taps run in RVar loops it cannot: conv_layer's beam schedule kept a clamped, gathered load at every tap and ran
+    2.4x slower than on an Input read as it is. clamp_inputs=False reads Inputs unclamped: the caller passes each
+    Input in a buffer padded to the region Halide's bounds query asks for, its edge values repeated into the
+    padding, so that every value computed equals the clamped pipeline's (backends.halide.aot does so)."""
     dag = pipeline.dag
     funcs = {n.name: hl.Func(n.name) for n in dag.nodes}
     vars_ = {n.name: tuple(hl.Var(v) for v in n.dims) for n in dag.nodes}
     params = {i.name: hl.ImageParam(halide_type(i.type), i.dimensions, i.name) for i in pipeline.inputs}
-    # Reads of an Input are clamped to its buffer (with Halide's loop partitioning, only tiles at the
-    # region's edges pay for it): a guarded or shifted tail tile makes Halide compute producers over
-    # the whole tile, which may read past the region; those values are never used. The clamp bounds
-    # are the buffer's own (symbolic): with constant bounds the simplifier drops a clamp it believes
-    # redundant inside a guarded tail, and the input bounds check then fails.
-    sources = {n: hl.BoundaryConditions.repeat_edge(p) for n, p in params.items()}
+    sources = {n: hl.BoundaryConditions.repeat_edge(p) if clamp_inputs else p for n, p in params.items()}
     hp = HalidePipeline(funcs, vars_, {}, params, sources, _output_funcs(pipeline, funcs, vars_))
     for n in reversed(dag.nodes):  # producers first (any order works; this one reads well when printed)
         _define(hp, n)
