@@ -16,6 +16,7 @@ from generator.random_pipeline import random_pipeline
 from ir import Func, Input, Pipeline, RDom, Var, cast, clamp, exp, f32, i8, i16, i32, interpret, log, select, u8, u32
 from ir.builder import naive_schedule
 from ir.errors import SchedlabError, ScheduleError
+from ir.printer import pipeline_to_str
 from ir.sampling import random_schedule
 from ir.target import get_target
 
@@ -105,6 +106,19 @@ def test_a_divisor_that_becomes_a_constant_zero_in_halide_compiles():
     inputs = {"a": np.array([1.5, -2.0, 0.0, np.nan, np.inf, -np.inf, 3.0, -0.0] * 2, np.float32)}
     check(p, b.build(), inputs)
     check(p, naive_schedule(p), inputs)
+
+
+def test_a_wrapping_cast_to_i32_keeps_the_clamp_of_the_index_it_makes():
+    """Fuzz pair 8280/256687 (`python -m tests.fuzz --backend halide --seed 8000`): max(u32, u32) cast to i32 and
+    clamped to [-2, 12] indexes a Func, in a loop vectorized by 4. Halide takes a cast to int32 not to overflow, so
+    it dropped the clamp's lower bound from the vector code and from the producers' regions, and a wrapped negative
+    index read outside them: the worker died with SIGSEGV. The cast is now wrapped in 64-bit arithmetic whose bounds
+    Halide derives."""
+    from .fuzz import check as fuzz_check
+
+    outcome, p, _, _ = fuzz_check(8280, 256687, "halide")
+    assert "cast(i32" in pipeline_to_str(p)
+    assert outcome.status == "ok", outcome.error
 
 
 def test_outputs_read_by_other_funcs_and_scatters_beyond_the_output():

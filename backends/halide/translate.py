@@ -225,7 +225,15 @@ class _Emitter:
             return _Val(hl.cast(ht, v.e), 0, 1)
         if dst.min <= v.lo and v.hi <= dst.max:
             return _Val(hl.cast(ht, v.e), v.lo, v.hi)
-        return _Val(hl.cast(ht, v.e), dst.min, dst.max)  # Halide's int->int casts wrap, as schedlab's
+        if dst.is_int and dst.bits >= 32:
+            # Halide's casts wrap when run, as schedlab's, but its bounds inference takes a cast to a signed type of
+            # 32 bits or more not to overflow (signed overflow is undefined to it): cast<int32>(u32) >= 0, so a
+            # clamp's lower bound looks unreachable, producers were computed over too small a region and a
+            # wrapped negative index read outside them (fuzz pair 8280/256687 died with SIGSEGV). A cast to the
+            # value is wrapped explicitly in 64-bit arithmetic, whose bounds Halide derives rather than assumes (a
+            # reinterpret of the unsigned cast it simplifies back into the cast, and the clamp's bound went again).
+            return _Val(hl.cast(ht, _wrapped(v.e, dst.bits)), dst.min, dst.max)
+        return _Val(hl.cast(ht, v.e), dst.min, dst.max)  # Halide's casts to narrower ints wrap, as schedlab's
 
     def _Cmp(self, e: Cmp, env) -> _Val:
         a, b = self.value(e.a, env).e, self.value(e.b, env).e
@@ -272,6 +280,18 @@ assert set(_VIA_F64) == VIA_F64
 
 
 # -- semantic fixes ------------------------------------------------------------------------------
+
+
+def _wrapped(x: hl.Expr, bits: int) -> hl.Expr:
+    """x modulo 2**bits into the signed range of `bits`, as int64 when bits == 32: what a wrapping cast to a signed
+    type computes, in arithmetic whose bounds Halide's analysis derives (bits == 64: the unsigned cast, reinterpreted;
+    nothing wider exists to wrap in)."""
+    if bits >= 64:
+        return hl.reinterpret(hl.Int(64), hl.cast(hl.UInt(64), x))
+    half = 1 << (bits - 1)
+    wide = hl.cast(hl.Int(64), x) if not x.type().is_uint() or x.type().bits() < 64 else \
+        hl.reinterpret(hl.Int(64), x)
+    return ((wide + half) & ((1 << bits) - 1)) - half
 
 
 def _as(x: hl.Expr, ht: hl.Type) -> hl.Expr:
