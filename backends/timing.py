@@ -159,12 +159,13 @@ def _load_and_check(spec, output_meta: dict, inputs: dict[str, np.ndarray], outp
     return run, None
 
 
-def _timed(run, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray]):
+def _timed(run, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray], shared: dict | None = None):
     """The no-argument call that is timed. A runner that lays its inputs out its own way (a Halide kernel's Inputs
-    padded to the region it reads, backends.halide.aot.Runner) does so once here, not in every timed call."""
+    padded to the region it reads, backends.halide.aot.Runner) does so once here, not in every timed call; kernels
+    timed together pass one `shared` dict, so that they share the copies that agree."""
     prepare = getattr(run, "prepare", None)
     if prepare is not None:
-        inputs = prepare(inputs, outputs)
+        inputs = prepare(inputs, outputs, shared)
     return lambda: run(inputs, outputs)
 
 
@@ -196,7 +197,8 @@ def run_interleaved_measurement(specs: list, output_meta: dict, inputs: dict[str
         if run is not None:
             runs.append(run)
     warm = replace(protocol, warmup=max(0, protocol.warmup - 1))
-    timed = iter(time_interleaved([_timed(run, inputs, outputs) for run in runs], warm, seed))
+    shared: dict = {}  # padded Inputs, one copy per array and bounds for all the block's kernels
+    timed = iter(time_interleaved([_timed(run, inputs, outputs, shared) for run in runs], warm, seed))
     return [m if m is not None else Measurement(Status.OK, *next(timed)) for m in out]
 
 

@@ -202,8 +202,10 @@ def test_inputs_read_past_their_region_come_padded_with_their_edges(tmp_path, mo
     a_bounds = run.bounds[names.index("A")]
     assert a_bounds[0][1] > 10 and a_bounds[0][0] == 0  # the tail of 16 reads columns 10-15 of A
     assert run.bounds[names.index("B")] == ((0, 10), (0, 12))  # and B past its rows: y in tiles of 4
-    prepared = run.prepare(bound, out)
+    shared: dict = {}
+    prepared = run.prepare(bound, out, shared)
     assert isinstance(prepared["A"], PaddedInput) and prepared["A"].size == a_bounds[0][1] * a_bounds[1][1]
+    assert run.prepare(bound, out, shared)["A"] is prepared["A"]  # kernels timed together share the copy
     again = {"C": np.zeros(100, np.float32)}
     run(prepared, again)
     assert again["C"].tobytes() == out["C"].tobytes()

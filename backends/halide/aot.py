@@ -376,16 +376,22 @@ class Runner:
         box = np.pad(a.reshape(tuple(e for _, e in reg), order="F"), pads, mode="edge")
         return box.ravel(order="F")
 
-    def prepare(self, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def prepare(self, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+                shared: dict | None = None) -> dict[str, np.ndarray]:
         """The inputs as the kernel reads them, made once (a copy where the kernel reads past an Input's region):
-        a timed loop passes these instead. Valid while the arrays given are not changed."""
+        a timed loop passes these instead. Valid while the arrays given are not changed. `shared`: copies already
+        made for other kernels timed on the same arrays (a block's interleaved kernels), by array and bounds."""
         if self.bounds is None:
             self._query([inputs[n] for n, _ in self.k.info.inputs], [outputs[n] for n, _ in self.k.info.outputs])
+        shared = {} if shared is None else shared
         out = {}
         for i, (n, _) in enumerate(self.k.info.inputs):
-            a = self._laid_out(i, inputs[n])
-            view = a.view(PaddedInput)
-            view.bounds = self.bounds[i]
+            key = (id(inputs[n]), self.bounds[i])
+            view = shared.get(key)
+            if view is None:
+                view = self._laid_out(i, inputs[n]).view(PaddedInput)
+                view.bounds = self.bounds[i]
+                shared[key] = view
             out[n] = view
         return {**inputs, **out}
 

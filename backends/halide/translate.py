@@ -229,9 +229,9 @@ class _Emitter:
             # Halide's casts wrap when run, as schedlab's, but its bounds inference takes a cast to a signed type of
             # 32 bits or more not to overflow (signed overflow is undefined to it): cast<int32>(u32) >= 0, so a
             # clamp's lower bound looks unreachable, producers were computed over too small a region and a
-            # wrapped negative index read outside them (fuzz pair 8280/256687 died with SIGSEGV). A cast to the
-            # value is wrapped explicitly in 64-bit arithmetic, whose bounds Halide derives rather than assumes (a
-            # reinterpret of the unsigned cast it simplifies back into the cast, and the clamp's bound went again).
+            # wrapped negative index read outside them (fuzz pair 8280/256687 died with SIGSEGV). So the value is
+            # wrapped explicitly in 64-bit arithmetic, whose bounds Halide derives rather than assumes (a reinterpret
+            # of the unsigned cast it simplifies back into the cast, and the clamp's bound went again).
             return _Val(hl.cast(ht, _wrapped(v.e, dst.bits)), dst.min, dst.max)
         return _Val(hl.cast(ht, v.e), dst.min, dst.max)  # Halide's casts to narrower ints wrap, as schedlab's
 
