@@ -369,8 +369,8 @@ def test_analytical_priors_by_name():
     assert_correct(p, s.loopnest)
     previous = load_model("analytical:6", target)  # the default before prior 7, side by side with it
     assert previous.prior == 6 and previous.name == "analytical:6"
-    with pytest.raises(SearchError, match=rf"no analytical prior '10'; write analytical \(prior {PRIOR}\) or analytical:<prior>"):
-        load_model("analytical:10", target)
+    with pytest.raises(SearchError, match=rf"no analytical prior '11'; write analytical \(prior {PRIOR}\) or analytical:<prior>"):
+        load_model("analytical:11", target)
 
 
 def test_strategy_registry_toy_strategy_and_unknown_name(monkeypatch):

@@ -490,8 +490,8 @@ def test_prior_2_counts_pages_faulted_in():
     others = [i for i in range(len(TERMS)) if i != A._PAGE_FAULTS]
     assert torch.equal(new[..., others], old[..., others])
     assert A.coefficients(2)[A._PAGE_FAULTS] == A.PAGE_FAULT_NS and A.coefficients(1)[A._PAGE_FAULTS] == 0.0005
-    with pytest.raises(ValueError, match="unknown analytical prior 10; priors: 1, 2, 3, 4, 5, 6, 7, 8, 9") as e:
-        A.coefficients(10)
+    with pytest.raises(ValueError, match="unknown analytical prior 11; priors: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10") as e:
+        A.coefficients(11)
     assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="prior"):
         ModelConfig(kind="residual", prior=0)
@@ -738,6 +738,33 @@ def test_prior_9_charges_compute_at_the_rate_of_overlapping_operations():
     c7ns, c9ns = (A.analytical_charges_ns(pf.numpy(), sf.numpy(), 4, prior) for prior in (7, 9))
     np.testing.assert_allclose(c9ns[..., compute], c7ns[..., compute] / 4, rtol=1e-12)
     np.testing.assert_array_equal(np.delete(c9ns, compute, -1), np.delete(c7ns, compute, -1))
+
+
+def test_prior_10_charges_lines_in_a_footprint_the_cache_holds_at_the_base_cost():
+    """Prior 10 is prior 9 with the line terms at prior 2's cost (LINE_SCALE times less) where the footprint they
+    belong to fits in CACHE_BYTES: a stage's stores by its allocation, its realization's loads by the bytes it reads,
+    its task's lines by the task's bytes. A footprint just past the cache keeps prior 9's charge; nothing else moves."""
+    from train import analytical as A
+
+    n = len(featurize.schema.SCHEDULE_FEATURES)
+    idx = featurize.schema.SCHEDULE_INDEX
+    sf = torch.full((1, 3, n), 7.0, dtype=torch.float64)
+    footprints = ("bytes_at_realization", "new_bytes_read_per_realization", "unique_bytes_read_per_task")
+    for stage, size in enumerate((A.CACHE_BYTES // 8, A.CACHE_BYTES, A.CACHE_BYTES + 1)):  # in, at, past the cache
+        for f in footprints:
+            sf[0, stage, idx[f]] = size
+    pf = torch.rand(3, *PIPELINE_SHAPE, generator=torch.Generator().manual_seed(10))
+    t9, t10 = (A.analytical_terms(pf, sf, 4.0, prior) for prior in (9, 10))
+    lines = [A.PER_REALIZATION_LINES_TERM, A._TASK_LINES, *A._STORE_LINES]
+    assert [TERMS[i] for i in lines] == ["load_lines_per_realization", "unique_lines_per_task", "store_lines_parallel",
+                                         "store_lines_output", "store_lines_other"]
+    for stage, fits in enumerate((True, True, False)):
+        scale = 1 / A.LINE_SCALE if fits else 1.0
+        torch.testing.assert_close(t10[0, stage, lines], t9[0, stage, lines] * scale, rtol=1e-12, atol=0)
+        assert bool((t9[0, stage, lines[:3]] > 0).all())  # loads, task lines and this stage's kind of stores charged
+    others = [i for i in range(len(TERMS)) if i not in lines]
+    assert torch.equal(t10[..., others], t9[..., others])
+    assert np.array_equal(A.coefficients(10), A.coefficients(9))
 
 
 def test_residual_models_keep_the_prior_they_were_trained_on(apps):

@@ -61,6 +61,12 @@ Priors are versioned, because the `residual` model learns corrections to one of 
      backends), as a register tile's accumulators or a stencil's taps are, where prior 7's rate is what one dependent
      chain costs (0.5-0.9x). In search on the 17 apps, first Halide run: 1.026x prior 7, local_laplacian
      1.71x and lens_blur 0.69x; in three runs 1.005-1.042x, even (docs/train.md, "Prior 9").
+ 10. (a candidate) prior 9 with the line terms at prior 2's cost, not LINE_SCALE times it, where their footprint fits
+     in CACHE_BYTES: prior 3's scale was measured on images that do not fit in the cache, and a stage storing into a
+     tile of a few KiB touches lines the cache holds (depthwise_separable_conv's fused expert schedule, 1.6x faster
+     than the beam's, was predicted 1.26x dearer by prior 7, most of the difference its tiles' stored lines). Orders
+     pairs better than priors 7 and 9 on both committed datasets and on the apps' measured schedules; not searched
+     with yet (docs/train.md, "Prior 10").
 """
 
 from __future__ import annotations
@@ -100,14 +106,17 @@ PER_REALIZATION_BYTES_TERM, PER_REALIZATION_LINES_TERM = 5, 4
 # what each prior does beyond Appendix B's terms, the one list of priors: pages faulted in fresh (2), lines at
 # their measured cost (3), a vector's footprint capped by its elements (4), footprints capped by lines where no
 # lane gathers (5), a realization's reads less what the previous one read (6), bytes written to allocations too large
-# for the cache (7), operations counted per lane (8), compute at the rate of overlapping operations (9)
+# for the cache (7), operations counted per lane (8), compute at the rate of overlapping operations (9), lines in a
+# footprint the cache holds at the base cost (10)
 PRIOR_PARTS = {1: frozenset(), 2: frozenset({"fresh_pages"}), 3: frozenset({"fresh_pages", "line_cost"}),
                4: frozenset({"fresh_pages", "line_cost", "vector_cap"}),
                5: frozenset({"fresh_pages", "line_cost", "line_cap"}),
                6: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads"}),
                7: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads", "dram_bytes"}),
                8: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads", "dram_bytes", "lane_ops"}),
-               9: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads", "dram_bytes", "throughput_rate"})}
+               9: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads", "dram_bytes", "throughput_rate"}),
+               10: frozenset({"fresh_pages", "line_cost", "line_cap", "new_reads", "dram_bytes", "throughput_rate",
+                              "cached_lines"})}
 # prior 7: the bytes a stage writes into an allocation too large for the last-level cache go to memory
 # and come back when read, at memory bandwidth shared by all cores; the working-set term (0 before) carries them
 _WORKING_SET = 26  # the working-set term's index in train.model.TERMS (tests/test_train_model.py checks it)
@@ -115,6 +124,10 @@ DRAM_ALLOCATION = 4 << 20  # bytes: an allocation at least this large is not kep
 DRAM_NS_PER_BYTE = 0.1  # written once and read back, ~20 GB/s each way
 # prior 9: the compute coefficients' share when operations overlap (benchmarks/compute_rate_prior.py --chains 8)
 THROUGHPUT_RATE = 0.25
+# prior 10: a footprint this small keeps its lines in cache (this VM's L2), so they cost prior 2's line
+CACHE_BYTES = 1 << 20
+_TASK_LINES = 14  # unique_lines_per_task (train.model.TERMS)
+_STORE_LINES = (15, 16, 17)  # store_lines_parallel / _output / _other
 PRIORS = tuple(PRIOR_PARTS)
 # prior 6: a realization's unique bytes and lines read (its box) replaced by what the previous realization did not read
 _BOX_READS = [SCHEDULE_INDEX["unique_bytes_read_per_realization"], SCHEDULE_INDEX["unique_lines_read_per_realization"]]
@@ -185,6 +198,8 @@ def analytical_terms(pipeline_features, schedule_features, cores: float, prior: 
         _cap_vector_footprints(terms, x)
     if "line_cap" in parts:
         _cap_footprints_by_lines(terms, x)
+    if "cached_lines" in parts:
+        _cached_lines_at_base_cost(terms, x)
     if "dram_bytes" in parts:
         big = x[..., SCHEDULE_INDEX["bytes_at_realization"]] >= DRAM_ALLOCATION
         written = x[..., SCHEDULE_INDEX["bytes_at_production"]] * x[..., SCHEDULE_INDEX["num_productions"]]
@@ -227,6 +242,24 @@ def _cap_vector_footprints(terms, x) -> None:
     for kb, kl, count in zip(PER_VECTOR_BYTES_TERMS, PER_VECTOR_LINES_TERMS, counts):
         terms[..., kb] = torch.minimum(terms[..., kb], count * byte_bound)
         terms[..., kl] = torch.minimum(terms[..., kl], count * line_bound)
+
+
+def _cached_lines_at_base_cost(terms, x) -> None:
+    """Prior 10, in place: lines within a footprint that fits in CACHE_BYTES cost prior 2's line, not LINE_SCALE times
+    it. Prior 3's scale was measured on column strips of a stencil chain over images that do not fit (their lines come
+    from memory); a stage storing into a tile of a few KiB, or reading one, touches lines its cache holds. The
+    footprint deciding it: the stage's own allocation for its stores, a realization's bytes read (the new ones, as
+    prior 6 counts them) for its loads, a task's for its task lines. `x`: the schedule features, clamped at 0."""
+    import torch
+
+    def base_where_small(term: int, footprint: str) -> None:
+        small = x[..., SCHEDULE_INDEX[footprint]] <= CACHE_BYTES
+        terms[..., term] = torch.where(small, terms[..., term] / LINE_SCALE, terms[..., term])
+
+    base_where_small(PER_REALIZATION_LINES_TERM, "unique_bytes_read_per_realization")
+    base_where_small(_TASK_LINES, "unique_bytes_read_per_task")
+    for term in _STORE_LINES:
+        base_where_small(term, "bytes_at_realization")
 
 
 def _cap_footprints_by_lines(terms, x) -> None:

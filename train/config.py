@@ -13,7 +13,7 @@ from .analytical import PRIOR
 ModelKind = Literal["hybrid", "mlp", "residual", "calibrated"]  # train.model.MODEL_KINDS
 LossName = Literal["relative_throughput", "pairwise_rank", "lambdarank", "pairwise_rank_apart"]  # train.loss.LOSSES
 SelectMetric = Literal["top1", "pairwise"]  # the validation metric that picks the registered epoch
-AnalyticalPrior = Literal[1, 2, 3, 4, 5, 6, 7, 8, 9]  # train.analytical.PRIORS
+AnalyticalPrior = Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]  # train.analytical.PRIORS
 
 
 @dataclass(frozen=True)
