@@ -67,13 +67,21 @@ def _halide_buffer(flat: np.ndarray, shape: tuple[int, ...], mins: tuple[int, ..
     """A halide_buffer_t over a flat Fortran-order array of `shape` placed at `mins` (dimension 0 innermost)."""
     if not flat.flags.c_contiguous:  # pragma: no cover - the harness passes contiguous arrays
         raise ValueError("the Halide backend needs contiguous arrays")
+    return _describe(flat.dtype, shape, mins, flat.ctypes.data)
+
+
+def _describe(dtype: np.dtype, shape: tuple[int, ...], mins: tuple[int, ...],
+              host: int | None) -> tuple[_Buffer, object]:
+    """A halide_buffer_t of `dtype` over `shape` at `mins`, dense strides; `host` None: no memory, so the entry point
+    only fills in the region the buffer must cover (Halide's bounds query). The dims array is returned to keep it
+    alive (and to read what a bounds query filled in)."""
     dims = (_Dim * len(shape))()
     stride = 1
     for i, (extent, lo) in enumerate(zip(shape, mins)):
         dims[i] = _Dim(int(lo), int(extent), stride, 0)
         stride *= int(extent)
-    bits = 1 if flat.dtype.kind == "b" else flat.dtype.itemsize * 8
-    buf = _Buffer(0, None, flat.ctypes.data, 0, _Type(_CODES[flat.dtype.kind], bits, 1), len(shape), dims, None)
+    bits = 1 if dtype.kind == "b" else dtype.itemsize * 8
+    buf = _Buffer(0, None, host, 0, _Type(_CODES[dtype.kind], bits, 1), len(shape), dims, None)
     return buf, dims
 
 
@@ -314,19 +322,6 @@ class PaddedInput(np.ndarray):
     bounds: tuple[tuple[int, int], ...]
 
 
-def _query_buffer(dtype: np.dtype, dims_given: tuple[tuple[int, int], ...] | None, n: int):
-    """A halide_buffer_t with no host memory: the entry point then only fills in the region each such input must
-    cover (Halide's bounds query). `dims_given`: (min, extent) per dimension to keep (the outputs'), else zeros."""
-    dims = (_Dim * n)()
-    if dims_given is not None:
-        stride = 1
-        for i, (lo, extent) in enumerate(dims_given):
-            dims[i] = _Dim(int(lo), int(extent), stride, 0)
-            stride *= int(extent)
-    bits = 1 if dtype.kind == "b" else dtype.itemsize * 8
-    return _Buffer(0, None, None, 0, _Type(_CODES[dtype.kind], bits, 1), n, dims, None), dims
-
-
 class Runner:
     """run(inputs, outputs) for one kernel over the harness's flat Fortran-order arrays.
 
@@ -341,22 +336,21 @@ class Runner:
         self.bounds: list[tuple[tuple[int, int], ...]] | None = None  # per input: the region the kernel reads
         self.argv_cache: dict = {}
 
-    def _query(self, inputs: list[np.ndarray], outputs: list[np.ndarray]) -> None:
+    def _ensure_bounds(self, inputs: list[np.ndarray], outputs: list[np.ndarray]) -> None:
+        """The region of each Input the kernel reads, asked once (Halide's bounds query), widened to cover the
+        Input's own region."""
+        if self.bounds is not None:
+            return
         info = self.k.info
-        bufs = [_query_buffer(a.dtype, None, len(reg)) for a, (_, reg) in zip(inputs, info.inputs)]
-        bufs += [_query_buffer(a.dtype, tuple((0, e) for e in size), len(size))
-                 for a, (_, size) in zip(outputs, info.outputs)]
-        self._call(bufs)
+        bufs = [_describe(a.dtype, (0,) * len(reg), (0,) * len(reg), None) for a, (_, reg) in zip(inputs, info.inputs)]
+        bufs += [_describe(a.dtype, size, (0,) * len(size), None) for a, (_, size) in zip(outputs, info.outputs)]
+        self._enter((ctypes.c_void_p * len(bufs))(*[ctypes.addressof(b) for b, _ in bufs]))
         self.bounds = []
         for (buf, dims), (_, reg) in zip(bufs, info.inputs):
             asked = [(dims[i].min, dims[i].extent) for i in range(len(reg))]
             lo = [min(r[0], a[0]) for r, a in zip(reg, asked)]
             hi = [max(r[0] + r[1], a[0] + a[1]) for r, a in zip(reg, asked)]
             self.bounds.append(tuple((a, b - a) for a, b in zip(lo, hi)))
-
-    def _call(self, bufs) -> None:
-        argv = (ctypes.c_void_p * len(bufs))(*[ctypes.addressof(b) for b, _ in bufs])
-        self._enter(argv)
 
     def _enter(self, argv) -> None:
         k = self.k
@@ -381,8 +375,7 @@ class Runner:
         """The inputs as the kernel reads them, made once (a copy where the kernel reads past an Input's region):
         a timed loop passes these instead. Valid while the arrays given are not changed. `shared`: copies already
         made for other kernels timed on the same arrays (a block's interleaved kernels), by array and bounds."""
-        if self.bounds is None:
-            self._query([inputs[n] for n, _ in self.k.info.inputs], [outputs[n] for n, _ in self.k.info.outputs])
+        self._ensure_bounds([inputs[n] for n, _ in self.k.info.inputs], [outputs[n] for n, _ in self.k.info.outputs])
         shared = {} if shared is None else shared
         out = {}
         for i, (n, _) in enumerate(self.k.info.inputs):
@@ -399,8 +392,7 @@ class Runner:
         info = self.k.info
         ins = [inputs[n] for n, _ in info.inputs]
         outs = [outputs[n] for n, _ in info.outputs]
-        if self.bounds is None:
-            self._query(ins, outs)
+        self._ensure_bounds(ins, outs)
         ins = [self._laid_out(i, a) for i, a in enumerate(ins)]
         arrays = ins + outs
         key = tuple((id(a), a.ctypes.data) for a in arrays)
