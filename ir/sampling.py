@@ -1,7 +1,9 @@
 """Uniformly random valid LoopNests over the whole CPU schedule space, for property tests and fuzzing.
 
 Each Func, from the outputs back, is inlined, computed at root, or computed at a random level of a
-random computed consumer, sometimes with its storage hoisted outward (a sliding window), with random
+random computed consumer or (with `enclosing` > 0, the differential fuzzer's choice) of another Func's loops
+enclosing all its computed consumers (the search space's enclosing levels), sometimes with its storage
+hoisted outward (a sliding window), with random
 multi-level tiles (sizes that do and do not divide their region), a random vectorized dimension and
 width, small unrolled extents and, at root, a parallel outer level. Decisions that turn out illegal are
 redrawn. The cost-model-guided sampler used for training data lives in the scheduler.
@@ -15,12 +17,15 @@ from .builder import FuncDecision, ScheduleBuilder, StageSpec
 from .loopnest import LoopNest
 
 
-def random_loopnest(pipeline, seed: int, target=None) -> LoopNest:
-    return random_schedule(pipeline, seed, target)[0]
+def random_loopnest(pipeline, seed: int, target=None, enclosing: float = 0.0) -> LoopNest:
+    return random_schedule(pipeline, seed, target, enclosing)[0]
 
 
-def random_schedule(pipeline, seed: int, target=None) -> tuple[LoopNest, dict[str, FuncDecision]]:
-    """A random valid LoopNest and the per-Func decisions it was built from."""
+def random_schedule(pipeline, seed: int, target=None,
+                    enclosing: float = 0.0) -> tuple[LoopNest, dict[str, FuncDecision]]:
+    """A random valid LoopNest and the per-Func decisions it was built from. `enclosing`: the probability that a Func
+    computed at a consumer's level goes to an enclosing Func's level instead, where there is one; 0 draws the same
+    schedules for a seed as before such levels were sampled (the synthetic training sets of the tests rest on them)."""
     rng = random.Random(seed)
     b = ScheduleBuilder(pipeline, target)
     dag = pipeline.dag
@@ -38,6 +43,11 @@ def random_schedule(pipeline, seed: int, target=None) -> tuple[LoopNest, dict[st
                       if any(a.producer == func for a in s.accesses)] or [0]
             cs = rng.choice(stages)
             chain = _chain_or_none(tree, consumer, cs)
+            if chain is not None and enclosing and rng.random() < enclosing:
+                around = _enclosing_levels(tree, [c for c in computed if c != consumer], chain)
+                if around:
+                    specs[0].parallel = False
+                    return FuncDecision("at", *rng.choice(around), None, specs)
             if chain is not None and len(chain) > 1:
                 level = rng.randrange(len(chain) - 1)
                 store = None
@@ -61,6 +71,27 @@ def _chain_or_none(tree: LoopNest, func: str, stage: int = 0):
         return tree.find_chain(func, stage)
     except KeyError:
         return None
+
+
+def _enclosing_levels(tree: LoopNest, others: list[str], chain: list[LoopNest]) -> list[tuple[str, int, int]]:
+    """(func, stage, level) of the levels of other Funcs' loops above `chain` (a consumer's) that also enclose every
+    stage of the `others` (the remaining computed consumers); the root excluded."""
+    paths = [tree.path_to(chain[0])]
+    for f in others:
+        for head, _ in tree.chain_heads():
+            if head.func == f:
+                paths.append(tree.path_to(head))
+    common = paths[0][1:-1]
+    for path in paths[1:]:
+        n = 0
+        while n < len(common) and n + 1 < len(path) and path[n + 1] is common[n]:
+            n += 1
+        common = common[:n]
+    out = []
+    for m in common:
+        levels = tree.find_chain(m.func, m.stage)
+        out.append((m.func, m.stage, next(i for i, x in enumerate(levels) if x is m)))
+    return out
 
 
 def _random_spec(rng: random.Random, node) -> StageSpec:

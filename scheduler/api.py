@@ -49,7 +49,7 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
                  progress=None, backend: str | None = None, allow_mismatch: bool = False, budget: int = 2000,
                  budget_seconds: float = 0.0, trees: int = 4, exploration: float = 0.5, rollout: str = "greedy",
                  measurements: int = 8, derivation: str = "incremental", register_tiles: bool = True,
-                 register_tile_dims: int = 2, register_tile_vectors: int = 4,
+                 register_tile_dims: int = 2, register_tile_vectors: int = 4, enclosing_levels: bool = True,
                  guides: tuple[str, ...] = ("analytical",), guide_margin: float = 1.05) -> Schedule:
     """Search a schedule for `pipeline` on `target`, to be compiled with `backend` (None: the backend whose
     runtimes the model learned, numba for a model that learned none).
@@ -75,6 +75,8 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
     reductions register tiles (scheduler.tilings.register_tilings); False searches the space without them.
     register_tile_dims: 2 (register tiles unrolled along up to two dimensions besides the vector's) or 1.
     register_tile_vectors: 4 (register tiles up to four native vectors wide), 2 or 1.
+    enclosing_levels: offer computing a Func at the levels of other Funcs' loops that enclose all its readers
+    (adams2019's compute_in_tiles); False searches the space without them.
     guides: portfolio's other cost models, named as `model` is (default the analytical model). guide_margin: a
     guide's schedule replaces the model's own only when the model predicts it this many times cheaper (>= 1.0)."""
     if mode not in MODES:
@@ -87,7 +89,8 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
     space = make_space(pipeline, tgt, SpaceOptions(frozen=dict(partial or {}), derivation=derivation,
                                                    register_tiles=register_tiles,
                                                    register_tile_dims=register_tile_dims,
-                                                   register_tile_vectors=register_tile_vectors))
+                                                   register_tile_vectors=register_tile_vectors,
+                                                   enclosing_levels=enclosing_levels))
     cost_model = load_model(model, tgt, tracking, backend=backend, allow_mismatch=allow_mismatch)
     backend = backend or getattr(cost_model, "backend", None) or "numba"
     config = StrategyConfig(beam_size=beam_size, passes=passes, seed=seed, dropout=dropout, k=k, rounds=rounds,

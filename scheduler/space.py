@@ -162,7 +162,7 @@ class SpaceOptions:
     # incremental path must agree with, which tests and benchmarks/search_speed.py compare it to)
     derivation: str = "incremental"
     # a reduction's register tiles (scheduler.tilings.register_tilings) beside its other tilings; False gives the
-    # space before they were offered (benchmarks/register_tiles.py measures the two side by side)
+    # space before they were offered (benchmarks/space_ab.py measures the two side by side)
     register_tiles: bool = True
     # how many dimensions besides the vector's a register tile's unrolled points span: 1, or up to 2 (2 x 4 and
     # 4 x 2 points as well); 1 gives the space before two-dimensional ones were offered
@@ -170,6 +170,12 @@ class SpaceOptions:
     # how many native vectors wide a register tile may be: 1, 2 or 4 (tilings.REGISTER_WIDE); 1 gives the space
     # before wider ones were offered
     register_tile_vectors: int = 4
+    # a Func may also be computed at a level of another Func's loops that encloses every stage reading it (a level
+    # on the way from the root down to its readers, outside their own loops): adams2019's compute_in_tiles descends
+    # through every loop that contains all the consumers. Without it, a Func whose reader is computed inside an
+    # output's tiles can only be computed at root or inside that reader's own loops (depthwise_separable_conv's
+    # depthwise stage could not be fused into the output's tiles). False gives the space before it was offered.
+    enclosing_levels: bool = True
 
     def __post_init__(self):
         if self.register_tile_dims not in REGISTER_TILE_DIMS:
@@ -391,35 +397,89 @@ class SearchSpace:
     def _compute_at_options(self, s: State, node) -> list[Candidate | None]:
         out: list[Candidate | None] = []
         tiled = node.name in self._tileable
+        heads: list[LoopNest] = []  # each computed reader's head
+        offered: set[int] = set()  # the levels of the readers' own loops, offered here (or skipped as not shrinking)
         for consumer, cstage in sorted(readers(self.dag, node.name, set(s.inlined))):
             try:
                 chain = s.tree.find_chain(consumer, cstage)
             except KeyError:
                 continue
+            heads.append(chain[0])
+            offered.update(id(n) for n in chain)
             previous = None
             inside = True  # every other reader runs inside this level (once false, false deeper too)
             for level in range(len(chain) - 1):
-                region = s.plan.region_at(node.name, chain[level])
-                if region is None:
-                    continue
-                ext = [Plan._extent(lo, hi, node.region_extent(k)) for k, (lo, hi) in enumerate(region)]
-                if ext == previous:  # descending here does not shrink what is computed
+                ext = self._extents_at(s.plan, node, chain[level])
+                if ext is None or ext == previous:  # descending here does not shrink what is computed
                     continue
                 previous = ext
                 # a level some other reader runs outside of: every placement there would fail Plan's check
                 # (None, as _try would give, so the candidate lists and what draws from them stay the same)
                 inside = inside and s.plan.read_only_inside(node.name, chain[level])
                 for v in self._vector_choices(node, ext):
-                    vd, width = self._vector(node, v)
-                    own = [None] + self._own_tilings(node, ext, vd, width, AT_TILINGS, tiled)
-                    for tile in own:
-                        spec = self._spec(node, v, [tile] if tile else [], parallel=False)
-                        out.append(self._try(s, node.name, FuncDecision("at", consumer, cstage, level,
-                                                                        specs={0: spec})) if inside else None)
+                    out.extend(self._at_level(s, node, consumer, cstage, level, ext, v, tiled, inside))
                     if self._can_slide(node, chain[level]):
                         d = FuncDecision("at", consumer, cstage, level, level - 1,
                                          specs={0: StageSpec(vectorize=v)})
                         out.append(self._try(s, node.name, d) if inside else None)
+        if self.options.enclosing_levels and heads:
+            out.extend(self._enclosing_options(s, node, heads, offered, tiled))
+        return out
+
+    def _enclosing_options(self, s: State, node, heads: list[LoopNest], offered: set[int],
+                           tiled: bool) -> list[Candidate | None]:
+        """Placements at the levels of other Funcs' loops that enclose every reader (outermost first): the
+        levels common to the paths from the root down to each reader's head, less the root (compute_root is
+        offered already) and the readers' own levels. Every reader runs inside such a level, so it is legal
+        wherever the readers are."""
+        plan = s.plan
+        common: list[LoopNest] | None = None
+        for h in heads:
+            path = []
+            m = plan.parent[id(h)]
+            while m is not None and not m.is_root:
+                path.append(m)
+                m = plan.parent[id(m)]
+            path.reverse()
+            if common is None:
+                common = path
+            else:
+                n = 0
+                while n < min(len(common), len(path)) and common[n] is path[n]:
+                    n += 1
+                common = common[:n]
+        out: list[Candidate | None] = []
+        previous = None
+        for m in common or ():
+            if id(m) in offered:
+                continue
+            ext = self._extents_at(plan, node, m)
+            if ext is None or ext == previous:  # descending here does not shrink what is computed
+                continue
+            previous = ext
+            func, stage, depth = plan.keys[id(m)]
+            for v in self._vector_choices(node, ext):
+                out.extend(self._at_level(s, node, func, stage, depth, ext, v, tiled, True))
+        return out
+
+    @staticmethod
+    def _extents_at(plan: Plan, node, n: LoopNest) -> list[int] | None:
+        """The extents of what `node` computes once per iteration of `n` (None: nothing there reads it)."""
+        region = plan.region_at(node.name, n)
+        if region is None:
+            return None
+        return [Plan._extent(lo, hi, node.region_extent(k)) for k, (lo, hi) in enumerate(region)]
+
+    def _at_level(self, s: State, node, func: str, stage: int, level: int, ext: list[int], v: str | None,
+                  tiled: bool, legal: bool) -> list[Candidate | None]:
+        """compute_at(node, func.s<stage>, level) vectorized along `v`, without and with each own tiling; None for
+        each where the placement is known to be illegal (`legal` false)."""
+        vd, width = self._vector(node, v)
+        out: list[Candidate | None] = []
+        for tile in [None] + self._own_tilings(node, ext, vd, width, AT_TILINGS, tiled):
+            spec = self._spec(node, v, [tile] if tile else [], parallel=False)
+            out.append(self._try(s, node.name, FuncDecision("at", func, stage, level, specs={0: spec}))
+                       if legal else None)
         return out
 
     def _can_slide(self, node, level: LoopNest) -> bool:

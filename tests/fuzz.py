@@ -34,6 +34,11 @@ class Outcome:
     error: str = ""
 
 
+# how often a Func computed at a consumer's level is put at an enclosing Func's level instead (the search space's
+# enclosing levels, SpaceOptions.enclosing_levels), so that the fuzzer checks those placements too
+ENCLOSING = 0.2
+
+
 def run_pair(pipeline, loopnest, seed: int, backend: str = "numba") -> Outcome:
     inputs = pipeline.random_inputs(seed)
     expected = interpret(pipeline, inputs)
@@ -41,9 +46,10 @@ def run_pair(pipeline, loopnest, seed: int, backend: str = "numba") -> Outcome:
     return Outcome(m.status, m.error)
 
 
-def check(pipeline_seed: int, schedule_seed: int, backend: str = "numba") -> tuple[Outcome, object, object, dict]:
+def check(pipeline_seed: int, schedule_seed: int, backend: str = "numba",
+          enclosing: float = ENCLOSING) -> tuple[Outcome, object, object, dict]:
     p = random_test_pipeline(pipeline_seed)
-    ln, decisions = random_schedule(p, schedule_seed)
+    ln, decisions = random_schedule(p, schedule_seed, enclosing=enclosing)
     return run_pair(p, ln, pipeline_seed, backend), p, ln, decisions
 
 
@@ -108,13 +114,14 @@ def minimize(pipeline_seed: int, decisions: dict[str, FuncDecision], status: str
     return p, build(p, best), best
 
 
-def report(pipeline_seed: int, schedule_seed: int, outcome: Outcome, decisions, backend: str = "numba") -> str:
+def report(pipeline_seed: int, schedule_seed: int, outcome: Outcome, decisions, backend: str = "numba",
+           enclosing: float = ENCLOSING) -> str:
     p, ln, best = minimize(pipeline_seed, decisions, outcome.status, backend)
     again = run_pair(p, ln, pipeline_seed, backend)
     lines = [
         f"FAIL pipeline seed {pipeline_seed}, schedule seed {schedule_seed}: {outcome.status}: {outcome.error}",
         f"reproduce: python -m tests.fuzz --backend {backend} --pipeline-seed {pipeline_seed} "
-        f"--schedule-seed {schedule_seed}",
+        f"--schedule-seed {schedule_seed}" + (f" --enclosing {enclosing}" if enclosing != ENCLOSING else ""),
         "-- minimized pipeline --", str(p),
         "-- minimized schedule --", ln.to_str(p),
         f"-- minimized failure -- {again.status}: {again.error}",
@@ -129,6 +136,8 @@ def main(argv=None) -> int:
     ap.add_argument("--pipeline-seed", type=int, help="check one pair (with --schedule-seed)")
     ap.add_argument("--schedule-seed", type=int, default=0)
     ap.add_argument("--backend", default="numba", help="the CPU backend checked: numba (default) or llvm")
+    ap.add_argument("--enclosing", type=float, default=ENCLOSING,
+                    help="probability that a compute_at goes to an enclosing Func's level where there is one")
     a = ap.parse_args(argv)
     pairs = ([(a.pipeline_seed, a.schedule_seed)] if a.pipeline_seed is not None
              else [(a.seed + i, (a.seed + i) * 31 + 7) for i in range(a.n)])
@@ -136,10 +145,10 @@ def main(argv=None) -> int:
     failures = []
     t0 = time.time()
     for k, (ps, ss) in enumerate(pairs, 1):
-        outcome, p, ln, decisions = check(ps, ss, a.backend)
+        outcome, p, ln, decisions = check(ps, ss, a.backend, a.enclosing)
         counts[outcome.status] = counts.get(outcome.status, 0) + 1
         if outcome.status != "ok":
-            print(report(ps, ss, outcome, decisions, a.backend), flush=True)
+            print(report(ps, ss, outcome, decisions, a.backend, a.enclosing), flush=True)
             failures.append((ps, ss))
         if k % 10 == 0 or k == len(pairs):
             print(f"[{k}/{len(pairs)}] {time.time() - t0:.0f}s  " +

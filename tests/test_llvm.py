@@ -27,6 +27,34 @@ def test_random_pipeline_random_schedule_matches_interpreter(k):
         pytest.fail(report(k, 7919 * k + 3, outcome, decisions, "llvm"))
 
 
+def _enclosing_pairs(n: int) -> list[int]:
+    """The first `n` fuzz pairs (pipeline seed k, schedule seed 7919 k + 5) whose schedule, drawn with every
+    compute_at sent to an enclosing Func's level where there is one, computes some Func at a level of a Func that
+    does not read it."""
+    from ir.sampling import random_schedule
+
+    from .fuzz_pipelines import random_test_pipeline
+
+    out = []
+    for k in range(2000):
+        p = random_test_pipeline(k)
+        _, decisions = random_schedule(p, 7919 * k + 5, enclosing=1.0)
+        if any(d.kind == "at" and d.consumer not in p.dag.node(f).consumers for f, d in decisions.items()):
+            out.append(k)
+            if len(out) == n:
+                break
+    return out
+
+
+@pytest.mark.parametrize("k", _enclosing_pairs(16))
+def test_a_func_computed_at_an_enclosing_funcs_level_matches_interpreter(k):
+    """The search space's enclosing levels (SpaceOptions.enclosing_levels): a Func computed in the loops of a Func
+    that encloses its readers, not in a reader's own loops, compiled by llvm."""
+    outcome, p, ln, decisions = check(k, 7919 * k + 5, "llvm", enclosing=1.0)
+    if outcome.status != "ok":
+        pytest.fail(report(k, 7919 * k + 5, outcome, decisions, "llvm", enclosing=1.0))
+
+
 @pytest.mark.parametrize("app", list(APPS))
 def test_every_app_under_naive_expert_and_greedy_schedules_equals_the_interpreter(app):
     from scheduler import autoschedule

@@ -17,7 +17,7 @@ def test_the_model_keeps_the_cheapest_end_of_its_own_search_and_the_guides():
     """Random weights steer one beam, the analytical model another; on unsharp the random network predicts one of
     the analytical search's ends cheaper than anything its own beam found, and the portfolio returns it."""
     p = get_app("unsharp").build("small")
-    model, guide = load_model("random:3", HOST), load_model("analytical", HOST)
+    model, guide = load_model("random:9", HOST), load_model("analytical", HOST)
     config = SearchConfig(beam_size=4, passes=2)
     own, led = BeamSearch(p, HOST, model, config).run(), BeamSearch(p, HOST, guide, config).run()
     judged = model.score(p.dag, [s.state for s in led.finals])
@@ -32,7 +32,7 @@ def test_the_model_keeps_the_cheapest_end_of_its_own_search_and_the_guides():
 
 def test_a_guide_end_wins_only_when_predicted_guide_margin_times_cheaper():
     p = get_app("unsharp").build("small")
-    model, guide = load_model("random:3", HOST), load_model("analytical", HOST)
+    model, guide = load_model("random:9", HOST), load_model("analytical", HOST)
     config = SearchConfig(beam_size=4, passes=2)
     own, led = BeamSearch(p, HOST, model, config).run(), BeamSearch(p, HOST, guide, config).run()
     cheapest = float(min(model.score(p.dag, [s.state for s in led.finals])))

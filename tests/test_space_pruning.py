@@ -464,3 +464,44 @@ def test_reductions_are_offered_register_tiles_and_only_they():
     assert {(8, 4), (8, 8), (8, 12)} <= _own_tiles(on, "prod", first_state(on))
     assert not _own_tiles(off, "prod", first_state(off))
     assert _own_tiles(on, "C", on.initial()) == _own_tiles(off, "C", off.initial())  # not a reduction: as before
+
+
+def fused_through_a_reader() -> Pipeline:
+    """f read by g as a horizontal stencil, g read pointwise by h (the output), g computed in h's tiles."""
+    inp = Input("inp", f32, 2)
+    f, g, h = Func("f"), Func("g"), Func("h")
+    f[x, y] = inp[x, y] * 2
+    g[x, y] = f[x - 1, y] + f[x + 1, y]
+    h[x, y] = g[x, y] * 3
+    return Pipeline([h], {h: (64, 64)})
+
+
+def _f_after_g_inside_h(sp: SearchSpace):
+    s = first_state(sp, tiles=None)
+    for c in candidates(sp, s):
+        if c.func == "g" and c.decision.kind == "at" and c.decision.level == 0 and not c.decision.specs[0].tiles:
+            s = sp.realize(c)
+            while sp.func_of(s).name == "g":  # g's second decision: none, as it is not at root
+                s = next(iter(sp.expand(s)))
+            return s
+    raise AssertionError("g is not offered h's level 0 untiled")
+
+
+def test_enclosing_levels_offer_a_level_of_a_func_that_is_not_a_reader():
+    """adams2019's compute_in_tiles: f may be computed in h's tiles, around g (its only reader), though h does not
+    read f. Each such placement is legal and computes f over h's tile plus g's halo; the space without the option
+    (SpaceOptions(enclosing_levels=False)) offers f only g's own levels, root or inlining."""
+    on = SearchSpace(fused_through_a_reader())
+    s = _f_after_g_inside_h(on)
+    at = [c for c in candidates(on, s) if c.func == "f" and c.decision.kind == "at"]
+    assert {c.decision.consumer for c in at} == {"g", "h"}
+    in_h = [c for c in at if c.decision.consumer == "h"]
+    assert {c.decision.level for c in in_h} == {0}
+    for c in in_h:
+        plan = Plan.extend(s.plan, c.tree)
+        assert plan.func("f").site is plan.func("g").site  # beside g, in h's tile
+        g_ext = plan.func("g").extents
+        assert plan.func("f").extents == [g_ext[0] + 2, g_ext[1]]  # g's tile and its halo along x
+    off = SearchSpace(fused_through_a_reader(), options=space_mod.SpaceOptions(enclosing_levels=False))
+    s_off = _f_after_g_inside_h(off)
+    assert {c.decision.consumer for c in candidates(off, s_off) if c.func == "f" and c.decision.kind == "at"} == {"g"}

@@ -1,21 +1,27 @@
-"""Register tiles for reductions: the same search with and without them, measured side by side in one run.
+"""A search-space change, measured: the same search in the space without it and with it, side by side in one run.
 
-A reduction's update (matmul's sum over k, a convolution's taps, a histogram, a scan) carries its accumulators
-across its RVar loop. scheduler.tilings.register_tilings offers it innermost tiles of one vector by a few
-unrolled points of another dimension, so that those accumulators stay in registers and the loads invariant
-along the unrolled dimension are shared. For each app (by default the 10 of the 17 that have a reduction):
-beam search under one cost model in the space without register tiles, then with them; both LoopNests compiled
-by one backend (default Halide) and measured in one batch per app under the full protocol, each output checked
-against the interpreter. `--against one-dim` compares the space with one-dimensional register tiles only (one
-vector by k points of one other dimension) with the full space (also 2 x 4 and 4 x 2 points of two);
-`--against one-vector` the space with register tiles one native vector wide only with the full one (also two and
-four vectors wide). Prints the predicted costs, the measured runtimes, the ratio (> 1: register tiles ran
-faster), the search's states and seconds, and the geomeans. Single runs on a shared machine: read ratios.
+For each app: beam search under one cost model in the space without the option `--against` names, then in the
+full space; both LoopNests compiled by one backend (default Halide) and measured in one batch per app under the
+full protocol, each output checked against the interpreter. Prints the predicted costs, the measured runtimes,
+the ratio (> 1: the full space's schedule ran faster), the search's states and seconds, and the geomeans.
+Single runs on a shared machine: read ratios.
 
-    python benchmarks/register_tiles.py --apps matmul,conv_layer                  # ~2 minutes here
-    python benchmarks/register_tiles.py                                           # the 10 apps (~20 minutes)
-    python benchmarks/register_tiles.py --against one-dim                         # 1-D against 1-D and 2-D tiles
-    python benchmarks/register_tiles.py --against one-vector                      # 1 vector against 1, 2 and 4
+`--against`:
+  * none (register tiles): a reduction's update (matmul's sum over k, a convolution's taps, a histogram, a scan)
+    carries its accumulators across its RVar loop; scheduler.tilings.register_tilings offers it innermost tiles
+    of one vector by a few unrolled points of another dimension, so that those accumulators stay in registers and
+    the loads invariant along the unrolled dimension are shared. Default apps: the 10 of the 17 with a reduction.
+  * one-dim: one-dimensional register tiles only (one vector by k points of one other dimension) against the full
+    space (also 2 x 4 and 4 x 2 points of two).
+  * one-vector: register tiles one native vector wide only against the full space (also two and four wide).
+  * enclosing: no placements at the levels of other Funcs' loops that enclose all of a Func's readers (adams2019's
+    compute_in_tiles; SpaceOptions.enclosing_levels). Default apps: all 17.
+
+    python benchmarks/space_ab.py --apps matmul,conv_layer                  # register tiles, ~2 minutes here
+    python benchmarks/space_ab.py                                           # the 10 apps (~20 minutes)
+    python benchmarks/space_ab.py --against one-dim                         # 1-D against 1-D and 2-D tiles
+    python benchmarks/space_ab.py --against one-vector                      # 1 vector against 1, 2 and 4
+    python benchmarks/space_ab.py --against enclosing --apps depthwise_separable_conv,conv_layer
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 # --against: what the "without" search is, and the autoschedule options that give it
 AGAINST = {"none": ("no register tiles", {"register_tiles": False}),
            "one-dim": ("one-dimensional register tiles only", {"register_tile_dims": 1}),
-           "one-vector": ("register tiles one vector wide only", {"register_tile_vectors": 1})}
+           "one-vector": ("register tiles one vector wide only", {"register_tile_vectors": 1}),
+           "enclosing": ("no placements at enclosing Funcs' levels", {"enclosing_levels": False})}
 REDUCTION_APPS = ("matmul,conv_layer,depthwise_separable_conv,iir_blur,hist_eq,max_filter,bilateral_grid,bgu,"
                   "nl_means,lens_blur")
 
@@ -41,15 +48,16 @@ def main(argv=None) -> int:
 
     quiet_third_party()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--apps", default=REDUCTION_APPS)
+    ap.add_argument("--apps", default=None, help="comma-separated apps, or all (default: the 10 with a reduction; "
+                                                 "all with --against enclosing)")
     ap.add_argument("--size", default="full", choices=("small", "full"))
     ap.add_argument("--model", default="analytical", help="the cost model both searches use")
     ap.add_argument("--backend", default="halide", help="what every LoopNest is compiled with")
     ap.add_argument("--beam-size", type=int, default=8)
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--against", default="none", choices=tuple(AGAINST),
-                    help="the space compared with the full one: no register tiles, one-dimensional ones only, or "
-                         "ones one vector wide only")
+                    help="the space compared with the full one: no register tiles, one-dimensional ones only, "
+                         "ones one vector wide only, or no placements at enclosing Funcs' levels")
     a = ap.parse_args(argv)
 
     from evaluate.apps import geomean
@@ -61,7 +69,7 @@ def main(argv=None) -> int:
     from scheduler.modes import best_runtimes, measure_loopnest_results, reference
 
     try:
-        apps = app_list(a.apps)
+        apps = app_list(a.apps or ("all" if a.against == "enclosing" else REDUCTION_APPS))
     except ValueError as e:
         ap.error(f"--apps: {e}")
 
