@@ -321,3 +321,17 @@ class LoopNest:
 
 
 _FIELDS = tuple(f.name for f in fields(LoopNest))
+
+
+def common_path(paths: list[list[LoopNest]]) -> list[LoopNest]:
+    """The nodes (by identity) that begin every one of `paths` (each outermost first): the loops enclosing all their
+    ends, the search space's enclosing levels (scheduler.space, ir.sampling)."""
+    if not paths:
+        return []
+    common = paths[0]
+    for path in paths[1:]:
+        n = 0
+        while n < min(len(common), len(path)) and common[n] is path[n]:
+            n += 1
+        common = common[:n]
+    return list(common)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 
 from .builder import FuncDecision, ScheduleBuilder, StageSpec
-from .loopnest import LoopNest
+from .loopnest import LoopNest, common_path
 
 
 def random_loopnest(pipeline, seed: int, target=None, enclosing: float = 0.0) -> LoopNest:
@@ -76,19 +76,9 @@ def _chain_or_none(tree: LoopNest, func: str, stage: int = 0):
 def _enclosing_levels(tree: LoopNest, others: list[str], chain: list[LoopNest]) -> list[tuple[str, int, int]]:
     """(func, stage, level) of the levels of other Funcs' loops above `chain` (a consumer's) that also enclose every
     stage of the `others` (the remaining computed consumers); the root excluded."""
-    paths = [tree.path_to(chain[0])]
-    for f in others:
-        for head, _ in tree.chain_heads():
-            if head.func == f:
-                paths.append(tree.path_to(head))
-    common = paths[0][1:-1]
-    for path in paths[1:]:
-        n = 0
-        while n < len(common) and n + 1 < len(path) and path[n + 1] is common[n]:
-            n += 1
-        common = common[:n]
+    heads = [chain[0]] + [head for head, _ in tree.chain_heads() if head.func in others]
     out = []
-    for m in common:
+    for m in common_path([tree.path_to(h)[1:-1] for h in heads]):
         levels = tree.find_chain(m.func, m.stage)
         out.append((m.func, m.stage, next(i for i, x in enumerate(levels) if x is m)))
     return out

@@ -35,7 +35,7 @@ from featurize.schema import SCHEDULE_INDEX
 from ir.builder import FuncDecision, ScheduleBuilder, StageSpec, readers
 from ir.errors import SchedlabError, ScheduleError
 from ir.expr import Var
-from ir.loopnest import LoopNest
+from ir.loopnest import LoopNest, common_path
 from ir.plan import Plan
 from ir.target import CpuTarget, get_target
 
@@ -433,24 +433,17 @@ class SearchSpace:
         offered already) and the readers' own levels. Every reader runs inside such a level, so it is legal
         wherever the readers are."""
         plan = s.plan
-        common: list[LoopNest] | None = None
-        for h in heads:
+        paths = []
+        for h in heads:  # the nodes above each head, the root excluded, outermost first
             path = []
             m = plan.parent[id(h)]
             while m is not None and not m.is_root:
                 path.append(m)
                 m = plan.parent[id(m)]
-            path.reverse()
-            if common is None:
-                common = path
-            else:
-                n = 0
-                while n < min(len(common), len(path)) and common[n] is path[n]:
-                    n += 1
-                common = common[:n]
+            paths.append(path[::-1])
         out: list[Candidate | None] = []
         previous = None
-        for m in common or ():
+        for m in common_path(paths):
             if id(m) in offered:
                 continue
             ext = self._extents_at(plan, node, m)
