@@ -18,7 +18,7 @@ import numpy as np
 
 from ir.errors import SchedlabError
 from ir.progress import ProgressSetting
-from train.config import AnalyticalPrior, LossName, ModelKind, SelectMetric, TrainConfig
+from train.config import AnalyticalPrior, LossName, ModelKind, SelectMetric, TrainConfig, TrunkInputs
 
 PROG = "python -m evaluate.compare"
 APART = "val_pairwise_accuracy_1_1"  # with folds: pairwise accuracy on pairs measured >= 1.1x apart
@@ -49,6 +49,7 @@ class CompareConfig:
     weight_decay: float = TrainConfig.weight_decay  # Adam weight decay of every row
     residual_range: float = TrainConfig.residual_range  # residual and calibrated rows: the trust region e^-r..e^r
     prior: AnalyticalPrior = TrainConfig.prior  # residual and calibrated rows: the analytical prior they correct
+    trunk_inputs: TrunkInputs = TrainConfig.trunk_inputs  # hybrid and residual rows: raw | normalized (train.config)
     select: SelectMetric = TrainConfig.select  # the validation metric that picks each row's epoch
     folds: int = 1  # 1: score every row on one validation split, the one that also picks each row's epoch (so its
     #   figures lean optimistic); K > 1: K-fold cross-validation, every row trained K times, each time with one fold
@@ -197,7 +198,7 @@ def compare(cfg: CompareConfig, echo=print) -> Comparison:
                                  epochs=cfg.epochs, val_fraction=cfg.val_fraction, min_schedules=cfg.min_schedules,
                                  max_spread=cfg.max_spread, seed=cfg.seed, train_fraction=fraction,
                                  lr=cfg.lr, weight_decay=cfg.weight_decay, residual_range=cfg.residual_range,
-                                 prior=cfg.prior,
+                                 prior=cfg.prior, trunk_inputs=cfg.trunk_inputs,
                                  select=cfg.select, folds=cfg.folds,
                                  fold=fold, tracking_uri=run.tracking_uri,
                                  experiment=cfg.experiment, register=False,

@@ -496,14 +496,17 @@ def test_folds_are_checked_in_one_line():
 
 def test_compare_trains_residual_rows_on_the_prior_it_is_given(synthetic, env):
     """evaluate.compare prior=N: every residual row corrects prior N, so two priors can be cross-validated side by
-    side (each training's run records the prior its model config holds)."""
+    side (each training's run records the prior its model config holds); trunk_inputs likewise."""
     import mlflow
 
     from evaluate.compare import CompareConfig, compare
 
-    for prior in (2, 7):
+    for prior, inputs in ((2, "raw"), (7, "normalized")):
         cfg = CompareConfig(data=str(synthetic), models=("residual",), losses=("pairwise_rank",), fractions=(1.0,),
-                            epochs=1, val_fraction=0.3, tracking_uri=env["tracking_uri"], progress=False, prior=prior)
+                            epochs=1, val_fraction=0.3, tracking_uri=env["tracking_uri"], progress=False, prior=prior,
+                            trunk_inputs=inputs)
         (row,) = compare(cfg).rows
-        params = mlflow.MlflowClient(env["tracking_uri"]).get_run(row.run_id).data.params
-        assert params["prior"] == str(prior) and params["model_config/prior"] == str(prior)
+        run = mlflow.MlflowClient(env["tracking_uri"]).get_run(row.run_id).data
+        assert run.params["prior"] == str(prior) and run.params["model_config/prior"] == str(prior)
+        assert run.params["model_config/trunk_inputs"] == inputs
+        assert 0 <= run.metrics["trust_region_at_bound"] <= 1  # a residual run says how much of it sits at the bound

@@ -12,6 +12,7 @@ from .analytical import PRIOR
 # the names a config accepts, one place for every config that names them (the job's, evaluate.compare's)
 ModelKind = Literal["hybrid", "mlp", "residual", "calibrated"]  # train.model.MODEL_KINDS
 LossName = Literal["relative_throughput", "pairwise_rank", "lambdarank", "pairwise_rank_apart"]  # train.loss.LOSSES
+TrunkInputs = Literal["raw", "normalized"]  # train.model.TRUNK_INPUTS
 SelectMetric = Literal["top1", "pairwise"]  # the validation metric that picks the registered epoch
 AnalyticalPrior = Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]  # train.analytical.PRIORS
 
@@ -32,6 +33,8 @@ class TrainConfig:
     hidden: int = 64  # width of the MLP model
     residual_range: float = 1.0  # residual model: each coefficient within e^-r..e^r of the analytical model's
     prior: AnalyticalPrior = PRIOR  # residual model: the analytical prior it corrects (train.analytical.PRIORS)
+    trunk_inputs: TrunkInputs = "raw"  # hybrid, residual: raw (adams2019) | normalized (each embedding standardized
+    #   per stage before the trunk: a residual's trust region no longer saturates; docs/train.md)
     batch_size: int = 64  # most schedules in one batch (each batch holds one pipeline's schedules)
     min_schedules: int = 8  # pipelines with fewer measured schedules are skipped
     val_fraction: float = 0.125  # share of pipelines (by hash) held out for validation

@@ -70,11 +70,13 @@ from featurize.schema import SCHEDULE_FEATURES, SCHEDULE_INDEX
 from .analytical import PAGE_BYTES, PRIOR, analytical_terms, check_prior, coefficients
 
 MODEL_KINDS = ("hybrid", "mlp", "residual", "calibrated")
+TRUNK_INPUTS = ("raw", "normalized")  # ModelConfig.trunk_inputs
 PIPELINE_SHAPE: tuple[int, int] = featurize.SCHEMA.pipeline_shape  # (40, 7)
 NUM_SCHEDULE_FEATURES = len(SCHEDULE_FEATURES)  # 41
 COST_SCALE = 1e-9  # Halide: per-stage cost * 1e-9
 MLP_SCALE = 1e-3
 MIN_RUNTIME = 1e-15  # floor on a prediction, so it is positive even for an all-zero schedule
+TRUST_REGION_EDGE = 3.0  # residual: |raw| / residual_range past which tanh's slope is under 1 %: a correction at its bound
 RESIDUAL_INIT = 5e-4  # residual: trunk weights start at 0.05 % of torch's fan-in bound, its bias at 0
 
 # the 27 hand-designed terms of seeds/adams2019 Appendix B, in coefficient order c0..c26
@@ -105,6 +107,8 @@ class ModelConfig:
     num_cores: int = 16  # hybrid: cores of the target (idle-core wastage); seeds/adams2019 used 16
     residual_range: float = 1.0  # residual, calibrated: a correction scales an analytical coefficient by e^-r..e^r at most
     prior: int = PRIOR  # residual, calibrated: the analytical prior corrected (train.analytical; saved configs without it: 1)
+    trunk_inputs: str = "raw"  # hybrid, residual: "raw" (adams2019) | "normalized": each embedding standardized per stage
+    #   before the trunk (TRUNK_INPUTS; saved configs without it: raw)
 
     def __post_init__(self):
         if self.kind not in MODEL_KINDS:
@@ -117,6 +121,8 @@ class ModelConfig:
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r <= 20:
             raise ValueError(f"model config residual_range must be a number in (0, 20], got {r!r}")
         check_prior(self.prior)
+        if self.trunk_inputs not in TRUNK_INPUTS:
+            raise ValueError(f"model config trunk_inputs must be one of {', '.join(TRUNK_INPUTS)}, got {self.trunk_inputs!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -304,6 +310,8 @@ class HybridCostModel(CostNetwork):
         _check_inputs(pipeline_features, schedule_features)
         emb = self.embed_pipeline(pipeline_features) if pipeline_embedding is None else pipeline_embedding
         sched = F.relu(self.head2(torch.log1p(schedule_features.clamp_min(0))))
+        if self.config.trunk_inputs == "normalized":
+            emb, sched = _standardized(emb), _standardized(sched)
         stage = torch.cat([emb.expand(sched.shape[0], -1, -1), sched], dim=-1)
         return self.trunk(stage)
 
@@ -312,6 +320,16 @@ class HybridCostModel(CostNetwork):
         coeff = self.coefficients(pipeline_features, schedule_features, pipeline_embedding)
         terms = cost_terms(schedule_features, float(self.config.num_cores))
         return (coeff * terms).sum(-1) * COST_SCALE
+
+
+def _standardized(x: Tensor) -> Tensor:
+    """Each row of `x` at mean 0 and variance 1 over its last dimension (a layer norm with no learned scale).
+
+    Why: the algorithm embedding sums raw op counts and the schedule embedding log-features of up to ~20, so the
+    trunk's inputs reach the hundreds. One Adam step of lr 1e-2 then moves a residual's raw output by several
+    units, past tanh's range: stop 66 found 96-100 % of the trust region's inputs saturated in trained residual
+    models (gradients of exactly 0 in float32, the loss frozen from epoch 4 on)."""
+    return F.layer_norm(x, x.shape[-1:])
 
 
 def _trust_region(raw: Tensor, r: float) -> Tensor:
@@ -349,6 +367,13 @@ class ResidualCostModel(HybridCostModel):
                      pipeline_embedding: Tensor | None = None) -> Tensor:
         raw = self.trunk_output(pipeline_features, schedule_features, pipeline_embedding)
         return self.analytical_coefficients * _trust_region(raw, float(self.config.residual_range))
+
+    def at_trust_region_bound(self, pipeline_features: Tensor, schedule_features: Tensor) -> Tensor:
+        """[B, S, 27] bool: the corrections whose trunk output lies past TRUST_REGION_EDGE ranges, where the
+        gradient is ~0 (exactly 0 in float32 a little further): a model with most of them there has stopped
+        learning and corrects by e^+-r, a sign per term and stage (docs/train.md, stop 66)."""
+        raw = self.trunk_output(pipeline_features, schedule_features)
+        return raw.abs() > TRUST_REGION_EDGE * float(self.config.residual_range)
 
     def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
                     pipeline_embedding: Tensor | None = None) -> Tensor:

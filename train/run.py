@@ -59,6 +59,7 @@ class TrainResult:
     test: HeldOutFold | None = None  # with TrainConfig.folds > 1: the held-out fold, scored
     by_apart: tuple = ()  # train.metrics.ApartBucket: validation pairwise by how far apart pairs were measured
     analytical_by_apart: tuple = ()  # the analytical model's, on the same pairs
+    at_bound: float | None = None  # residual: share of its validation corrections at the trust region's bound
 
     def summary(self) -> str:
         v, i = self.val, self.init_val
@@ -93,6 +94,9 @@ class TrainResult:
 
             lines.append("one decision (a contrast vs its beam sample, ordered as measured), this model / analytical: "
                          + side_by_side(self.decisions, self.analytical_decisions))
+        if self.at_bound is not None:
+            lines.append(f"trust region: {100 * self.at_bound:.0f} % of the validation corrections at its bound "
+                         "(past 3 ranges: gradients ~0, each such coefficient e^+-range times the analytical one)")
         if self.by_apart:
             from .metrics import by_apart_side_by_side
 
@@ -159,6 +163,7 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
         torch.set_num_threads(cfg.threads)
     model_config = {"kind": cfg.model, "embedding": cfg.embedding, "hidden": cfg.hidden,
                     "num_cores": get_target(cfg.target).cores, "residual_range": cfg.residual_range,
+                    "trunk_inputs": cfg.trunk_inputs,
                     "prior": cfg.prior}
     module = CostModelModule(model_config, cfg.loss, cfg.lr, cfg.weight_decay, cfg.seed)
     uri = registry.writable_store(cfg.tracking_uri)
@@ -217,6 +222,9 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
                                      pairwise_by_apart(groups_of(analytical_scored).values()))
     for prefix, buckets in ((HEADLINE, by_apart), ("analytical", analytical_by_apart)):
         logger.log_metrics({f"{prefix}/{b.metric}": b.accuracy for b in buckets if b.pairs}, step=best_epoch)
+    at_bound = _share_at_bound(model, data.val)
+    if at_bound is not None:
+        logger.log_metrics({"trust_region_at_bound": at_bound}, step=best_epoch)
     logger.experiment.set_tag(run_id, "promotion", decision.reason)
     logger.log_metrics(headline_metrics(val, best_epoch), step=best_epoch)
     _log_summary(logger.experiment, run_id, val, best_epoch, baselines)
@@ -256,7 +264,20 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
                        stats.train_samples + stats.val_samples, stats.train_pipelines + stats.val_pipelines,
                        stats.train_pipelines, stats.val_pipelines, str(ckpt_dir / "last.ckpt"), registered,
                        time.time() - t0, best_epoch, decision, decisions, analytical_decisions, stats.machines,
-                       cfg.select, test, by_apart, analytical_by_apart)
+                       cfg.select, test, by_apart, analytical_by_apart, at_bound)
+
+
+def _share_at_bound(model, batches) -> float | None:
+    """A residual model's share of corrections at its trust region's bound on `batches`; None for other kinds."""
+    import torch
+
+    from .model import ResidualCostModel
+
+    if not isinstance(model, ResidualCostModel) or not batches:
+        return None
+    with torch.no_grad():
+        flags = [model.at_trust_region_bound(b.pipeline_features, b.schedule_features).reshape(-1) for b in batches]
+    return float(torch.cat(flags).float().mean())
 
 
 def _analytical(cfg: TrainConfig):
