@@ -174,3 +174,42 @@ def test_u16_arithmetic_is_carried_in_32_bits_and_powers_of_two_divide_by_shifts
     body = body[:body.index("\n}")]
     assert "mul i32" in body and "ashr i32" in body
     assert "mul i64 %" not in body and "sl_floordiv" not in body  # (constant offsets are folded)
+
+
+def test_unrolled_copies_share_one_simd_loop_so_an_inlined_exp_is_computed_once():
+    """A Func inlined into a stage whose pure loops are unrolled around its SIMD loop (nl_means' weights in each
+    of its channels): the SIMD loop holds every copy, so LLVM computes the shared exp once per vector instead of
+    once per copy in a loop of its own (it removes common subexpressions within a loop body, not across loops).
+    Before: 4 exp calls in the optimized IR, nl_means' beam schedule 2.4x slower than under Halide."""
+    import re
+
+    import llvmlite.binding as llvm
+
+    from backends.llvm.compiler import target_machine
+    from backends.llvm.irgen import generate
+    from ir import Func, Input, Pipeline, Var, exp
+    from ir.plan import Plan
+
+    x, y, c = Var("x"), Var("y"), Var("c")
+    a, b = Input("a", f32, 2), Input("b", f32, 3)
+    w, out = Func("w"), Func("out")
+    w[x, y] = exp(a[x, y] * -0.5)
+    out[x, y, c] = w[x, y] * b[x, y, c]
+    p = Pipeline([out], {out: (64, 8, 4)})
+    s = ScheduleBuilder(p).inline("w")
+    s.root("out", tiles=[{"x": 64, "c": 4}], vectorize="x", vector_width=16, unroll={"c": 4})
+    schedule = s.build()
+    tm = target_machine()
+    mod = llvm.parse_assembly(generate(Plan(p.dag, schedule)).ir)
+    mod.triple, mod.data_layout = tm.triple, str(tm.target_data)
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = pto.slp_vectorization = True
+    pto.loop_unrolling = False
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    assert len(re.findall(r"call [^\n]*@llvm\.exp\.", str(mod))) == 1
+    rng = np.random.default_rng(0)
+    inputs = {"a": rng.standard_normal((64, 8), dtype=np.float32),
+              "b": rng.standard_normal((64, 8, 4), dtype=np.float32)}
+    k = backends.compile(p, schedule, backend="llvm")
+    np.testing.assert_array_equal(k(inputs)["out"], interpret(p, inputs)["out"])

@@ -378,19 +378,28 @@ class _Gen:
 
     def _innermost(self, lvl: Level) -> None:
         """The point loops as the numba backend writes them: plain loops, then the UNROLLED level's pure loops
-        written out (LLVM's own unroller stays off: it is most of the compile time), then the SIMD loop."""
+        written out (LLVM's own unroller stays off: it is most of the compile time), then the SIMD loop.
+
+        When the SIMD loop is pure and the written-out copies need no guards, the SIMD loop goes outside the copies:
+        one vector loop whose body holds every copy. LLVM removes common subexpressions within a loop body, not
+        across loops, so what the copies share is computed once per vector, as Halide's vectorize-then-unroll does.
+        nl_means' beam schedule inlines the weights (an exp) into the update of each of 4 unrolled channels: 4 exp
+        loops before, 1 after. Legal because the loops interchanged are all pure loops of one stage: a point's value
+        depends on no other point of the stage (an update reads itself only at its own pure coordinates,
+        ir.func), and nothing else is computed inside the level."""
         n = lvl.node
         vec = n.vectorized_loop
         unrolled = [j for j in lvl.order if n.unrolled and j != vec and lvl.loops[j].pure and lvl.loops[j].count > 1]
         outer = [lvl.loops[j] for j in lvl.order if j != vec and j not in unrolled and lvl.loops[j].count > 1]
+        vector = lvl.loops[vec] if vec >= 0 and lvl.loops[vec].count > 1 else None
 
         def simd():
-            if vec >= 0 and lvl.loops[vec].count > 1:
-                self._loop(lvl.loops[vec], lambda: self._point(lvl))
+            if vector is not None:
+                self._loop(vector, lambda: self._point(lvl))
             else:
                 self._point(lvl)
 
-        def copies():
+        def copies(body):
             for combo in itertools.product(*[range(lvl.loops[j].count) for j in unrolled]):
                 guards = []
                 for j, k in zip(unrolled, combo):
@@ -403,11 +412,15 @@ class _Gen:
                     for g in guards[1:]:
                         cond = self.b.and_(cond, g)
                     with self.b.if_then(cond):
-                        simd()
+                        body()
                 else:
-                    simd()
+                    body()
 
-        self._loops(outer, copies)
+        if (unrolled and vector is not None and vector.pure
+                and all(lvl.loops[j].count_form.is_const for j in unrolled)):
+            self._loops(outer, lambda: self._loop(vector, lambda: copies(lambda: self._point(lvl))))
+        else:
+            self._loops(outer, lambda: copies(simd))
 
     # -- storage ---------------------------------------------------------------------------------------------
 
