@@ -183,9 +183,7 @@ def test_unrolled_copies_share_one_simd_loop_so_an_inlined_exp_is_computed_once(
     Before: 4 exp calls in the optimized IR, nl_means' beam schedule 2.4x slower than under Halide."""
     import re
 
-    import llvmlite.binding as llvm
-
-    from backends.llvm.compiler import target_machine
+    from backends.llvm.compiler import optimize, parse_module
     from backends.llvm.irgen import generate
     from ir import Func, Input, Pipeline, Var, exp
     from ir.plan import Plan
@@ -199,14 +197,8 @@ def test_unrolled_copies_share_one_simd_loop_so_an_inlined_exp_is_computed_once(
     s = ScheduleBuilder(p).inline("w")
     s.root("out", tiles=[{"x": 64, "c": 4}], vectorize="x", vector_width=16, unroll={"c": 4})
     schedule = s.build()
-    tm = target_machine()
-    mod = llvm.parse_assembly(generate(Plan(p.dag, schedule)).ir)
-    mod.triple, mod.data_layout = tm.triple, str(tm.target_data)
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pto.loop_vectorization = pto.slp_vectorization = True
-    pto.loop_unrolling = False
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
+    mod = parse_module(generate(Plan(p.dag, schedule)).ir)
+    optimize(mod)  # the backend's own pipeline
     assert len(re.findall(r"call [^\n]*@llvm\.exp\.", str(mod))) == 1
     rng = np.random.default_rng(0)
     inputs = {"a": rng.standard_normal((64, 8), dtype=np.float32),

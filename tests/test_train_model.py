@@ -434,12 +434,6 @@ def test_residual_learns_what_the_analytical_model_misses(apps):
     assert after_held_out > max(0.75, before_held_out + 0.03), (before_held_out, after_held_out)
 
 
-def _past_the_trust_region(model: ResidualCostModel, data) -> float:
-    with torch.no_grad():
-        return float(torch.cat([model.at_trust_region_bound(torch.from_numpy(p), torch.from_numpy(s)).reshape(-1)
-                                for p, s in data]).float().mean())
-
-
 def test_normalized_trunk_inputs_keep_the_residual_inside_its_trust_region(apps):
     """The trunk's raw inputs reach the hundreds (op counts, log-features): a few Adam steps at lr 1e-2 push every
     residual output past tanh's range, where its gradient is 0 in float32 and training stops (stop 66: 96-100 % of
@@ -451,7 +445,8 @@ def test_normalized_trunk_inputs_keep_the_residual_inside_its_trust_region(apps)
         model = build_model(ModelConfig(kind="residual", num_cores=8, prior=2, trunk_inputs=inputs), seed=0)
         before = _accuracy(model, apps, held_out)
         _fit(model, apps, train, synthetic_runtime, loss="pairwise_rank")
-        saturated[inputs] = _past_the_trust_region(model, apps)
+        saturated[inputs] = model.share_at_trust_region_bound((torch.from_numpy(p), torch.from_numpy(s))
+                                                              for p, s in apps)
         if inputs == "normalized":
             assert _accuracy(model, apps, held_out) > max(0.75, before + 0.03)
     assert saturated["raw"] > 0.8 and saturated["normalized"] < 0.5, saturated  # 0.90 and 0.32 at this seed

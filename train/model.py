@@ -375,6 +375,12 @@ class ResidualCostModel(HybridCostModel):
         raw = self.trunk_output(pipeline_features, schedule_features)
         return raw.abs() > TRUST_REGION_EDGE * float(self.config.residual_range)
 
+    def share_at_trust_region_bound(self, pairs) -> float:
+        """The share of corrections at the bound over (pipeline features, schedule features) tensor pairs."""
+        with torch.no_grad():
+            flags = [self.at_trust_region_bound(p, s).reshape(-1) for p, s in pairs]
+        return float(torch.cat(flags).float().mean())
+
     def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
                     pipeline_embedding: Tensor | None = None) -> Tensor:
         coeff = self.coefficients(pipeline_features, schedule_features, pipeline_embedding)

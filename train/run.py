@@ -95,8 +95,11 @@ class TrainResult:
             lines.append("one decision (a contrast vs its beam sample, ordered as measured), this model / analytical: "
                          + side_by_side(self.decisions, self.analytical_decisions))
         if self.at_bound is not None:
+            from .model import TRUST_REGION_EDGE
+
             lines.append(f"trust region: {100 * self.at_bound:.0f} % of the validation corrections at its bound "
-                         "(past 3 ranges: gradients ~0, each such coefficient e^+-range times the analytical one)")
+                         f"(past {TRUST_REGION_EDGE:g} ranges: gradients ~0, each such coefficient e^+-range times "
+                         "the analytical one)")
         if self.by_apart:
             from .metrics import by_apart_side_by_side
 
@@ -147,6 +150,7 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
     from .data import CostModelDataModule, DataConfig, TrainingData
     from .decisions import scored_pipelines
     from .metrics import largest_group, pairwise_by_apart, random_topk_scores, ranking_metrics, topk_scores
+    from .model import ResidualCostModel
     from .module import CostModelModule, EpochLines
 
     t0 = time.time()
@@ -222,8 +226,9 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
                                      pairwise_by_apart(groups_of(analytical_scored).values()))
     for prefix, buckets in ((HEADLINE, by_apart), ("analytical", analytical_by_apart)):
         logger.log_metrics({f"{prefix}/{b.metric}": b.accuracy for b in buckets if b.pairs}, step=best_epoch)
-    at_bound = _share_at_bound(model, data.val)
-    if at_bound is not None:
+    at_bound = None  # residual models only: the share of their validation corrections at the trust region's bound
+    if isinstance(model, ResidualCostModel) and data.val:
+        at_bound = model.share_at_trust_region_bound((b.pipeline_features, b.schedule_features) for b in data.val)
         logger.log_metrics({"trust_region_at_bound": at_bound}, step=best_epoch)
     logger.experiment.set_tag(run_id, "promotion", decision.reason)
     logger.log_metrics(headline_metrics(val, best_epoch), step=best_epoch)
@@ -265,19 +270,6 @@ def _train(cfg: TrainConfig, parent_run_id: str | None) -> TrainResult:
                        stats.train_pipelines, stats.val_pipelines, str(ckpt_dir / "last.ckpt"), registered,
                        time.time() - t0, best_epoch, decision, decisions, analytical_decisions, stats.machines,
                        cfg.select, test, by_apart, analytical_by_apart, at_bound)
-
-
-def _share_at_bound(model, batches) -> float | None:
-    """A residual model's share of corrections at its trust region's bound on `batches`; None for other kinds."""
-    import torch
-
-    from .model import ResidualCostModel
-
-    if not isinstance(model, ResidualCostModel) or not batches:
-        return None
-    with torch.no_grad():
-        flags = [model.at_trust_region_bound(b.pipeline_features, b.schedule_features).reshape(-1) for b in batches]
-    return float(torch.cat(flags).float().mean())
 
 
 def _analytical(cfg: TrainConfig):

@@ -44,29 +44,43 @@ def object_path(src: LlvmSource) -> Path:
 PHASES: dict[str, float] = {}  # seconds of each phase of this process's last compile (benchmarks/compile_speed.py)
 
 
+def parse_module(ir_text: str):
+    """`ir_text` parsed and verified, for the host target machine."""
+    import llvmlite.binding as llvm
+
+    tm = target_machine()
+    mod = llvm.parse_assembly(ir_text)
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    mod.verify()
+    return mod
+
+
+def optimize(mod) -> None:
+    """LLVM's O3 pipeline on `mod`, in place, as every kernel is compiled: loop and SLP vectorizers on, the loop
+    unroller off (UNROLLED levels are unrolled by irgen; LLVM's unroller tripled compile times)."""
+    import llvmlite.binding as llvm
+
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = False
+    pb = llvm.create_pass_builder(target_machine(), pto)
+    pb.getModulePassManager().run(mod, pb)
+
+
 def compile_here(ir_text: str, path: str) -> float:
     """Optimize and emit the object file of `ir_text` to `path` (unless it is there); seconds taken."""
     p = Path(path)
     if p.exists():
         touch(p)
         return 0.0
-    import llvmlite.binding as llvm
-
     t0 = time.perf_counter()
-    tm = target_machine()
-    mod = llvm.parse_assembly(ir_text)
-    mod.triple = tm.triple
-    mod.data_layout = str(tm.target_data)
-    mod.verify()
+    mod = parse_module(ir_text)
     t1 = time.perf_counter()
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
-    pto.loop_unrolling = False  # UNROLLED levels are unrolled by irgen; LLVM's unroller tripled compile times
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
+    optimize(mod)
     t2 = time.perf_counter()
-    obj = tm.emit_object(mod)
+    obj = target_machine().emit_object(mod)
     PHASES.clear()
     PHASES.update({"parse": t1 - t0, "optimize": t2 - t1, "machine code": time.perf_counter() - t2})
     tmp = p.with_suffix(f".{os.getpid()}.tmp")
