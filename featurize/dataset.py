@@ -44,6 +44,14 @@ class DatasetError(SchedlabError):
     """A dataset that cannot be read as asked: wrong schema version, wrong target, nothing there."""
 
 
+RIVAL_SEPARATOR = "|"  # sampler beam-A|B: rival models A and B picked the same schedule (generator.batch rivals)
+
+
+def rival_pickers(sampler: str) -> tuple[str, ...]:
+    """The rival models whose beam pick a row is (sampler beam-<rival>[|<rival>...]); () for any other sampler."""
+    return tuple(sampler.removeprefix("beam-").split(RIVAL_SEPARATOR)) if sampler.startswith("beam-") else ()
+
+
 @dataclass
 class Sample:
     """One measured schedule."""

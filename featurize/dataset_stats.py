@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ir.units import format_seconds
 
-from .dataset import DatasetError, partition_dir
+from .dataset import RIVAL_SEPARATOR, DatasetError, partition_dir
 
 _COLUMNS = ("pipeline_id", "status", "runtime_s", "spread", "compile_s", "backend", "round", "sampler", "model_version")
 QUANTILES = (0.0, 0.1, 0.5, 0.9, 1.0)
@@ -81,6 +81,35 @@ class ContrastStats:
 
 
 @dataclass(frozen=True)
+class RivalStats:
+    """The sampling model's beam pick against another model's (sampler beam-<rival>, generator.batch rivals),
+    measured in the same pipeline: on random pipelines, the comparison a search benchmark of the two models makes.
+    A pipeline where both models pick the same schedule has no rival row; a row two rivals picked (beam-A|B) counts
+    for both."""
+
+    rival: str  # the rival cost model's name, e.g. analytical
+    pipelines: int  # pipelines with an ok beam sample and an ok, different rival pick
+    sampler_faster: float  # share of them where the sampler's beam pick ran faster
+    beam_over_rival: float  # geometric mean of runtime(beam sample) / runtime(rival pick): < 1, the sampler wins
+    best: float  # min and max of that ratio
+    worst: float
+    same_pick: int = 0  # pipelines with an ok beam sample and no rival row: the same pick (or a rival that failed)
+
+    @property
+    def over_all(self) -> float:
+        """The geometric mean of that ratio over every judged pipeline, a same pick counting 1: what a search
+        benchmark of the two models over these pipelines would report."""
+        n = self.pipelines + self.same_pick
+        return self.beam_over_rival ** (self.pipelines / n) if n else math.nan
+
+    def describe(self) -> str:
+        return (f"rival {self.rival}: {self.pipelines} pipelines where its beam pick differs; the sampler's beam "
+                f"pick ran faster in {100 * self.sampler_faster:.0f} % of them, {self.beam_over_rival:.3f}x the "
+                f"rival's runtime (geomean; {self.best:.2f}x-{self.worst:.2f}x); the same pick in {self.same_pick}: "
+                f"{self.over_all:.3f}x over all {self.pipelines + self.same_pick}")
+
+
+@dataclass(frozen=True)
 class PartitionStats:
     """One target=<name> directory."""
 
@@ -99,6 +128,7 @@ class PartitionStats:
     within_5pct: float
     rounds: tuple[RoundStats, ...] = ()
     contrasts: tuple[ContrastStats, ...] = ()
+    rivals: tuple[RivalStats, ...] = ()
     machines: tuple[tuple[str, int], ...] = ()  # (machine that measured, "" not recorded; files), most files first
 
     @property
@@ -138,6 +168,7 @@ class DatasetStats:
                 lines.append("  warning: labels from different machines do not rank schedules alike; train on one")
             lines.extend(f"  {r.describe()}" for r in p.rounds)
             lines.extend(f"  {c.describe()}" for c in p.contrasts)
+            lines.extend(f"  {r.describe()}" for r in p.rivals)
         return "\n".join(lines)
 
 
@@ -177,7 +208,7 @@ def _partition(target: str, files: list[Path], df) -> PartitionStats:
         compile_s=Distribution.of(df.get_column("compile_s")),
         within_1pct=float((spread <= 0.01).mean()) if spread.len() else math.nan,
         within_5pct=float((spread <= 0.05).mean()) if spread.len() else math.nan,
-        rounds=_rounds(ok), contrasts=_contrasts(ok), machines=machine_counts(files))
+        rounds=_rounds(ok), contrasts=_contrasts(ok), rivals=_rivals(ok), machines=machine_counts(files))
 
 
 def machine_counts(files: list[Path]) -> tuple[tuple[str, int], ...]:
@@ -220,6 +251,23 @@ def _contrasts(ok) -> tuple[ContrastStats, ...]:
         out.append(ContrastStats(str(decision), len(ratio), float((ratio > 1).mean()),
                                  float(np.exp(np.log(ratio).mean())), float(ratio.max())))
     return tuple(sorted(out, key=lambda x: x.decision))
+
+
+def _rivals(ok) -> tuple[RivalStats, ...]:
+    import numpy as np
+    import polars as pl
+
+    beam = (ok.filter(pl.col("sampler") == "beam").group_by("pipeline_id")
+            .agg(pl.col("runtime_s").min().alias("beam")))
+    r = (ok.filter(pl.col("sampler").str.starts_with("beam-")).join(beam, on="pipeline_id", how="inner")
+         .with_columns(pl.col("sampler").str.strip_prefix("beam-").str.split(RIVAL_SEPARATOR).alias("rival")).explode("rival"))
+    out = []
+    for (rival,), g in r.group_by("rival", maintain_order=True):
+        ratio = (g.get_column("beam") / g.get_column("runtime_s")).to_numpy()
+        same = beam.height - g.get_column("pipeline_id").n_unique()
+        out.append(RivalStats(str(rival), len(ratio), float((ratio < 1).mean()), float(np.exp(np.log(ratio).mean())),
+                              float(ratio.min()), float(ratio.max()), same))
+    return tuple(sorted(out, key=lambda x: x.rival))
 
 
 def _percent(v: float) -> str:

@@ -105,11 +105,12 @@ class BatchKey:
     contrast_kinds: tuple[str, ...] = ()  # the kinds of those contrasts, in turn (): generator.contrast.DECISIONS
     measurement: str = "sequential"  # MEASUREMENTS: how a batch's schedules are timed (part of what a label means)
     mix_weights: str = "indices"  # generator.random_pipeline.MIX_WEIGHTS: where its channel mixes get their weights
+    rivals: tuple[str, ...] = ()  # cost models (registered names) whose beam picks are planned after the beam sample
 
     @property
     def batch_id(self) -> str:
         fields = asdict(self)
-        for name in ("baselines", "random_fill", "naive_runtime", "contrasts", "contrast_kinds"):
+        for name in ("baselines", "random_fill", "naive_runtime", "contrasts", "contrast_kinds", "rivals"):
             if not fields[name]:
                 del fields[name]  # batches written before these options existed keep their names
         if fields["measurement"] == "sequential":
@@ -161,6 +162,7 @@ class BatchSpec:
     contrast_kinds: tuple[str, ...] = ()  # their kinds, in turn (generator.contrast.KINDS); (): DECISIONS
     measurement: str = "sequential"  # MEASUREMENTS: one schedule after another, or a pipeline's schedules in rounds
     mix_weights: str = "indices"  # generator.random_pipeline.MIX_WEIGHTS: channel mixes' weights from indices or inputs
+    rivals: tuple[str, ...] = ()  # cost models whose beam picks are planned after the beam sample (check_rivals)
 
     def __post_init__(self):
         from backends.protocols import get_protocol
@@ -187,6 +189,7 @@ class BatchSpec:
             raise ValueError(f"output_size must be three positive ints, got {self.output_size}")
         for name in self.baselines:
             get_baseline(name)
+        object.__setattr__(self, "rivals", check_rivals(self.rivals))
 
     @classmethod
     def of_job(cls, cfg, round_: int) -> BatchSpec:
@@ -198,14 +201,14 @@ class BatchSpec:
                    dropout=cfg.dropout, baselines=tuple(cfg.baselines), backend=cfg.backend,
                    benchmark_timeout=cfg.benchmark_timeout, random_fill=cfg.random_fill,
                    naive_runtime=cfg.naive_runtime, contrasts=cfg.contrasts, contrast_kinds=tuple(cfg.contrast_kinds),
-                   measurement=cfg.measurement, mix_weights=cfg.mix_weights)
+                   measurement=cfg.measurement, mix_weights=cfg.mix_weights, rivals=tuple(cfg.rivals))
 
     def key(self, seed: int) -> BatchKey:
         return BatchKey(self.target, self.round, int(seed), self.schedules_per_pipeline, self.max_stages,
                         self.output_size, self.markov, self.beam_size, self.passes, self.dropout, self.schedule_seed,
                         self.protocol, self.check_outputs, self.backend, self.baselines, self.random_fill,
                         self.naive_runtime or (), self.contrasts, self.contrast_kinds, self.measurement,
-                        self.mix_weights)
+                        self.mix_weights, self.rivals)
 
     def keys(self) -> tuple[BatchKey, ...]:
         return tuple(self.key(s) for s in self.seeds)
@@ -275,6 +278,26 @@ def normal_contrast_kinds(kinds) -> tuple[str, ...]:
     return () if kinds == DECISIONS else kinds
 
 
+def check_rivals(rivals) -> tuple[str, ...]:
+    """Rival sampling models as batch keys hold them: registered cost model names (`analytical[:N]`,
+    `builtin[:name]`, `learned:<model directory or checkpoint file>`), loaded where the batch is planned, so no
+    MLflow URI (a local path must exist on every node); a one-line ValueError otherwise."""
+    from featurize.dataset import RIVAL_SEPARATOR
+    from scheduler.cost import COST_MODELS
+
+    rivals = tuple(str(r) for r in rivals)
+    for r in rivals:
+        name, _, arg = r.partition(":")
+        if (name not in COST_MODELS or (name == "learned" and (not arg or arg.startswith(("models:", "runs:"))))
+                or RIVAL_SEPARATOR in r):
+            raise ValueError(f"rivals must be registered cost model names such as analytical, analytical:7, "
+                             f"builtin:host-halide or learned:<model directory> (a rival is loaded on the node that "
+                             f"plans, without the MLflow store), got {r!r}")
+    if len(set(rivals)) != len(rivals):
+        raise ValueError(f"rivals must be distinct, got {list(rivals)}")
+    return rivals
+
+
 def check_contrasts(contrasts: int, schedules: int) -> None:
     """One line when `contrasts` cannot fit next to the beam sample in `schedules` per pipeline."""
     if not 0 <= contrasts < schedules:
@@ -284,7 +307,7 @@ def check_contrasts(contrasts: int, schedules: int) -> None:
 
 @dataclass
 class PlannedSample:
-    sampler: str  # a baseline name | beam | contrast-<serial|inline|scalar|rolled> | dropout | random
+    sampler: str  # a baseline name | beam | beam-<rival>[|<rival>...] | contrast-<serial|inline|scalar|rolled> | dropout | random
     loopnest: object  # ir.LoopNest
     features: object  # featurize.Features
     predicted: float  # the sampling model's cost (nan for a baseline or a random schedule)
@@ -325,10 +348,12 @@ def plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
 
 def _plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
     from featurize import featurize
+    from featurize.dataset import RIVAL_SEPARATOR
     from ir.sampling import random_schedule
     from ir.target import get_target
     from scheduler import autoschedule
     from scheduler.api import dropout_schedules
+    from scheduler.cost import load_model
 
     from .contrast import DECISIONS, one_decision_contrasts
 
@@ -362,6 +387,14 @@ def _plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
     s = autoschedule(p, tgt, model=cost, algorithm="beam", beam_size=key.beam_size, passes=key.passes,
                      seed=derived_seed(key.job_seed, key.seed, 0), register_tiles=tiles)
     add("beam", s.loopnest, s.predicted_cost)
+    for rival in key.rivals:  # another model's pick next to the sampler's: the pair a search comparison turns on
+        r = autoschedule(p, tgt, model=load_model(rival, tgt, backend=key.backend), algorithm="beam",
+                         beam_size=key.beam_size, passes=key.passes, seed=derived_seed(key.job_seed, key.seed, 0),
+                         register_tiles=tiles)
+        same = [x for x in plan.samples if x.loopnest.fingerprint == r.loopnest.fingerprint]
+        if same and same[0].sampler.startswith("beam-"):  # an earlier rival's pick: one row names both pickers
+            same[0].sampler += f"{RIVAL_SEPARATOR}{rival}"
+        add(f"beam-{rival}", r.loopnest)
     if key.contrasts:
         for c in one_decision_contrasts(p, s.loopnest, tgt, key.contrasts, key.contrast_kinds or DECISIONS):
             add(f"contrast-{c.decision}", c.loopnest)

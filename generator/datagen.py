@@ -269,6 +269,7 @@ class DatagenConfig:
     contrasts: int = 0  # one-decision contrasts of the beam sample (generator.contrast), planned after it
     contrast_kinds: tuple[str, ...] = ("serial", "inline", "scalar", "rolled")  # their kinds, in turn
     #   (generator.contrast.KINDS: serial, inline, compute, scalar, rolled)
+    rivals: tuple[str, ...] = ()  # cost models by registered name whose beam picks are planned after the beam sample
     model: str | None = None  # sampling model: random:<seed> or a model URI (none: random:<seed>, the job's round 0)
     markov: bool = False  # draw stage kinds from the GPU variant's Markov transition matrix (generator.random_pipeline)
     mix_weights: MixWeights = "indices"  # channel mixes' weights: from the channel indices or an
@@ -333,7 +334,8 @@ def _run(a: DatagenConfig) -> int:
                      markov=a.markov, mix_weights=a.mix_weights, check_outputs=a.check_outputs, round=a.round,
                      beam_size=a.beam_size, passes=a.passes, dropout=a.dropout, baselines=a.baselines,
                      random_fill=a.random_fill, backend=a.backend, naive_runtime=a.naive_runtime,
-                     contrasts=a.contrasts, contrast_kinds=a.contrast_kinds, measurement=a.measurement)
+                     contrasts=a.contrasts, contrast_kinds=a.contrast_kinds, measurement=a.measurement,
+                     rivals=a.rivals)
     model = SamplingModel(a.model or spec.random_model)
     try:
         model.cost_model(_target(a.target, a.backend))  # a model that cannot load is one error, not a failure per seed

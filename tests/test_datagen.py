@@ -237,6 +237,46 @@ def test_a_batch_with_contrasts_measures_them_right_after_the_beam_sample():
         JobConfig(contrasts=16)
 
 
+def test_a_rivals_beam_pick_is_planned_right_after_the_beam_sample_and_is_that_models_search():
+    """A rival is another cost model's beam pick for the same pipeline, measured next to the sampler's: the pair a
+    comparison of two models in search turns on (docs/generator.md, "Rival beam samples")."""
+    from scheduler import autoschedule
+    from scheduler.cost import load_model
+
+    spec = dataclasses.replace(SPEC, schedules_per_pipeline=8, baselines=(), random_fill=False, contrasts=2,
+                               rivals=("analytical",))
+    base = dataclasses.replace(spec, rivals=())
+    rivals_seen = 0
+    for seed in (1, 2, 5):
+        p = pipeline_of(spec, seed)
+        got = sample_schedules(p, spec, seed)
+        without = sample_schedules(p, base, seed)
+        assert got[0] == without[0]  # the sampler's own beam pick is unchanged
+        key = spec.key(seed)
+        want = autoschedule(p, "host", model=load_model("analytical", "host"), algorithm="beam",
+                            beam_size=key.beam_size, passes=key.passes,
+                            seed=batch_module.derived_seed(key.job_seed, seed, 0), register_tiles=False)
+        names = [n for n, _ in got]
+        if want.loopnest.fingerprint == got[0][1].fingerprint:  # the two models agree: one sample, not two
+            assert "beam-analytical" not in names
+            continue
+        rivals_seen += 1
+        assert names[1] == "beam-analytical" and got[1][1].fingerprint == want.loopnest.fingerprint
+        assert names[2:] == [n for n, _ in without[1:]][:len(names) - 2]  # contrasts, then dropout, as before
+    assert rivals_seen  # the random-weight sampler and the analytical model disagree somewhere
+    assert spec.batch_ids != base.batch_ids and base.batch_ids == dataclasses.replace(SPEC, schedules_per_pipeline=8,
+                                                                                      baselines=(), random_fill=False,
+                                                                                      contrasts=2).batch_ids
+    for bad in (("learned:models:/x/1",), ("hybrid",), ("analytical", "analytical")):
+        with pytest.raises(ValueError, match="rivals must be"):
+            dataclasses.replace(spec, rivals=bad)
+    with pytest.raises(ValueError, match="rivals must be registered cost model names"):
+        JobConfig(rivals=("models:/schedlab-host/1",))
+    assert BatchSpec.of_job(JobConfig(rivals=("analytical:7",)), 0).rivals == ("analytical:7",)
+    shipped = f"learned:{ROOT / 'train/builtin_models/host-halide'}"  # a model directory: candidates side by side
+    assert dataclasses.replace(spec, rivals=(shipped, "analytical")).rivals == (shipped, "analytical")
+
+
 @pytest.mark.parametrize("dataset, seed, overrides", [
     ("random-host-llvm-epyc", 5749, []),
     ("random-host-llvm-epyc-buffer-weights", 5115, ["mix_weights=buffer"]),
@@ -493,6 +533,9 @@ def test_round_0_samples_with_the_first_sampler_asked_for(tmp_path):
     (key,) = BatchSpec.of_job(cfg, 0).keys()
     plan = plan_batch(key, model)
     assert plan.model == "analytical:2" and plan.samples[0].sampler == "beam"
+    cfg = dataclasses.replace(cfg, first_sampler="builtin")  # the shipped model, so its own picks get measured
+    model = Job(cfg, tmp_path, "sqlite:///unused.db", tgt, 1.0).sampling_model(0)
+    assert model.name == "builtin" and model.cost_model(tgt).name.startswith("builtin")
 
 
 def test_a_local_run_writes_the_batches_and_schedules_the_job_plans_for_the_same_config(tmp_path, capsys):

@@ -99,16 +99,21 @@ def test_rounds_judge_the_beam_search_sample(tmp_path):
            "3.00x the fastest" in report
 
 
+def _write_sampled(root, name: str, seed: int, rows) -> None:
+    """One batch file of random schedules of one pipeline, labelled by (sampler, runtime or None: a failure)."""
+    p = random_test_pipeline(seed)
+    out = []
+    for k, (sampler, rt) in enumerate(rows):
+        ln, _ = random_schedule(p, 1000 * seed + k)
+        m = Measurement("ok", rt, rt, 0.01, 5, 40, 0.25) if rt else Measurement("compile_error", error="x")
+        out.append(Sample.build(p, ln, featurize(p, ln), m, sampler=sampler))
+    write_batch(root, "host", name, out)
+
+
 def test_contrasts_are_judged_against_their_beam_sample(tmp_path):
     """Per decision: how much slower than the beam sample its one-decision contrasts ran."""
-    def batch(seed, rows):  # (sampler, runtime or None)
-        p = random_test_pipeline(seed)
-        out = []
-        for k, (sampler, rt) in enumerate(rows):
-            ln, _ = random_schedule(p, 1000 * seed + k)
-            m = Measurement("ok", rt, rt, 0.01, 5, 40, 0.25) if rt else Measurement("compile_error", error="x")
-            out.append(Sample.build(p, ln, featurize(p, ln), m, sampler=sampler))
-        write_batch(tmp_path, "host", f"c{seed}", out)
+    def batch(seed, rows):
+        _write_sampled(tmp_path, f"c{seed}", seed, rows)
 
     batch(1, [("beam", 1e-3), ("contrast-serial", 4e-3), ("contrast-scalar", 2e-3), ("dropout", 9e-3)])
     batch(2, [("beam", 2e-3), ("contrast-serial", 1e-3), ("contrast-rolled", 2e-3)])
@@ -122,6 +127,27 @@ def test_contrasts_are_judged_against_their_beam_sample(tmp_path):
     assert (by["rolled"].slower, by["rolled"].over_beam) == (0.0, pytest.approx(1.0))
     assert "contrast serial: 2 pairs, 50 % slower than their beam sample, 1.41x its runtime (geomean; up to " \
            "4.00x)" in dataset_stats(tmp_path).report()
+
+
+def test_a_rivals_pick_is_judged_against_the_samplers_beam_pick(tmp_path):
+    """Per rival: in how many pipelines the sampler's beam pick beat the rival model's, and by how much."""
+    def batch(seed, rows):
+        _write_sampled(tmp_path, f"r{seed}", seed, rows)
+
+    batch(1, [("beam", 1e-3), ("beam-analytical", 4e-3), ("dropout", 9e-4)])
+    batch(2, [("beam", 3e-3), ("beam-analytical", 1e-3), ("contrast-serial", 2e-3)])
+    batch(3, [("beam", None), ("beam-analytical", 5e-3)])  # no ok beam sample: not judged
+    batch(4, [("beam", 2e-3), ("dropout", 5e-3)])  # the same pick: no rival row
+    (host,) = dataset_stats(tmp_path).partitions
+    (r,) = host.rivals
+    assert (r.rival, r.pipelines, r.sampler_faster, r.same_pick) == ("analytical", 2, 0.5, 1)
+    assert r.over_all == pytest.approx(0.75 ** (1 / 3))  # pipeline 4 counts 1
+    assert r.beam_over_rival == pytest.approx((0.25 * 3) ** 0.5) and (r.best, r.worst) == (0.25, pytest.approx(3.0))
+    assert "rival analytical: 2 pipelines where its beam pick differs; the sampler's beam pick ran faster in 50 % " \
+           "of them, 0.866x the rival's runtime (geomean; 0.25x-3.00x); the same pick in 1: 0.909x over all 3" in dataset_stats(tmp_path).report()
+    batch(5, [("beam", 2e-3), ("beam-analytical|builtin", 1e-3)])  # both rivals picked one schedule: counts for both
+    (two,) = dataset_stats(tmp_path).partitions
+    assert [(x.rival, x.pipelines) for x in two.rivals] == [("analytical", 3), ("builtin", 1)]
 
 
 def test_bad_input_is_one_line(tmp_path):

@@ -40,6 +40,24 @@ def test_each_contrast_is_scored_against_its_pipelines_beam_sample():
         "serial 0.50 / 0.50 of 2 (1.00 / 0.00 of 1 >= 10 % apart)")
 
 
+def test_each_rivals_beam_pick_is_scored_against_the_samplers_beam_pick():
+    """A rival model's beam pick (sampler beam-<rival>, generator.batch rivals) is a decision `rival <model>`; a row
+    two rivals picked (beam-a|b) is a pair for each."""
+    samplers = {("p1", "b"): "beam", ("p1", "r"): "beam-analytical", ("p1", "d"): "dropout",
+                ("p2", "b"): "beam", ("p2", "r"): "beam-analytical|learned:/m"}
+    scored = [
+        # p1: the rival's pick measured 2x faster, predicted 1.5x dearer (wrong)
+        ("p1", ["b", "r", "d"], np.array([1.0, 1.5, 9.0]), np.array([2.0, 1.0, 3.0])),
+        # p2: the rivals' pick measured 1.5x slower, predicted dearer (right)
+        ("p2", ["b", "r"], np.array([1.0, 2.0]), np.array([1.0, 1.5])),
+    ]
+    got = {d.decision: d for d in decision_accuracy(scored, samplers)}
+    assert sorted(got) == ["rival analytical", "rival learned:/m"]
+    a = got["rival analytical"]
+    assert (a.pairs, a.correct, a.pairs_apart, a.correct_apart) == (2, 1, 2, 1)
+    assert (got["rival learned:/m"].pairs, got["rival learned:/m"].correct) == (1, 1)
+
+
 def test_samplers_are_read_from_the_dataset_for_the_pipelines_asked(tmp_path):
     d = tmp_path / "target=host"
     d.mkdir()

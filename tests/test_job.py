@@ -110,7 +110,7 @@ def test_a_plan_is_one_beam_sample_then_distinct_dropout_samples_and_reproducibl
     (["naive_runtime=[0.1]"], "naive_runtime must be two seconds LO,HI"),
     (["contrasts=16"], "contrasts must be in [0, schedules_per_pipeline - 1] (room for the beam sample they come "
                        "from), got 16 with schedules_per_pipeline 16"),
-    (["first_sampler=hybrid"], "first_sampler must be random, analytical[:N] or models:/<name>/<version>, got 'hybrid'"),
+    (["first_sampler=hybrid"], "first_sampler must be random, analytical[:N], builtin[:name] or models:/<name>/<version>, got 'hybrid'"),
     (["measurement=rounds"], "config key 'measurement' must be one of interleaved, sequential; got 'rounds'"),
     (["mix_weights=random"], "config key 'mix_weights' must be one of indices, buffer; got 'random'"),
     (["benchmark_cpus=-1"], "max_retries, in_flight and benchmark_cpus must be >= 0"),

@@ -1,6 +1,7 @@
 """How often a cost model orders one decision as the labels do: each one-decision contrast of a dataset
 (generator.contrast: the beam-search sample with one level run serially, one Func inlined or computed, SIMD lanes
-or unrolling off) against the beam-search sample it came from, per decision.
+or unrolling off) against the beam-search sample it came from, per decision; and each rival model's beam pick
+(generator.batch rivals, decision `rival <model>`) against the sampler's, the pair a search comparison turns on.
 
 Why: pairwise accuracy over a pipeline's schedules mixes pairs that differ in many decisions at once, while a
 search compares children that differ in one. A model can rank whole schedules well and still price one decision
@@ -20,7 +21,7 @@ APART = 0.10  # pairs whose measured runtimes differ by at least this much are r
 
 @dataclass(frozen=True)
 class DecisionAccuracy:
-    decision: str  # serial | inline | compute | scalar | rolled (generator.contrast.KINDS)
+    decision: str  # serial | inline | compute | scalar | rolled (generator.contrast.KINDS) | rival <model>
     pairs: int  # contrasts with their beam sample scored
     correct: float  # ordered as measured (a predicted or measured tie counts half)
     pairs_apart: int  # of them, measured at least APART apart
@@ -57,6 +58,8 @@ def samplers_of(data: str | Path, target: str, pipeline_ids) -> dict[tuple[str, 
 def decision_accuracy(scored, samplers: dict[tuple[str, str], str]) -> tuple[DecisionAccuracy, ...]:
     """Per decision, how the predictions order each contrast against its pipeline's beam sample. `scored` yields
     (pipeline_id, schedule_ids, predicted, measured) per pipeline; a pipeline without a beam sample is skipped."""
+    from featurize.dataset import rival_pickers
+
     counts: dict[str, list[int]] = {}
     for pipeline_id, schedule_ids, predicted, measured in scored:
         kinds = [samplers.get((pipeline_id, s), "") for s in schedule_ids]
@@ -64,19 +67,28 @@ def decision_accuracy(scored, samplers: dict[tuple[str, str], str]) -> tuple[Dec
             continue
         b = kinds.index("beam")
         for i, kind in enumerate(kinds):
-            if not kind.startswith("contrast-"):
+            if kind.startswith("contrast-"):
+                decisions = [kind.removeprefix("contrast-")]
+            elif kind.startswith("beam-"):  # another model's beam pick (generator.batch rivals) against the sampler's
+                decisions = [f"rival {r}" for r in rival_pickers(kind)]
+            else:
                 continue
-            c = counts.setdefault(kind.removeprefix("contrast-"), [0, 0, 0, 0])
-            truth = np.sign(measured[i] - measured[b])
-            guess = np.sign(predicted[i] - predicted[b])
-            score = 1.0 if guess == truth else 0.5 if guess == 0 or truth == 0 else 0.0
-            c[0] += 1
-            c[1] += score
-            lo, hi = sorted((measured[i], measured[b]))
-            if hi >= (1 + APART) * lo:
-                c[2] += 1
-                c[3] += score
+            for decision in decisions:
+                _score(counts.setdefault(decision, [0, 0, 0, 0]), predicted[i], predicted[b], measured[i], measured[b])
     return tuple(DecisionAccuracy(k, v[0], v[1], v[2], v[3]) for k, v in sorted(counts.items()))
+
+
+def _score(c: list, predicted_i, predicted_b, measured_i, measured_b) -> None:
+    """Add one pair to counts c = [pairs, correct, pairs apart, correct apart]."""
+    truth = np.sign(measured_i - measured_b)
+    guess = np.sign(predicted_i - predicted_b)
+    score = 1.0 if guess == truth else 0.5 if guess == 0 or truth == 0 else 0.0
+    c[0] += 1
+    c[1] += score
+    lo, hi = sorted((measured_i, measured_b))
+    if hi >= (1 + APART) * lo:
+        c[2] += 1
+        c[3] += score
 
 
 def scored_pipelines(model, batches):

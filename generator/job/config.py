@@ -78,7 +78,10 @@ class JobConfig:
     baselines: tuple[str, ...] = ()  # generator.batch.BASELINES planned before the beam sample (naive, simple)
     random_fill: bool = False  # random schedules (ir.sampling) when beam + dropout find too few distinct ones
     first_sampler: str = "random"  # what samples round 0: random (random weights, as adams2019 §5 starts), analytical
-    #   or analytical:N (a prior: beam samples worth contrasting), or a registered models:/... version
+    #   or analytical:N (a prior: beam samples worth contrasting), builtin[:name] (a shipped model: its own picks
+    #   measured), or a registered models:/... version
+    rivals: tuple[str, ...] = ()  # cost models by registered name (analytical, builtin:host-halide, ...) whose beam
+    #   picks are planned right after the sampler's, so a model learns where its own picks lose to another model's
     contrasts: int = 0  # one-decision contrasts of the beam sample (generator.contrast: a parallel level run
     #   serially, a Func inlined, SIMD or unrolling off), planned after it in place of dropout samples; 0 keeps the batch names
     contrast_kinds: tuple[str, ...] = ("serial", "inline", "scalar", "rolled")  # the contrasts' kinds, taken in turn
@@ -124,8 +127,9 @@ class JobConfig:
         check_contrasts(self.contrasts, self.schedules_per_pipeline)
         normal_contrast_kinds(self.contrast_kinds)
         s = self.first_sampler
-        if not (s in ("random", "analytical") or s.startswith(("analytical:", "models:/"))):
-            raise ValueError(f"first_sampler must be random, analytical[:N] or models:/<name>/<version>, got {s!r}")
+        if not (s in ("random", "analytical", "builtin") or s.startswith(("analytical:", "builtin:", "models:/"))):
+            raise ValueError(f"first_sampler must be random, analytical[:N], builtin[:name] or models:/<name>/<version>, "
+                             f"got {s!r}")
         for name in ("compile_timeout", "benchmark_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0 seconds, got {getattr(self, name)}")
@@ -144,6 +148,9 @@ class JobConfig:
 
         for name in self.baselines:
             get_baseline(name)
+        from generator.batch import check_rivals
+
+        object.__setattr__(self, "rivals", check_rivals(self.rivals))
 
     @property
     def fault_list(self) -> tuple[Fault, ...]:
