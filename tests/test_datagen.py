@@ -280,6 +280,8 @@ def test_a_rivals_beam_pick_is_planned_right_after_the_beam_sample_and_is_that_m
 @pytest.mark.parametrize("dataset, seed, overrides", [
     ("random-host-llvm-epyc", 5749, []),
     ("random-host-llvm-epyc-buffer-weights", 5115, ["mix_weights=buffer"]),
+    ("random-host-halide-rivals", 7000, ["backend=halide", "contrasts=4", "contrast_kinds=[serial,inline,compute,rolled]",
+                                         "first_sampler=builtin:host-halide", "rivals=[analytical]"]),
 ])
 def test_the_committed_datasets_commands_name_their_batches(dataset, seed, overrides):
     """The job resumes a dataset by its batch names: the command each committed dataset's README gives names the
@@ -292,7 +294,7 @@ def test_the_committed_datasets_commands_name_their_batches(dataset, seed, overr
         *overrides])
     batch_id = BatchSpec.of_job(cfg, 0).key(seed).batch_id
     assert (ROOT / "datasets" / dataset / "target=host" / f"batch-{batch_id}.parquet").is_file(), batch_id
-    other = "indices" if overrides else "buffer"
+    other = "buffer" if cfg.mix_weights == "indices" else "indices"
     assert BatchSpec.of_job(dataclasses.replace(cfg, mix_weights=other), 0).key(seed).batch_id != batch_id
     with pytest.raises(ValueError, match="mix_weights must be one of indices, buffer"):
         dataclasses.replace(SPEC, mix_weights="random")
