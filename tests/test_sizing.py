@@ -86,11 +86,11 @@ def test_batch_keys_size_their_pipelines_and_old_batch_names_are_kept():
     assert sized.pipeline_size == sized_output(3, 20, LARGEST, RANGE) != LARGEST
     assert sized.batch_id != fixed.batch_id
     # a key without the range hashes the fields it had before the range existed (nor the contrasts and their
-    # kinds, added later, nor a sequential measurement, nor mix_weights' default), so written batches keep their names
-    # (and a rerun skips them)
-    assert fixed.measurement == "sequential" and fixed.mix_weights == "indices"
+    # kinds, added later, nor a sequential measurement, nor mix_weights' default, nor rivals), so written batches keep
+    # their names (and a rerun skips them)
+    assert fixed.measurement == "sequential" and fixed.mix_weights == "indices" and fixed.rivals == ()
     fields = {k: v for k, v in asdict(fixed).items()
-              if k not in ("naive_runtime", "contrasts", "contrast_kinds", "measurement", "mix_weights")}
+              if k not in ("naive_runtime", "contrasts", "contrast_kinds", "measurement", "mix_weights", "rivals")}
     blob = json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
     assert fixed.batch_id == f"r0-p3-{hashlib.sha256(blob).hexdigest()[:12]}"
 
