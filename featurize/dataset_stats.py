@@ -237,12 +237,18 @@ def _rounds(ok) -> tuple[RoundStats, ...]:
     return tuple(sorted(out, key=lambda r: r.round))
 
 
+def _beam_runtimes(ok):
+    """Per pipeline, the runtime of its beam-search sample (column beam): what contrasts and rivals are judged by."""
+    import polars as pl
+
+    return ok.filter(pl.col("sampler") == "beam").group_by("pipeline_id").agg(pl.col("runtime_s").min().alias("beam"))
+
+
 def _contrasts(ok) -> tuple[ContrastStats, ...]:
     import numpy as np
     import polars as pl
 
-    beam = (ok.filter(pl.col("sampler") == "beam").group_by("pipeline_id")
-            .agg(pl.col("runtime_s").min().alias("beam")))
+    beam = _beam_runtimes(ok)
     c = (ok.filter(pl.col("sampler").str.starts_with("contrast-")).join(beam, on="pipeline_id", how="inner")
          .with_columns(pl.col("sampler").str.strip_prefix("contrast-").alias("decision")))
     out = []
@@ -257,8 +263,7 @@ def _rivals(ok) -> tuple[RivalStats, ...]:
     import numpy as np
     import polars as pl
 
-    beam = (ok.filter(pl.col("sampler") == "beam").group_by("pipeline_id")
-            .agg(pl.col("runtime_s").min().alias("beam")))
+    beam = _beam_runtimes(ok)
     r = (ok.filter(pl.col("sampler").str.starts_with("beam-")).join(beam, on="pipeline_id", how="inner")
          .with_columns(pl.col("sampler").str.strip_prefix("beam-").str.split(RIVAL_SEPARATOR).alias("rival")).explode("rival"))
     out = []

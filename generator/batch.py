@@ -391,10 +391,11 @@ def _plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
         r = autoschedule(p, tgt, model=load_model(rival, tgt, backend=key.backend), algorithm="beam",
                          beam_size=key.beam_size, passes=key.passes, seed=derived_seed(key.job_seed, key.seed, 0),
                          register_tiles=tiles)
-        same = [x for x in plan.samples if x.loopnest.fingerprint == r.loopnest.fingerprint]
-        if same and same[0].sampler.startswith("beam-"):  # an earlier rival's pick: one row names both pickers
-            same[0].sampler += f"{RIVAL_SEPARATOR}{rival}"
-        add(f"beam-{rival}", r.loopnest)
+        earlier = next((x for x in plan.samples if x.loopnest.fingerprint == r.loopnest.fingerprint), None)
+        if earlier is None:
+            add(f"beam-{rival}", r.loopnest)
+        elif earlier.sampler.startswith("beam-"):  # an earlier rival's pick: one row names both pickers
+            earlier.sampler += f"{RIVAL_SEPARATOR}{rival}"
     if key.contrasts:
         for c in one_decision_contrasts(p, s.loopnest, tgt, key.contrasts, key.contrast_kinds or DECISIONS):
             add(f"contrast-{c.decision}", c.loopnest)
