@@ -106,11 +106,12 @@ class BatchKey:
     measurement: str = "sequential"  # MEASUREMENTS: how a batch's schedules are timed (part of what a label means)
     mix_weights: str = "indices"  # generator.random_pipeline.MIX_WEIGHTS: where its channel mixes get their weights
     rivals: tuple[str, ...] = ()  # cost models (registered names) whose beam picks are planned after the beam sample
+    motifs: float = 0.0  # chance of an app-like pyramid or stencil chain per stage slot (generator.random_pipeline)
 
     @property
     def batch_id(self) -> str:
         fields = asdict(self)
-        for name in ("baselines", "random_fill", "naive_runtime", "contrasts", "contrast_kinds", "rivals"):
+        for name in ("baselines", "random_fill", "naive_runtime", "contrasts", "contrast_kinds", "rivals", "motifs"):
             if not fields[name]:
                 del fields[name]  # batches written before these options existed keep their names
         if fields["measurement"] == "sequential":
@@ -129,7 +130,7 @@ class BatchKey:
         from .sizing import sized_output
 
         return sized_output(self.seed, self.max_stages, self.output_size, self.naive_runtime, self.markov,
-                            self.mix_weights)
+                            self.mix_weights, self.motifs)
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,7 @@ class BatchSpec:
     measurement: str = "sequential"  # MEASUREMENTS: one schedule after another, or a pipeline's schedules in rounds
     mix_weights: str = "indices"  # generator.random_pipeline.MIX_WEIGHTS: channel mixes' weights from indices or inputs
     rivals: tuple[str, ...] = ()  # cost models whose beam picks are planned after the beam sample (check_rivals)
+    motifs: float = 0.0  # chance of an app-like pyramid or stencil chain per stage slot (random_pipeline.MOTIFS)
 
     def __post_init__(self):
         from backends.protocols import get_protocol
@@ -182,9 +184,10 @@ class BatchSpec:
         get_protocol(self.protocol)  # a ProtocolError (a ValueError) listing the names
         if self.measurement not in MEASUREMENTS:
             raise ValueError(f"measurement must be one of {', '.join(MEASUREMENTS)}, got {self.measurement!r}")
-        from .random_pipeline import check_mix_weights
+        from .random_pipeline import check_mix_weights, check_motifs
 
         check_mix_weights(self.mix_weights)
+        object.__setattr__(self, "motifs", check_motifs(self.motifs))
         if len(self.output_size) != 3 or min(self.output_size) < 1:
             raise ValueError(f"output_size must be three positive ints, got {self.output_size}")
         for name in self.baselines:
@@ -201,14 +204,15 @@ class BatchSpec:
                    dropout=cfg.dropout, baselines=tuple(cfg.baselines), backend=cfg.backend,
                    benchmark_timeout=cfg.benchmark_timeout, random_fill=cfg.random_fill,
                    naive_runtime=cfg.naive_runtime, contrasts=cfg.contrasts, contrast_kinds=tuple(cfg.contrast_kinds),
-                   measurement=cfg.measurement, mix_weights=cfg.mix_weights, rivals=tuple(cfg.rivals))
+                   measurement=cfg.measurement, mix_weights=cfg.mix_weights, rivals=tuple(cfg.rivals),
+                   motifs=cfg.motifs)
 
     def key(self, seed: int) -> BatchKey:
         return BatchKey(self.target, self.round, int(seed), self.schedules_per_pipeline, self.max_stages,
                         self.output_size, self.markov, self.beam_size, self.passes, self.dropout, self.schedule_seed,
                         self.protocol, self.check_outputs, self.backend, self.baselines, self.random_fill,
                         self.naive_runtime or (), self.contrasts, self.contrast_kinds, self.measurement,
-                        self.mix_weights, self.rivals)
+                        self.mix_weights, self.rivals, self.motifs)
 
     def keys(self) -> tuple[BatchKey, ...]:
         return tuple(self.key(s) for s in self.seeds)
@@ -232,14 +236,14 @@ def derived_seed(*parts: int) -> int:
 
 
 def prepare_pipeline(seed: int, max_stages: int, output_size: tuple[int, int, int], markov: bool = False,
-                     check_outputs: bool = True, mix_weights: str = "indices"):
+                     check_outputs: bool = True, mix_weights: str = "indices", motifs: float = 0.0):
     """(pipeline, inputs, expected outputs or None) of one seed; raises when the pipeline cannot be made."""
     import numpy as np
 
     import ir
     from generator.random_pipeline import random_pipeline
 
-    p = random_pipeline(seed, max_stages, output_size, markov, mix_weights)
+    p = random_pipeline(seed, max_stages, output_size, markov, mix_weights, motifs)
     inputs = p.random_inputs(seed)
     if not check_outputs:
         return p, inputs, None
@@ -360,7 +364,7 @@ def _plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
     t0 = time.perf_counter()
     tgt = get_target(key.target)
     p, inputs, expected = prepare_pipeline(key.seed, key.max_stages, key.pipeline_size, key.markov, key.check_outputs,
-                                           key.mix_weights)
+                                           key.mix_weights, key.motifs)
     cost = model.cost_model(tgt)
     plan = BatchPlan(key, p, inputs, expected, [], model.name)
     seen: set[str] = set()

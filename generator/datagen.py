@@ -274,6 +274,7 @@ class DatagenConfig:
     markov: bool = False  # draw stage kinds from the GPU variant's Markov transition matrix (generator.random_pipeline)
     mix_weights: MixWeights = "indices"  # channel mixes' weights: from the channel indices or an
     #   input (generator.random_pipeline.MIX_WEIGHTS)
+    motifs: float = 0.0  # chance of an app-like pyramid or stencil chain per stage slot (random_pipeline.MOTIFS)
     check_outputs: bool = True  # every schedule's output against the reference interpreter
     backend: str = "numba"  # the registered backend that compiles and measures (numba, halide)
     overwrite: bool = False  # regenerate batches that are already written
@@ -335,7 +336,7 @@ def _run(a: DatagenConfig) -> int:
                      beam_size=a.beam_size, passes=a.passes, dropout=a.dropout, baselines=a.baselines,
                      random_fill=a.random_fill, backend=a.backend, naive_runtime=a.naive_runtime,
                      contrasts=a.contrasts, contrast_kinds=a.contrast_kinds, measurement=a.measurement,
-                     rivals=a.rivals)
+                     rivals=a.rivals, motifs=a.motifs)
     model = SamplingModel(a.model or spec.random_model)
     try:
         model.cost_model(_target(a.target, a.backend))  # a model that cannot load is one error, not a failure per seed

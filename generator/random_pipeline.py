@@ -4,8 +4,9 @@
     p = random_pipeline(7, max_stages=8, output_size=(16, 12, 3), markov=True)
     g = generate(7)                                              # the same pipeline with its stage list
     p = random_pipeline(7, mix_weights="buffer")                 # channel mixes read their weights from inputs
+    p = random_pipeline(7, motifs=0.3)                           # app-like pyramids and stencil chains (MOTIFS)
 
-A pipeline is a pure function of (seed, max_stages, output_size, markov, mix_weights): one local
+A pipeline is a pure function of (seed, max_stages, output_size, markov, mix_weights, motifs): one local
 `random.Random(seed)` drives every decision, so the same arguments give the same pipeline (and
 `Pipeline.fingerprint`) in any process.
 
@@ -57,8 +58,9 @@ from ir import Func, Input, RDom, Var, cast, clamp, select
 from ir.expr import Const, Expr
 from ir.types import Type, f32, i8, i16, i32, match_types, u8, u16, u32
 
-__all__ = ["AUX_ROLES", "DEFAULT_OUTPUT_SIZE", "KINDS", "MARKOV", "MIX_WEIGHTS", "GeneratedPipeline", "MixWeights",
-           "StageInfo", "check_mix_weights", "generate", "random_pipeline", "stage_kind", "transition_probabilities"]
+__all__ = ["AUX_ROLES", "DEFAULT_OUTPUT_SIZE", "KINDS", "MARKOV", "MIX_WEIGHTS", "MOTIFS", "MOTIF_KINDS",
+           "GeneratedPipeline", "MixWeights", "StageInfo", "check_mix_weights", "check_motifs", "generate",
+           "random_pipeline", "stage_kind", "transition_probabilities"]
 
 x, y, c = Var("x"), Var("y"), Var("c")
 
@@ -88,6 +90,17 @@ MixWeights = Literal["indices", "buffer"]  # the configs' type (generator.job, g
 MIX_WEIGHTS: tuple[str, ...] = get_args(MixWeights)
 # Auxiliary Funcs: the input and output stages, resampling steps and the hidden Func of an inline sum().
 AUX_ROLES = ("input", "output", "rs_down", "rs_mix", "rs_up", "sum")
+# App-like structures, drawn in place of a random stage with chance `motifs` (0 by default: Halide's generator).
+# A random stage never makes them, and the apps are full of them: a "pyramid" (local_laplacian, interpolate, bgu:
+# levels each half the size of the one above, downsampled along x then y, then upsampled back level by level and
+# combined with the level of the same size) and a "stencil_chain" (stencil_chain, the blurs of camera_pipe and
+# nl_means: 2-D non-separable binomial stencils, each reading the previous). The builtin model's steadiest losses
+# are on pyramids and stencil chains (docs/train.md). Their Funcs have the kinds MOTIF_KINDS.
+MOTIFS = ("pyramid", "stencil_chain")
+MOTIF_KINDS = ("pyr_down", "pyr_up", "pyr_mix", "stencil2d")
+PYRAMID_FUNCS_PER_LEVEL = 5  # down x, down y, up x, up y, the combination with the level above
+MAX_PYRAMID_LEVELS = 4
+MIN_PYRAMID_EXTENT = 8  # nominal width and height of the coarsest level
 
 # The GPU variant's transition matrix (Anderson 2021): listed entries; the rest of each row is spread
 # over the other kinds in proportion to their uniform weights. Rows not listed are the uniform draw.
@@ -114,7 +127,7 @@ def transition_probabilities(prev: str | None, markov: bool) -> dict[str, float]
 def stage_kind(name: str) -> str:
     """The kind (or auxiliary role) of a Func made by this generator, from its name `s<k>_<kind>`."""
     head, _, kind = name.partition("_")
-    if not (head.startswith("s") and head[1:].isdigit()) or kind not in KINDS + AUX_ROLES:
+    if not (head.startswith("s") and head[1:].isdigit()) or kind not in KINDS + AUX_ROLES + MOTIF_KINDS:
         raise ValueError(f"{name!r} is not a Func name of the random pipeline generator")
     return kind
 
@@ -122,7 +135,7 @@ def stage_kind(name: str) -> str:
 @dataclass(frozen=True)
 class StageInfo:
     name: str
-    kind: str  # one of KINDS or AUX_ROLES
+    kind: str  # one of KINDS, AUX_ROLES or MOTIF_KINDS
     variant: str
     shape: tuple[int, int, int]  # nominal (w, h, c) at the default size
     type: Type
@@ -143,15 +156,16 @@ class GeneratedPipeline:
 
 
 def random_pipeline(seed: int, max_stages: int = 20, output_size=DEFAULT_OUTPUT_SIZE,
-                    markov: bool = False, mix_weights: str = "indices") -> ir.Pipeline:
+                    markov: bool = False, mix_weights: str = "indices", motifs: float = 0.0) -> ir.Pipeline:
     """A random pipeline: a pure function of its arguments (see the module docstring)."""
-    return generate(seed, max_stages, output_size, markov, mix_weights).pipeline
+    return generate(seed, max_stages, output_size, markov, mix_weights, motifs).pipeline
 
 
 def generate(seed: int, max_stages: int = 20, output_size=DEFAULT_OUTPUT_SIZE,
-             markov: bool = False, mix_weights: str = "indices") -> GeneratedPipeline:
+             markov: bool = False, mix_weights: str = "indices", motifs: float = 0.0) -> GeneratedPipeline:
     """`random_pipeline`, with the list of stages it made."""
     check_mix_weights(mix_weights)
+    check_motifs(motifs)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be an int, got {seed!r}")
     if isinstance(max_stages, bool) or not isinstance(max_stages, (int, np.integer)):
@@ -164,7 +178,7 @@ def generate(seed: int, max_stages: int = 20, output_size=DEFAULT_OUTPUT_SIZE,
         raise ValueError(f"output_size must be (width, height, channels), got {output_size!r}") from None
     if len(size) != 3 or any(v <= 0 for v in size) or any(v != o for v, o in zip(size, output_size)):
         raise ValueError(f"output_size must be three positive ints (width, height, channels), got {output_size!r}")
-    return _Generator(int(seed), int(max_stages), size, bool(markov), mix_weights).run()
+    return _Generator(int(seed), int(max_stages), size, bool(markov), mix_weights, float(motifs)).run()
 
 
 def check_mix_weights(mix_weights) -> str:
@@ -173,6 +187,14 @@ def check_mix_weights(mix_weights) -> str:
         raise ValueError(f"mix_weights must be one of {', '.join(MIX_WEIGHTS)} (where a channel mix's weights come "
                          f"from), got {mix_weights!r}")
     return mix_weights
+
+
+def check_motifs(motifs) -> float:
+    """`motifs` if it is a chance in [0, 1], else a one-line ValueError."""
+    if isinstance(motifs, bool) or not isinstance(motifs, (int, float)) or not 0.0 <= motifs <= 1.0:
+        raise ValueError(f"motifs must be a number in [0, 1] (the chance that a stage slot draws an app-like "
+                         f"pyramid or stencil chain), got {motifs!r}")
+    return float(motifs)
 
 
 # -- typed expressions ------------------------------------------------------------------------------
@@ -285,9 +307,10 @@ class _Infeasible(Exception):
 
 class _Generator:
     def __init__(self, seed: int, max_stages: int, size: tuple[int, int, int], markov: bool,
-                 mix_weights: str = "indices"):
+                 mix_weights: str = "indices", motifs: float = 0.0):
         self.seed = seed
         self.mix_weights = mix_weights
+        self.motifs = motifs
         self.rng = random.Random(seed)
         self.max_stages = max_stages
         self.W, self.H, self.C = size
@@ -416,10 +439,14 @@ class _Generator:
             first[x, y, c] = inp[x, y, c]
         stages = [self.record(Stage(first, 0, 0, self.C, f32, "input"), "repeat_edge" if self.markov else "")]
         sequence: list[str] = []
-        for _ in range(self.max_stages - 2):
-            st = self.random_stage(stages, sequence[-1] if sequence else None)
-            stages.append(st)
-            sequence.append(st.kind)
+        while len(sequence) < self.max_stages - 2:
+            # motifs == 0 draws nothing here, so a seed's pipeline is the one Halide's generator makes
+            made = self.random_motif(stages, self.max_stages - 2 - len(sequence)) if (
+                self.motifs and self.chance(self.motifs)) else []
+            if not made:
+                made = [self.random_stage(stages, sequence[-1] if sequence else None)]
+            stages.extend(made)
+            sequence.extend(st.kind for st in made)
         tail = self.resample_to(stages[-1], 0, 0, self.C)
         out = self.new_func("output")
         out[x, y, c] = _as(tail(x, y, c), f32).e
@@ -443,6 +470,69 @@ class _Generator:
             if i1 != i2:
                 return self._binary(f, g)
         raise AssertionError("no feasible stage in 1000 draws")  # pragma: no cover
+
+    def random_motif(self, stages: list[Stage], left: int) -> list[Stage]:
+        """An app-like structure (MOTIFS) of at most `left` Funcs on one of the last three stages; [] when the
+        one drawn does not fit (then a random stage is drawn instead)."""
+        f = stages[self.ri(max(0, len(stages) - 3), len(stages) - 1)]
+        motif = self.rng.choice(MOTIFS)
+        if motif == "pyramid":
+            return self._pyramid(f, left)
+        return self._stencil_chain(f, left)
+
+    def _pyramid(self, f: Stage, left: int) -> list[Stage]:
+        """Levels each half the size of the one above (downsampled along x, then y), then back up: each level's
+        upsampled result combined with the level of the same size, as a Laplacian pyramid is collapsed."""
+        levels = self.ri(1, MAX_PYRAMID_LEVELS)
+        while levels and not (f.w / 2 ** levels >= MIN_PYRAMID_EXTENT and f.h / 2 ** levels >= MIN_PYRAMID_EXTENT
+                              and f.size / 4 ** levels >= MIN_ELEMS
+                              and levels * PYRAMID_FUNCS_PER_LEVEL <= left):
+            levels -= 1
+        if not levels:
+            return []
+        made: list[Stage] = []
+        pyramid = [f]
+        for _ in range(levels):
+            down = self._downsample(pyramid[-1], pyramid[-1], 0, 1, kind="pyr_down")
+            made.append(down)
+            made.append(self._downsample(down, down, 1, 1, kind="pyr_down"))
+            pyramid.append(made[-1])
+        out = pyramid[-1]
+        for level in reversed(pyramid[:-1]):
+            up = self._upsample(out, out, 0, 1, kind="pyr_up")
+            made.append(up)
+            made.append(self._upsample(up, up, 1, 1, kind="pyr_up"))
+            out = self._binary(level, made[-1], kind="pyr_mix")
+            made.append(out)
+        return made
+
+    def _stencil_chain(self, f: Stage, left: int) -> list[Stage]:
+        """2 to 6 non-separable (2r+1) x (2r+1) binomial stencils (r 1 or 2), each reading the previous."""
+        n, r = min(self.ri(2, 6), left), self.ri(1, 2)
+        if n < 2 or f.w < 4 * r + 1 or f.h < 4 * r + 1:
+            return []
+        row = [1]
+        for _ in range(2 * r):
+            row = [a + b for a, b in zip([0] + row, row + [0])]
+        total = sum(row) ** 2
+        made: list[Stage] = []
+        g = f
+        for _ in range(n):
+            t = g.type
+            at_t = t if t.is_float else (_widen(t) if t.bits < 32 else t)
+            acc = None
+            for j in range(-r, r + 1):
+                for i in range(-r, r + 1):
+                    tap = _arith("mul", _as(g(_off(x, i), _off(y, j), c), at_t), _const(at_t, row[i + r] * row[j + r]))
+                    acc = tap if acc is None else _arith("add", acc, tap)
+            mean = (_arith("mul", acc, _const(f32, 1.0 / total)) if t.is_float
+                    else _arith("div", acc, _const(at_t, total)))
+            val = _as(mean, t)
+            s = self.new_func("stencil2d")
+            s[x, y, c] = val.e
+            g = self.record(Stage(s, g.sx, g.sy, g.c, t, "stencil2d"), f"{2 * r + 1}x{2 * r + 1}", g)
+            made.append(g)
+        return made
 
     # -- stage kinds (each raises _Infeasible before making any Func) ----------------------------
 
@@ -749,7 +839,7 @@ class _Generator:
         s[x, y, c] = g.func[x, y, clamp(idx, 0, g.c - 1)]
         return self.record(Stage(s, g.sx, g.sy, 1, g.type, "slice"), f"{g.c} channels", g, index)
 
-    def _binary(self, f: Stage, g: Stage) -> Stage:
+    def _binary(self, f: Stage, g: Stage, kind: str = "binary") -> Stage:
         if (f.sx, f.sy, f.c) != (g.sx, g.sy, g.c):
             if f.size < g.size:
                 f = self.resample_to(f, g.sx, g.sy, g.c)
@@ -759,9 +849,9 @@ class _Generator:
         if self.chance():
             leaves.reverse()
         v = self.as_value(self.rexpr(leaves, self.ri(1, 3), f.size < SMALL))
-        s = self.new_func("binary")
+        s = self.new_func(kind)
         s[x, y, c] = v.e
-        return self.record(Stage(s, f.sx, f.sy, f.c, v.t, "binary"), "", f, g)
+        return self.record(Stage(s, f.sx, f.sy, f.c, v.t, kind), "", f, g)
 
     def resample_to(self, st: Stage, sx: int, sy: int, ch: int) -> Stage:
         """Halide's resample_to: downsample, change the channel count with an all-to-all, upsample."""

@@ -33,6 +33,8 @@ from generator.random_pipeline import (
     KINDS,
     MARKOV,
     MIX_WEIGHTS,
+    MOTIF_KINDS,
+    MOTIFS,
     generate,
     random_pipeline,
     stage_kind,
@@ -175,25 +177,113 @@ def test_buffer_weights_compile_and_match_interpreter(backend):
             cases.append(seed)
             seen |= tags
     assert {"all_to_all:unrolled", "all_to_all:rdom", "all_to_all:sum", "rs_mix:rdom"} <= seen, seen
+    _assert_matches_interpreter(cases, backend, STAGES, "--mix-weights buffer", mix_weights="buffer")
+
+
+def _assert_matches_interpreter(seeds, backend: str, max_stages: int, flags: str, **options) -> None:
+    """Each seed's pipeline (generated with `options`) under simple_schedule, compiled by `backend`, computes what
+    the interpreter computes; a failure names the command that shows the pipeline."""
     w = Worker()
     try:
-        for seed in cases:
-            p = random_pipeline(seed, STAGES, SMALL, mix_weights="buffer")
+        for seed in seeds:
+            p = random_pipeline(seed, max_stages, SMALL, **options)
             inputs = p.random_inputs(seed)
             with np.errstate(all="ignore"):
                 expected = ir.interpret(p, inputs)
             m = backends.measure(backends.compile(p, simple_schedule(p), backend=backend, worker=w), inputs,
                                  CHECK_ONLY, expected=expected, worker=w)
             assert m.status == "ok", (f"seed {seed}: {m.status}: {m.error}\nreproduce: python -m generator.random "
-                                      f"--show {seed} --max-stages {STAGES} --size 16,12,3 --mix-weights buffer")
+                                      f"--show {seed} --max-stages {max_stages} --size 16,12,3 {flags}")
     finally:
         w.close()
+
+
+# -- app-like motifs ---------------------------------------------------------------------------------
+
+
+def _motif_pipelines(n: int, motifs: float = 0.5, max_stages: int = 20):
+    return [generate(seed, max_stages, SMALL, motifs=motifs) for seed in range(n)]
+
+
+def test_no_motifs_by_default():
+    """motifs=0 (the default) makes Halide's generator's pipelines: no motif Func, one random stage per slot, and
+    the same stages as asking for motifs=0 explicitly."""
+    for seed in range(60):
+        g = generate(seed, 12, SMALL)
+        assert not {s.kind for s in g.stages} & set(MOTIF_KINDS), seed
+        assert len(g.sequence) == 10 and set(g.sequence) <= set(KINDS), seed
+        assert generate(seed, 12, SMALL, motifs=0.0).stages == g.stages
+
+
+def test_motif_structure():
+    """Pyramids: each level down halves one side of the stage before it, each level up doubles one, and every
+    combination joins a level with the upsampled result of the same shape (as a Laplacian pyramid collapses);
+    stencil chains keep their operand's shape and read only it. Motifs count against max_stages like stages."""
+    levels = collections.Counter()
+    chains = 0
+    for seed, g in enumerate(_motif_pipelines(60)):
+        assert len(g.sequence) == 18, seed  # 20 - input - output: every slot, a motif's Funcs included
+        info = {s.name: s for s in g.stages}
+        depth = 0
+        for s in g.stages:
+            ops = [info[o] for o in s.operands]
+            if s.kind == "pyr_down":
+                (o,) = ops
+                assert sorted(a / b for a, b in zip(o.shape[:2], s.shape[:2])) == [1, 2] and o.shape[2] == s.shape[2]
+                depth += 1
+            elif s.kind == "pyr_up":
+                (o,) = ops
+                assert sorted(b / a for a, b in zip(o.shape[:2], s.shape[:2])) == [1, 2] and o.shape[2] == s.shape[2]
+            elif s.kind == "pyr_mix":
+                a, b = ops
+                assert a.shape == b.shape == s.shape and b.kind == "pyr_up", (seed, s.name)
+                if depth:
+                    levels[depth // 2] += 1
+                    depth = 0
+            elif s.kind == "stencil2d":
+                (o,) = ops
+                assert o.shape == s.shape and o.type == s.type
+                chains += o.kind != "stencil2d"
+        assert g.pipeline.fingerprint == generate(seed, 20, SMALL, motifs=0.5).pipeline.fingerprint
+    assert set(MOTIFS) == {"pyramid", "stencil_chain"}
+    assert chains >= 20 and sum(levels.values()) >= 20 and len(levels) >= 3, (chains, levels)
+
+
+def test_bad_motifs_is_one_line():
+    for bad in (-0.1, 1.5, "0.2", True, None):
+        with pytest.raises(ValueError, match=r"^motifs must be a number in \[0, 1\] .*got .*$"):
+            random_pipeline(1, STAGES, SMALL, motifs=bad)
+    from generator.batch import BatchSpec
+    from generator.job.config import JobConfig
+
+    with pytest.raises(ValueError, match=r"^motifs must be a number in \[0, 1\]"):
+        JobConfig(motifs=2.0)
+    with pytest.raises(ValueError, match=r"^motifs must be a number in \[0, 1\]"):
+        BatchSpec(seeds=(1,), motifs=-1.0)
+
+
+@pytest.mark.parametrize("backend", ["numba", "llvm"])
+def test_motif_pipelines_compile_and_match_interpreter(backend):
+    """Pyramids of several levels (strided and box downsampling, nearest and linear upsampling) and stencil chains
+    of float and integer types compute what the interpreter computes."""
+    cases = []
+    seen: set[str] = set()
+    for seed in range(40):
+        g = generate(seed, 14, SMALL, motifs=0.5)
+        tags = {f"{s.kind}:{(s.variant.split() or ['-'])[0]}:{s.type.is_float}" for s in g.live if s.kind in MOTIF_KINDS}
+        if tags - seen:
+            cases.append(seed)
+            seen |= tags
+    assert {"pyr_down:box:True", "pyr_down:strided:False", "pyr_up:linear:False", "pyr_up:nearest:True",
+            "stencil2d:3x3:True", "stencil2d:5x5:False"} <= seen, seen
+    _assert_matches_interpreter(cases[:6], backend, 14, "--motifs 0.5", motifs=0.5)
 
 
 def test_stage_kind_parses_names():
     assert stage_kind("s3_conv2d") == "conv2d"
     assert stage_kind("s12_conv1d_rdom") == "conv1d_rdom"
     assert stage_kind("s4_rs_mix") == "rs_mix"
+    assert stage_kind("s9_pyr_down") == "pyr_down" and stage_kind("s2_stencil2d") == "stencil2d"
     for bad in ("conv2d", "s_conv2d", "s3_frobnicate", "x3_pad"):
         with pytest.raises(ValueError):
             stage_kind(bad)
@@ -402,7 +492,8 @@ def test_cli_show_prints_the_pipeline():
                                   ["--show", "1", "--max-stages", "1"], ["--show", "1", "--size", "16,12"],
                                   ["--stats", "5", "--show", "1"], ["--stats", "5", "--jobs", "2"],
                                   ["--check", "-3"], ["--show", "1", "--schedule", "naive"],
-                                  ["--check", "2", "--schedule", "fast"], ["--show", "1", "--mix-weights", "random"]])
+                                  ["--check", "2", "--schedule", "fast"], ["--show", "1", "--mix-weights", "random"],
+                                  ["--show", "1", "--motifs", "1.5"], ["--stats", "3", "--motifs", "x"]])
 def test_cli_bad_arguments_exit_2_with_one_line(args, capsys):
     from generator.random import main
 

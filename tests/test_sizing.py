@@ -86,11 +86,13 @@ def test_batch_keys_size_their_pipelines_and_old_batch_names_are_kept():
     assert sized.pipeline_size == sized_output(3, 20, LARGEST, RANGE) != LARGEST
     assert sized.batch_id != fixed.batch_id
     # a key without the range hashes the fields it had before the range existed (nor the contrasts and their
-    # kinds, added later, nor a sequential measurement, nor mix_weights' default, nor rivals), so written batches keep
-    # their names (and a rerun skips them)
+    # kinds, added later, nor a sequential measurement, nor mix_weights' default, nor rivals, nor motifs), so written
+    # batches keep their names (and a rerun skips them)
     assert fixed.measurement == "sequential" and fixed.mix_weights == "indices" and fixed.rivals == ()
+    assert fixed.motifs == 0.0
     fields = {k: v for k, v in asdict(fixed).items()
-              if k not in ("naive_runtime", "contrasts", "contrast_kinds", "measurement", "mix_weights", "rivals")}
+              if k not in ("naive_runtime", "contrasts", "contrast_kinds", "measurement", "mix_weights", "rivals",
+                           "motifs")}
     blob = json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
     assert fixed.batch_id == f"r0-p3-{hashlib.sha256(blob).hexdigest()[:12]}"
 
@@ -145,3 +147,18 @@ def test_a_batch_plans_its_pipeline_at_the_sized_output():
     assert tuple(plan.pipeline.output_sizes[out]) == key.pipeline_size != largest
     assert plan.expected[out].shape == key.pipeline_size  # the reference outputs are computed at that size too
     assert plan.pipeline.fingerprint == random_pipeline(4, 4, key.pipeline_size).fingerprint
+
+
+def test_motifs_name_their_batches_and_shape_their_pipelines():
+    """A key with app-like motifs is another batch, sized and prepared from the pipeline with motifs."""
+    from generator.batch import prepare_pipeline
+    from generator.random_pipeline import MOTIF_KINDS, stage_kind
+
+    plain = BatchSpec(seeds=(3,), max_stages=20, output_size=LARGEST, naive_runtime=RANGE).key(3)
+    motifs = BatchSpec(seeds=(3,), max_stages=20, output_size=LARGEST, naive_runtime=RANGE, motifs=0.5).key(3)
+    assert motifs.batch_id != plain.batch_id
+    assert motifs.pipeline_size == sized_output(3, 20, LARGEST, RANGE, motifs=0.5)
+    p, _, _ = prepare_pipeline(3, 20, (40, 30, 3), check_outputs=False, motifs=motifs.motifs)
+    assert {stage_kind(f.name) for f in p.funcs} & set(MOTIF_KINDS)
+    q, _, _ = prepare_pipeline(3, 20, (40, 30, 3), check_outputs=False)
+    assert not {stage_kind(f.name) for f in q.funcs} & set(MOTIF_KINDS)

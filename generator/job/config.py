@@ -72,6 +72,8 @@ class JobConfig:
     markov: bool = False  # draw stage kinds from the GPU variant's Markov transition matrix (generator.random_pipeline)
     mix_weights: MixWeights = "indices"  # where channel mixes get their weights: computed from the channel indices
     #   (Halide's generator) or read from an input, as layers' are (generator.random_pipeline.MIX_WEIGHTS)
+    motifs: float = 0.0  # chance that a stage slot draws an app-like pyramid or stencil chain instead of one random
+    #   stage (generator.random_pipeline.MOTIFS); 0 is Halide's generator and keeps the batch names
     beam_size: int = 8  # beam width of the beam-search sample
     passes: int = 2  # coarse-to-fine passes of the beam-search sample
     dropout: float = 1.0  # % chance that a dropout sample is the fully greedy schedule (HL_RANDOM_DROPOUT)
@@ -151,6 +153,9 @@ class JobConfig:
         from generator.batch import check_rivals
 
         object.__setattr__(self, "rivals", check_rivals(self.rivals))
+        from generator.random_pipeline import check_motifs
+
+        object.__setattr__(self, "motifs", check_motifs(self.motifs))
 
     @property
     def fault_list(self) -> tuple[Fault, ...]:
