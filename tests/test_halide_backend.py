@@ -13,7 +13,7 @@ import backends
 from backends import CompileError, Protocol
 from generator.apps import get_app
 from generator.random_pipeline import random_pipeline
-from ir import Func, Input, Pipeline, RDom, Var, cast, clamp, exp, f32, i8, i16, i32, interpret, log, select, u8, u32
+from ir import Func, Input, Pipeline, RDom, Var, cast, clamp, exp, f32, i8, i16, i32, interpret, log, select, sqrt, u8, u32
 from ir.builder import naive_schedule
 from ir.errors import SchedlabError, ScheduleError
 from ir.printer import pipeline_to_str
@@ -84,6 +84,21 @@ def test_integer_and_float_corner_cases_are_schedlab_semantics():
     p = Pipeline([fl, ints, conv], {fl: (8,), ints: (8,), conv: (8,)})
     inputs = {"a": np.array([3.5, -2.0, 0.0, np.nan, np.inf, -np.inf, 1e-40, 0.7], np.float32),
               "b": np.array([7, -2**31, 2**31 - 1, -5, 0, 1, -1, 3], np.int32)}
+    check(p, naive_schedule(p), inputs)
+
+
+def test_float_le_and_ge_are_false_for_nan_operands():
+    """IEEE: a <= b and a >= b are false when either operand is NaN. Halide's simplifier rewrites a >= b as
+    !(a < b), true there, even under StrictFloat: random pipeline 7596 with motifs selected on
+    1.0 >= sqrt(sqrt(negative)) and every schedule of it was wrong_output until the translation guarded NaN."""
+    x = Var("x")
+    a, b = Input("a", f32, 1), Input("b", f32, 1)
+    cmp = Func("cmp")
+    cmp[x] = (select(a[x] >= sqrt(sqrt(b[x])), 1.0, 0.0) + select(a[x] <= b[x], 2.0, 0.0)
+              + select(b[x] >= a[x], 4.0, 0.0) + select(sqrt(b[x]) <= a[x], 8.0, 0.0))
+    p = Pipeline([cmp], {cmp: (8,)})
+    inputs = {"a": np.array([1.0, np.nan, 0.0, 2.0, -np.inf, np.inf, np.nan, 3.0], np.float32),
+              "b": np.array([-4.0, 1.0, np.nan, 16.0, -1.0, np.inf, np.nan, 0.5], np.float32)}
     check(p, naive_schedule(p), inputs)
 
 
