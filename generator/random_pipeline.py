@@ -98,7 +98,7 @@ AUX_ROLES = ("input", "output", "rs_down", "rs_mix", "rs_up", "sum")
 # are on pyramids and stencil chains (docs/train.md). Their Funcs have the kinds MOTIF_KINDS.
 MOTIFS = ("pyramid", "stencil_chain")
 MOTIF_KINDS = ("pyr_down", "pyr_up", "pyr_mix", "stencil2d")
-PYRAMID_FUNCS_PER_LEVEL = 5  # down x, down y, up x, up y, the combination with the level above
+PYRAMID_FUNCS_PER_LEVEL = 5  # down x, down y, up x, up y, the combination with the level of the same size
 MAX_PYRAMID_LEVELS = 4
 MIN_PYRAMID_EXTENT = 8  # nominal width and height of the coarsest level
 
