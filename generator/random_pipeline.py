@@ -54,6 +54,7 @@ from typing import Literal, get_args
 import numpy as np
 
 import ir
+from generator.apps.stencil_chain import weights as binomial_weights
 from ir import Func, Input, RDom, Var, cast, clamp, select
 from ir.expr import Const, Expr
 from ir.types import Type, f32, i8, i16, i32, match_types, u8, u16, u32
@@ -511,10 +512,8 @@ class _Generator:
         n, r = min(self.ri(2, 6), left), self.ri(1, 2)
         if n < 2 or f.w < 4 * r + 1 or f.h < 4 * r + 1:
             return []
-        row = [1]
-        for _ in range(2 * r):
-            row = [a + b for a, b in zip([0] + row, row + [0])]
-        total = sum(row) ** 2
+        w = binomial_weights(r)  # the app's weights: w[j + r][i + r] is the tap at (x + i, y + j)
+        total = sum(map(sum, w))
         made: list[Stage] = []
         g = f
         for _ in range(n):
@@ -523,7 +522,7 @@ class _Generator:
             acc = None
             for j in range(-r, r + 1):
                 for i in range(-r, r + 1):
-                    tap = _arith("mul", _as(g(_off(x, i), _off(y, j), c), at_t), _const(at_t, row[i + r] * row[j + r]))
+                    tap = _arith("mul", _as(g(_off(x, i), _off(y, j), c), at_t), _const(at_t, w[j + r][i + r]))
                     acc = tap if acc is None else _arith("add", acc, tap)
             mean = (_arith("mul", acc, _const(f32, 1.0 / total)) if t.is_float
                     else _arith("div", acc, _const(at_t, total)))
