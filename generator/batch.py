@@ -107,6 +107,7 @@ class BatchKey:
     mix_weights: str = "indices"  # generator.random_pipeline.MIX_WEIGHTS: where its channel mixes get their weights
     rivals: tuple[str, ...] = ()  # cost models (registered names) whose beam picks are planned after the beam sample
     motifs: float = 0.0  # chance of an app-like pyramid or stencil chain per stage slot (generator.random_pipeline)
+    motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")  # random_pipeline.MOTIFS a motif slot draws from
 
     @property
     def batch_id(self) -> str:
@@ -118,6 +119,8 @@ class BatchKey:
             del fields["measurement"]
         if fields["mix_weights"] == "indices":
             del fields["mix_weights"]
+        if tuple(fields["motif_kinds"]) == ("pyramid", "stencil_chain") or not self.motifs:
+            del fields["motif_kinds"]  # the kinds before conv_layer existed, or no motif drawn at all
         blob = json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
         return f"r{self.round}-p{self.seed}-{hashlib.sha256(blob).hexdigest()[:12]}"
 
@@ -130,7 +133,7 @@ class BatchKey:
         from .sizing import sized_output
 
         return sized_output(self.seed, self.max_stages, self.output_size, self.naive_runtime, self.markov,
-                            self.mix_weights, self.motifs)
+                            self.mix_weights, self.motifs, self.motif_kinds)
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,8 @@ class BatchSpec:
     mix_weights: str = "indices"  # generator.random_pipeline.MIX_WEIGHTS: channel mixes' weights from indices or inputs
     rivals: tuple[str, ...] = ()  # cost models whose beam picks are planned after the beam sample (check_rivals)
     motifs: float = 0.0  # chance of an app-like pyramid or stencil chain per stage slot (random_pipeline.MOTIFS)
+    motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")  # what a motif slot draws from
+    #   (random_pipeline.MOTIFS: pyramid, stencil_chain, conv_layer); the default keeps the batch names
 
     def __post_init__(self):
         from backends.protocols import get_protocol
@@ -184,10 +189,11 @@ class BatchSpec:
         get_protocol(self.protocol)  # a ProtocolError (a ValueError) listing the names
         if self.measurement not in MEASUREMENTS:
             raise ValueError(f"measurement must be one of {', '.join(MEASUREMENTS)}, got {self.measurement!r}")
-        from .random_pipeline import check_mix_weights, check_motifs
+        from .random_pipeline import check_mix_weights, check_motif_kinds, check_motifs
 
         check_mix_weights(self.mix_weights)
         object.__setattr__(self, "motifs", check_motifs(self.motifs))
+        object.__setattr__(self, "motif_kinds", check_motif_kinds(self.motif_kinds))
         if len(self.output_size) != 3 or min(self.output_size) < 1:
             raise ValueError(f"output_size must be three positive ints, got {self.output_size}")
         for name in self.baselines:
@@ -205,14 +211,14 @@ class BatchSpec:
                    benchmark_timeout=cfg.benchmark_timeout, random_fill=cfg.random_fill,
                    naive_runtime=cfg.naive_runtime, contrasts=cfg.contrasts, contrast_kinds=tuple(cfg.contrast_kinds),
                    measurement=cfg.measurement, mix_weights=cfg.mix_weights, rivals=tuple(cfg.rivals),
-                   motifs=cfg.motifs)
+                   motifs=cfg.motifs, motif_kinds=tuple(cfg.motif_kinds))
 
     def key(self, seed: int) -> BatchKey:
         return BatchKey(self.target, self.round, int(seed), self.schedules_per_pipeline, self.max_stages,
                         self.output_size, self.markov, self.beam_size, self.passes, self.dropout, self.schedule_seed,
                         self.protocol, self.check_outputs, self.backend, self.baselines, self.random_fill,
                         self.naive_runtime or (), self.contrasts, self.contrast_kinds, self.measurement,
-                        self.mix_weights, self.rivals, self.motifs)
+                        self.mix_weights, self.rivals, self.motifs, self.motif_kinds)
 
     def keys(self) -> tuple[BatchKey, ...]:
         return tuple(self.key(s) for s in self.seeds)
@@ -236,14 +242,15 @@ def derived_seed(*parts: int) -> int:
 
 
 def prepare_pipeline(seed: int, max_stages: int, output_size: tuple[int, int, int], markov: bool = False,
-                     check_outputs: bool = True, mix_weights: str = "indices", motifs: float = 0.0):
+                     check_outputs: bool = True, mix_weights: str = "indices", motifs: float = 0.0,
+                     motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")):
     """(pipeline, inputs, expected outputs or None) of one seed; raises when the pipeline cannot be made."""
     import numpy as np
 
     import ir
     from generator.random_pipeline import random_pipeline
 
-    p = random_pipeline(seed, max_stages, output_size, markov, mix_weights, motifs)
+    p = random_pipeline(seed, max_stages, output_size, markov, mix_weights, motifs, motif_kinds)
     inputs = p.random_inputs(seed)
     if not check_outputs:
         return p, inputs, None
@@ -364,7 +371,7 @@ def _plan_batch(key: BatchKey, model: SamplingModel) -> BatchPlan:
     t0 = time.perf_counter()
     tgt = get_target(key.target)
     p, inputs, expected = prepare_pipeline(key.seed, key.max_stages, key.pipeline_size, key.markov, key.check_outputs,
-                                           key.mix_weights, key.motifs)
+                                           key.mix_weights, key.motifs, key.motif_kinds)
     cost = model.cost_model(tgt)
     plan = BatchPlan(key, p, inputs, expected, [], model.name)
     seen: set[str] = set()

@@ -275,6 +275,8 @@ class DatagenConfig:
     mix_weights: MixWeights = "indices"  # channel mixes' weights: from the channel indices or an
     #   input (generator.random_pipeline.MIX_WEIGHTS)
     motifs: float = 0.0  # chance of an app-like pyramid or stencil chain per stage slot (random_pipeline.MOTIFS)
+    motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")  # what a motif slot draws from
+    #   (random_pipeline.MOTIFS: pyramid, stencil_chain, conv_layer); the default keeps the batch names
     check_outputs: bool = True  # every schedule's output against the reference interpreter
     backend: str = "numba"  # the registered backend that compiles and measures (numba, halide)
     overwrite: bool = False  # regenerate batches that are already written
@@ -336,7 +338,7 @@ def _run(a: DatagenConfig) -> int:
                      beam_size=a.beam_size, passes=a.passes, dropout=a.dropout, baselines=a.baselines,
                      random_fill=a.random_fill, backend=a.backend, naive_runtime=a.naive_runtime,
                      contrasts=a.contrasts, contrast_kinds=a.contrast_kinds, measurement=a.measurement,
-                     rivals=a.rivals, motifs=a.motifs)
+                     rivals=a.rivals, motifs=a.motifs, motif_kinds=a.motif_kinds)
     model = SamplingModel(a.model or spec.random_model)
     try:
         model.cost_model(_target(a.target, a.backend))  # a model that cannot load is one error, not a failure per seed

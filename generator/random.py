@@ -2,7 +2,7 @@
 
     python -m generator.random --stats 1000 [--max-stages 20] [--markov] [--size 2000,2000,3]
                                [--naive-runtime 0.002,0.5] [--measure 24 [--backend halide]]
-                               [--mix-weights indices|buffer] [--motifs 0.2]
+                               [--mix-weights indices|buffer] [--motifs 0.2 [--motif-kinds conv_layer,...]]
     python -m generator.random --show SEED [--max-stages 20] [--markov] [--size W,H,C]
     python -m generator.random --check 1000 [--seed 0] [--max-stages 8] [--size 16,12,3] [--jobs 2]
                                             [--schedule simple|naive]
@@ -32,8 +32,8 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from . import cli
-from .random_pipeline import (AUX_ROLES, DEFAULT_OUTPUT_SIZE, KINDS, MARKOV, MIX_WEIGHTS, MOTIF_KINDS, check_motifs,
-                              generate)
+from .random_pipeline import (AUX_ROLES, DEFAULT_MOTIF_KINDS, DEFAULT_OUTPUT_SIZE, KINDS, MARKOV, MIX_WEIGHTS, MOTIF_KINDS,
+                              MOTIFS, check_motif_kinds, check_motifs, generate)
 
 CHECK_SIZE = (16, 12, 3)
 CHECK_MAX_STAGES = 8
@@ -60,6 +60,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--motifs", type=float, default=0.0, metavar="P",
                     help="chance that a stage slot draws an app-like pyramid or stencil chain instead of one random "
                          "stage (default 0: Halide's generator)")
+    ap.add_argument("--motif-kinds", default=",".join(DEFAULT_MOTIF_KINDS), metavar="K,...",
+                    help=f"the motifs a slot draws from, among {', '.join(MOTIFS)} "
+                         f"(default {','.join(DEFAULT_MOTIF_KINDS)})")
     ap.add_argument("--naive-runtime", type=cli.seconds_range, default=None, metavar="LO,HI",
                     help="--stats: scale each output (--size is the largest) so its estimated naive runtime is a "
                          "log-uniform draw from [LO, HI] seconds, as the job's naive_runtime key does")
@@ -77,6 +80,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         check_motifs(a.motifs)
     except ValueError as e:
         ap.error(f"--motifs: {e}")
+    try:
+        a.motif_kinds = check_motif_kinds(tuple(a.motif_kinds.split(",")))
+    except ValueError as e:
+        ap.error(f"--motif-kinds: {e}")
     for opt in ("jobs", "schedule"):
         if getattr(a, opt) is not None and a.check is None:
             ap.error(f"--{opt} applies to --check only")
@@ -93,23 +100,24 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     a = parse_args(argv)
     if a.show is not None:
-        return show(a.show, a.max_stages, a.size, a.markov, a.mix_weights, a.motifs)
+        return show(a.show, a.max_stages, a.size, a.markov, a.mix_weights, a.motifs, a.motif_kinds)
     if a.stats is not None:
         return stats(a.stats, a.seed, a.max_stages, a.size, a.markov, a.naive_runtime, a.measure or 0, a.backend,
-                     a.mix_weights, a.motifs)
+                     a.mix_weights, a.motifs, a.motif_kinds)
     return check(a.check, a.seed, a.max_stages, a.size, a.markov, a.jobs or min(4, os.cpu_count() or 1),
-                 a.schedule or "simple", a.mix_weights, a.motifs)
+                 a.schedule or "simple", a.mix_weights, a.motifs, a.motif_kinds)
 
 
 # -- --show -----------------------------------------------------------------------------------------
 
 
-def show(seed: int, max_stages: int, size, markov: bool, mix_weights: str = "indices", motifs: float = 0.0) -> int:
-    g = generate(seed, max_stages, size, markov, mix_weights, motifs)
+def show(seed: int, max_stages: int, size, markov: bool, mix_weights: str = "indices", motifs: float = 0.0,
+         motif_kinds: tuple[str, ...] = DEFAULT_MOTIF_KINDS) -> int:
+    g = generate(seed, max_stages, size, markov, mix_weights, motifs, motif_kinds)
     p = g.pipeline
     print(f"# seed {seed}, max_stages {max_stages}, output {size[0]}x{size[1]}x{size[2]}"
           f"{', markov' if markov else ''}{', weights from buffers' if mix_weights == 'buffer' else ''}"
-          f"{f', motifs {motifs:g}' if motifs else ''}: {len(p.funcs)} Funcs, fingerprint {p.fingerprint}")
+          f"{_motif_flags(motifs, motif_kinds).replace(' --', ', ')}: {len(p.funcs)} Funcs, fingerprint {p.fingerprint}")
     print(p)
     print()
     print("# stages (nominal shape at 2000x2000; '-' = not reached from the output)")
@@ -141,7 +149,8 @@ def _table(title: str, counts: collections.Counter, total: int, order=None, extr
 
 
 def stats(n: int, first: int, max_stages: int, size, markov: bool, naive_runtime=None, measure: int = 0,
-          backend: str = "halide", mix_weights: str = "indices", motifs: float = 0.0) -> int:
+          backend: str = "halide", mix_weights: str = "indices", motifs: float = 0.0,
+          motif_kinds: tuple[str, ...] = DEFAULT_MOTIF_KINDS) -> int:
     from .sizing import estimate_naive_seconds, sized_output
 
     kinds = collections.Counter()  # live main stages by kind
@@ -160,9 +169,9 @@ def stats(n: int, first: int, max_stages: int, size, markov: bool, naive_runtime
     step = max(1, n // 10)
     for i in range(n):
         seed = first + i
-        out_size = (sized_output(seed, max_stages, size, naive_runtime, markov, mix_weights, motifs) if naive_runtime
-                    else tuple(size))
-        g = generate(seed, max_stages, out_size, markov, mix_weights, motifs)
+        out_size = (sized_output(seed, max_stages, size, naive_runtime, markov, mix_weights, motifs, motif_kinds)
+                    if naive_runtime else tuple(size))
+        g = generate(seed, max_stages, out_size, markov, mix_weights, motifs, motif_kinds)
         p = g.pipeline
         naive.append(NaiveRuntime(f"seed {seed}", out_size, estimate_naive_seconds(p),
                                   pipeline=p if i < measure else None))
@@ -194,16 +203,18 @@ def stats(n: int, first: int, max_stages: int, size, markov: bool, naive_runtime
             print(f"[{i + 1}/{n}] {time.time() - t0:.1f}s", file=sys.stderr, flush=True)
     total_main = sum(kinds.values())
     n_funcs = sum(lengths)
+    kinds_text = ", ".join(motif_kinds)
     print(f"# {n} random pipelines, seeds {first}..{first + n - 1}, max_stages {max_stages}, "
           f"output {size[0]}x{size[1]}x{size[2]}, {'Markov' if markov else 'uniform'} stage draws, channel mixes' "
           f"weights from {'input buffers' if mix_weights == 'buffer' else 'the channel indices'}"
-          f"{f', app-like motifs at chance {motifs:g} per stage slot' if motifs else ''}")
+          f"{f', app-like motifs ({kinds_text}) at chance {motifs:g} per stage slot' if motifs else ''}")
     _table(f"stage kinds (Funcs reached from the output; {total_main} stages; % of stages, % of pipelines "
            "containing it, variants):", kinds, total_main, order=list(KINDS),
            extra=lambda k: f"{100.0 * pipelines_with[k] / n:5.1f}%  " + ", ".join(
                f"{v} {c}" for v, c in variants[k].most_common(4)))
     if motifs:
-        _table("app-like motifs' Funcs (pyramid levels down, up and combined; 2-D stencils of stencil chains):",
+        _table("app-like motifs' Funcs (pyramid levels down, up and combined; 2-D stencils of stencil chains; CNN "
+               "layers' convolutions and ReLUs):",
                motif, n_funcs, order=list(MOTIF_KINDS))
     _table("auxiliary Funcs (input/output stages, resampling steps, hidden sum() Funcs):", aux, n_funcs,
            order=list(AUX_ROLES))
@@ -358,16 +369,25 @@ def _overlap_line(naive: list[NaiveRuntime], apps: list[NaiveRuntime]) -> str:
             "else estimated).")
 
 
+def _motif_flags(motifs: float, motif_kinds: tuple[str, ...]) -> str:
+    """The command-line flags that make these motifs ('' for none)."""
+    if not motifs:
+        return ""
+    kinds = "" if motif_kinds == DEFAULT_MOTIF_KINDS else f" --motif-kinds {','.join(motif_kinds)}"
+    return f" --motifs {motifs:g}{kinds}"
+
+
 # -- --check ----------------------------------------------------------------------------------------
 
 
-def prepare(seed: int, max_stages: int, size, markov: bool, mix_weights: str = "indices", motifs: float = 0.0):
+def prepare(seed: int, max_stages: int, size, markov: bool, mix_weights: str = "indices", motifs: float = 0.0,
+            motif_kinds: tuple[str, ...] = DEFAULT_MOTIF_KINDS):
     """(pipeline, inputs, expected outputs) of one seed, or raises."""
     import numpy as np
 
     import ir
 
-    p = generate(seed, max_stages, size, markov, mix_weights, motifs).pipeline
+    p = generate(seed, max_stages, size, markov, mix_weights, motifs, motif_kinds).pipeline
     inputs = p.random_inputs(seed)
     with np.errstate(all="ignore"):  # NaN and inf are legitimate values of random programs
         return p, inputs, ir.interpret(p, inputs)
@@ -384,7 +404,7 @@ def compile_and_check(p, inputs, expected, worker=None, schedule: str = "simple"
 
 
 def check(n: int, first: int, max_stages: int, size, markov: bool, jobs: int, schedule: str = "simple",
-          mix_weights: str = "indices", motifs: float = 0.0) -> int:
+          mix_weights: str = "indices", motifs: float = 0.0, motif_kinds: tuple[str, ...] = DEFAULT_MOTIF_KINDS) -> int:
     from backends.worker import Worker
 
     local = threading.local()
@@ -405,7 +425,7 @@ def check(n: int, first: int, max_stages: int, size, markov: bool, jobs: int, sc
     t0 = time.time()
     done = 0
     flags = (f"--max-stages {max_stages} --size {','.join(map(str, size))}{' --markov' if markov else ''}"
-             f"{' --mix-weights buffer' if mix_weights == 'buffer' else ''}{f' --motifs {motifs:g}' if motifs else ''}")
+             f"{' --mix-weights buffer' if mix_weights == 'buffer' else ''}{_motif_flags(motifs, motif_kinds)}")
     print(f"checking {n} pipelines (seeds {first}..{first + n - 1}, {flags.replace('--', '')}) under "
           f"{schedule}_schedule with {jobs} compile workers", flush=True)
 
@@ -424,7 +444,7 @@ def check(n: int, first: int, max_stages: int, size, markov: bool, jobs: int, sc
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for seed in range(first, first + n):
             try:
-                p, inputs, expected = prepare(seed, max_stages, size, markov, mix_weights, motifs)
+                p, inputs, expected = prepare(seed, max_stages, size, markov, mix_weights, motifs, motif_kinds)
             except Exception as e:  # noqa: BLE001 - a generator or interpreter failure is this seed's status
                 finish(seed, "generator_error", f"{type(e).__name__}: {e}")
                 continue

@@ -5,8 +5,9 @@
     g = generate(7)                                              # the same pipeline with its stage list
     p = random_pipeline(7, mix_weights="buffer")                 # channel mixes read their weights from inputs
     p = random_pipeline(7, motifs=0.3)                           # app-like pyramids and stencil chains (MOTIFS)
+    p = random_pipeline(7, motifs=0.3, motif_kinds=("conv_layer",))  # app-like CNN layers only
 
-A pipeline is a pure function of (seed, max_stages, output_size, markov, mix_weights, motifs): one local
+A pipeline is a pure function of (seed, max_stages, output_size, markov, mix_weights, motifs, motif_kinds): one local
 `random.Random(seed)` drives every decision, so the same arguments give the same pipeline (and
 `Pipeline.fingerprint`) in any process.
 
@@ -60,7 +61,8 @@ from ir.expr import Const, Expr
 from ir.types import Type, f32, i8, i16, i32, match_types, u8, u16, u32
 
 __all__ = ["AUX_ROLES", "DEFAULT_OUTPUT_SIZE", "KINDS", "MARKOV", "MIX_WEIGHTS", "MOTIFS", "MOTIF_KINDS",
-           "GeneratedPipeline", "MixWeights", "StageInfo", "check_mix_weights", "check_motifs", "generate",
+           "DEFAULT_MOTIF_KINDS", "GeneratedPipeline", "MixWeights", "StageInfo", "check_mix_weights",
+           "check_motif_kinds", "check_motifs", "generate",
            "random_pipeline", "stage_kind", "transition_probabilities"]
 
 x, y, c = Var("x"), Var("y"), Var("c")
@@ -97,11 +99,19 @@ AUX_ROLES = ("input", "output", "rs_down", "rs_mix", "rs_up", "sum")
 # combined with the level of the same size) and a "stencil_chain" (stencil_chain, the blurs of camera_pipe and
 # nl_means: 2-D non-separable binomial stencils, each reading the previous). The builtin model's steadiest losses
 # are on pyramids and stencil chains (docs/train.md). Their Funcs have the kinds MOTIF_KINDS.
-MOTIFS = ("pyramid", "stencil_chain")
-MOTIF_KINDS = ("pyr_down", "pyr_up", "pyr_mix", "stencil2d")
+# A "conv_layer" (conv_layer, depthwise_separable_conv): 1-3 CNN layers, each a 3x3 or 1x1 f32 convolution over all
+# input channels (the channel reduction innermost, weights and bias read from inputs) then ReLU, with 8-64 output
+# channels: the register-tiled channel reductions random conv2d stages (a few input channels, the kernel window
+# innermost) rarely make. `motif_kinds` chooses among MOTIFS; DEFAULT_MOTIF_KINDS, the first two, keep every pipeline
+# and batch name made before conv_layer existed.
+MOTIFS = ("pyramid", "stencil_chain", "conv_layer")
+DEFAULT_MOTIF_KINDS = ("pyramid", "stencil_chain")
+MOTIF_KINDS = ("pyr_down", "pyr_up", "pyr_mix", "stencil2d", "conv_layer", "conv_relu")
 PYRAMID_FUNCS_PER_LEVEL = 5  # down x, down y, up x, up y, the combination with the level of the same size
 MAX_PYRAMID_LEVELS = 4
 MIN_PYRAMID_EXTENT = 8  # nominal width and height of the coarsest level
+CONV_LAYER_CHANNELS = (8, 64)  # output channels of a conv_layer motif's layers
+MAX_CONV_LAYERS = 3
 
 # The GPU variant's transition matrix (Anderson 2021): listed entries; the rest of each row is spread
 # over the other kinds in proportion to their uniform weights. Rows not listed are the uniform draw.
@@ -157,16 +167,19 @@ class GeneratedPipeline:
 
 
 def random_pipeline(seed: int, max_stages: int = 20, output_size=DEFAULT_OUTPUT_SIZE,
-                    markov: bool = False, mix_weights: str = "indices", motifs: float = 0.0) -> ir.Pipeline:
+                    markov: bool = False, mix_weights: str = "indices", motifs: float = 0.0,
+                    motif_kinds: tuple[str, ...] = DEFAULT_MOTIF_KINDS) -> ir.Pipeline:
     """A random pipeline: a pure function of its arguments (see the module docstring)."""
-    return generate(seed, max_stages, output_size, markov, mix_weights, motifs).pipeline
+    return generate(seed, max_stages, output_size, markov, mix_weights, motifs, motif_kinds).pipeline
 
 
 def generate(seed: int, max_stages: int = 20, output_size=DEFAULT_OUTPUT_SIZE,
-             markov: bool = False, mix_weights: str = "indices", motifs: float = 0.0) -> GeneratedPipeline:
+             markov: bool = False, mix_weights: str = "indices", motifs: float = 0.0,
+             motif_kinds: tuple[str, ...] = DEFAULT_MOTIF_KINDS) -> GeneratedPipeline:
     """`random_pipeline`, with the list of stages it made."""
     check_mix_weights(mix_weights)
     check_motifs(motifs)
+    motif_kinds = check_motif_kinds(motif_kinds)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be an int, got {seed!r}")
     if isinstance(max_stages, bool) or not isinstance(max_stages, (int, np.integer)):
@@ -179,7 +192,7 @@ def generate(seed: int, max_stages: int = 20, output_size=DEFAULT_OUTPUT_SIZE,
         raise ValueError(f"output_size must be (width, height, channels), got {output_size!r}") from None
     if len(size) != 3 or any(v <= 0 for v in size) or any(v != o for v, o in zip(size, output_size)):
         raise ValueError(f"output_size must be three positive ints (width, height, channels), got {output_size!r}")
-    return _Generator(int(seed), int(max_stages), size, bool(markov), mix_weights, float(motifs)).run()
+    return _Generator(int(seed), int(max_stages), size, bool(markov), mix_weights, float(motifs), motif_kinds).run()
 
 
 def check_mix_weights(mix_weights) -> str:
@@ -196,6 +209,16 @@ def check_motifs(motifs) -> float:
         raise ValueError(f"motifs must be a number in [0, 1] (the chance that a stage slot draws an app-like "
                          f"pyramid or stencil chain), got {motifs!r}")
     return float(motifs)
+
+
+def check_motif_kinds(motif_kinds) -> tuple[str, ...]:
+    """`motif_kinds` as a tuple of distinct MOTIFS names in the order given, else a one-line ValueError."""
+    kinds = (motif_kinds,) if isinstance(motif_kinds, str) else tuple(motif_kinds or ())
+    bad = [k for k in kinds if k not in MOTIFS]
+    if not kinds or bad or len(set(kinds)) != len(kinds):
+        raise ValueError(f"motif_kinds must be distinct names among {', '.join(MOTIFS)} (the app-like structures a "
+                         f"motif slot draws from), got {motif_kinds!r}")
+    return kinds
 
 
 # -- typed expressions ------------------------------------------------------------------------------
@@ -308,10 +331,12 @@ class _Infeasible(Exception):
 
 class _Generator:
     def __init__(self, seed: int, max_stages: int, size: tuple[int, int, int], markov: bool,
-                 mix_weights: str = "indices", motifs: float = 0.0):
+                 mix_weights: str = "indices", motifs: float = 0.0,
+                 motif_kinds: tuple[str, ...] = DEFAULT_MOTIF_KINDS):
         self.seed = seed
         self.mix_weights = mix_weights
         self.motifs = motifs
+        self.motif_kinds = motif_kinds
         self.rng = random.Random(seed)
         self.max_stages = max_stages
         self.W, self.H, self.C = size
@@ -476,9 +501,11 @@ class _Generator:
         """An app-like structure (MOTIFS) of at most `left` Funcs on one of the last three stages; [] when the
         one drawn does not fit (then a random stage is drawn instead)."""
         f = stages[self.ri(max(0, len(stages) - 3), len(stages) - 1)]
-        motif = self.rng.choice(MOTIFS)
+        motif = self.rng.choice(self.motif_kinds)
         if motif == "pyramid":
             return self._pyramid(f, left)
+        if motif == "conv_layer":
+            return self._conv_layers(f, left)
         return self._stencil_chain(f, left)
 
     def _pyramid(self, f: Stage, left: int) -> list[Stage]:
@@ -530,6 +557,42 @@ class _Generator:
             s = self.new_func("stencil2d")
             s[x, y, c] = val.e
             g = self.record(Stage(s, g.sx, g.sy, g.c, t, "stencil2d"), f"{2 * r + 1}x{2 * r + 1}", g)
+            made.append(g)
+        return made
+
+    def _conv_layers(self, f: Stage, left: int) -> list[Stage]:
+        """1 to MAX_CONV_LAYERS CNN layers as conv_layer's: conv[x, y, co] = bias[co] + sum over (ci, kx, ky) of
+        weight[ci, kx, ky, co] * in[s x + kx - 1, s y + ky - 1, ci] (ci innermost, f32), then ReLU; a 3x3 or 1x1
+        kernel, CONV_LAYER_CHANNELS output channels within the work and size bounds, stride s 1 but in the first
+        layer (1, 2 or 4). [] when none fits."""
+        made: list[Stage] = []
+        g = f
+        for layer in range(min(self.ri(1, MAX_CONV_LAYERS), left // 2)):
+            k = 3 if self.chance(0.7) and g.c * 9 <= MAX_REDUCTION else 1
+            # the first layer may stride by 2 or 4 as a network's stem does: fewer pixels, room for more channels
+            ls = self.rng.choice((0, 1, 2)) if layer == 0 else 0
+            while ls and min(g.w, g.h) / 2 ** ls < MIN_PYRAMID_EXTENT:
+                ls -= 1
+            stride, sx, sy = 2 ** ls, g.sx - ls, g.sy - ls
+            wh = g.w * g.h / 4 ** ls
+            hi = int(min(CONV_LAYER_CHANNELS[1], MAX_ELEMS // wh, WORK_LIMIT // (wh * g.c * k * k)))
+            if hi < CONV_LAYER_CHANNELS[0]:
+                break
+            cout = self.ri(CONV_LAYER_CHANNELS[0], hi)
+            conv = self.new_func("conv_layer")
+            wts, bias = Input(f"w{self.count - 1}", f32, 4), Input(f"b{self.count - 1}", f32, 1)
+            if k == 3:
+                r = RDom((0, g.c), (0, 3), (0, 3), name=f"r{self.count - 1}")
+                wx, wy, tap = r.y, r.z, g(_scaled(x, stride, r.y - 1), _scaled(y, stride, r.z - 1), r.x)
+            else:
+                r = RDom((0, g.c), name=f"r{self.count - 1}")
+                wx, wy, tap = 0, 0, g(_scaled(x, stride, 0), _scaled(y, stride, 0), r.x)
+            conv[x, y, c] = bias[c]
+            conv[x, y, c] += wts[r.x, wx, wy, c] * _as(tap, f32).e
+            made.append(self.record(Stage(conv, sx, sy, cout, f32, "conv_layer"), f"{k}x{k} s{stride} {g.c}->{cout}", g))
+            relu = self.new_func("conv_relu")
+            relu[x, y, c] = _arith("max", TE(conv[x, y, c], f32), _const(f32, 0.0)).e
+            g = self.record(Stage(relu, sx, sy, cout, f32, "conv_relu"), "relu", made[-1])
             made.append(g)
         return made
 

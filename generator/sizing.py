@@ -80,7 +80,8 @@ def _scaled(largest: tuple[int, int, int], factor: float) -> tuple[int, int, int
 
 
 def sized_output(seed: int, max_stages: int, largest: tuple[int, int, int], naive_runtime: tuple[float, float],
-                 markov: bool = False, mix_weights: str = "indices", motifs: float = 0.0) -> tuple[int, int, int]:
+                 markov: bool = False, mix_weights: str = "indices", motifs: float = 0.0,
+                 motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")) -> tuple[int, int, int]:
     """The output size of pipeline `seed`: `largest` scaled (aspect and channels kept, sides >= MIN_SIDE) so
     that its estimated naive runtime is nearest its target draw from `naive_runtime`."""
     from .random_pipeline import random_pipeline
@@ -95,7 +96,8 @@ def sized_output(seed: int, max_stages: int, largest: tuple[int, int, int], naiv
         if size in tried:
             break
         tried.add(size)
-        est = estimate_naive_seconds(random_pipeline(seed, max_stages, size, markov, mix_weights, motifs))
+        est = estimate_naive_seconds(random_pipeline(seed, max_stages, size, markov, mix_weights, motifs,
+                                                     motif_kinds))
         miss = abs(math.log(max(est, 1e-12) / target))
         if best is None or miss < best[0]:
             best = (miss, size)

@@ -35,6 +35,7 @@ from generator.random_pipeline import (
     MIX_WEIGHTS,
     MOTIF_KINDS,
     MOTIFS,
+    DEFAULT_MOTIF_KINDS,
     generate,
     random_pipeline,
     stage_kind,
@@ -245,8 +246,58 @@ def test_motif_structure():
                 assert o.shape == s.shape and o.type == s.type
                 chains += o.kind != "stencil2d"
         assert g.pipeline.fingerprint == generate(seed, 20, SMALL, motifs=0.5).pipeline.fingerprint
-    assert set(MOTIFS) == {"pyramid", "stencil_chain"}
+    assert set(DEFAULT_MOTIF_KINDS) == {"pyramid", "stencil_chain"}
     assert chains >= 20 and sum(levels.values()) >= 20 and len(levels) >= 3, (chains, levels)
+
+
+def _conv_layer_pipelines(n: int, max_stages: int = 20, size=SMALL):
+    return [generate(seed, max_stages, size, motifs=0.5, motif_kinds=("conv_layer",)) for seed in range(n)]
+
+
+def test_conv_layer_motif_structure():
+    """A conv_layer motif is CNN layers as the conv_layer app's: an f32 convolution over all its operand's channels
+    into 8-64 output channels (the channel reduction innermost, weights and bias read from inputs), then a ReLU of
+    the same shape; a 1x1 or 3x3 kernel; a stride of 1, 2 or 4 (a chain's first layer) divides both sides.
+    Asking for conv layers only makes no pyramid or stencil chain, and the default kinds make no conv layer."""
+    variants = collections.Counter()
+    for seed, g in enumerate(_conv_layer_pipelines(60)):
+        assert len(g.sequence) == 18, seed
+        assert not {s.kind for s in g.stages} & {"pyr_down", "pyr_up", "pyr_mix", "stencil2d"}, seed
+        info = {s.name: s for s in g.stages}
+        funcs = {f.name: f for f in g.pipeline.funcs}
+        for s in g.stages:
+            if s.kind == "conv_layer":
+                (o,) = [info[n] for n in s.operands]
+                k, stride, chans = s.variant.split()
+                variants[k, stride] += 1
+                step = int(stride[1:])
+                assert chans == f"{o.shape[2]}->{s.shape[2]}" and 8 <= s.shape[2] <= 64 and s.type == ir.f32
+                assert all(abs(a / step - b) <= 0.5 for a, b in zip(o.shape[:2], s.shape[:2])), (seed, s)  # rounded
+                assert step in (1, 2, 4)
+                if s.name in funcs:
+                    (update,) = funcs[s.name].updates  # the reduction over (ci, kx, ky), ci innermost
+                    assert [(r.min, r.extent) for r in update.rdom] == [(0, o.shape[2])] + [(0, 3)] * (k == "3x3") * 2
+            elif s.kind == "conv_relu":
+                (o,) = [info[n] for n in s.operands]
+                assert o.kind == "conv_layer" and o.shape == s.shape
+    assert {("3x3", "s1"), ("1x1", "s1"), ("3x3", "s2"), ("3x3", "s4")} <= set(variants), variants
+    assert not any({s.kind for s in generate(seed, 20, SMALL, motifs=0.5).stages} & {"conv_layer", "conv_relu"}
+                   for seed in range(30))
+
+
+@pytest.mark.parametrize("backend", ["numba", "llvm"])
+def test_conv_layer_motif_pipelines_compile_and_match_interpreter(backend):
+    """Conv layers of every kernel and stride compute what the interpreter computes."""
+    cases = []
+    seen: set[str] = set()
+    for seed, g in enumerate(_conv_layer_pipelines(40, 14)):
+        tags = {" ".join(s.variant.split()[:2]) for s in g.live if s.kind == "conv_layer"}
+        if tags - seen:
+            cases.append(seed)
+            seen |= tags
+    assert {"3x3 s1", "1x1 s1", "3x3 s2", "1x1 s2", "3x3 s4"} <= seen, seen
+    _assert_matches_interpreter(cases[:5], backend, 14, "--motifs 0.5 --motif-kinds conv_layer", motifs=0.5,
+                                motif_kinds=("conv_layer",))
 
 
 def test_bad_motifs_is_one_line():
@@ -260,6 +311,14 @@ def test_bad_motifs_is_one_line():
         JobConfig(motifs=2.0)
     with pytest.raises(ValueError, match=r"^motifs must be a number in \[0, 1\]"):
         BatchSpec(seeds=(1,), motifs=-1.0)
+    for bad in ((), ("conv",), ("pyramid", "pyramid"), None):
+        with pytest.raises(ValueError, match=r"^motif_kinds must be distinct names among pyramid, stencil_chain, "
+                                             r"conv_layer .*got .*$"):
+            random_pipeline(1, STAGES, SMALL, motifs=0.5, motif_kinds=bad)
+    with pytest.raises(ValueError, match=r"^motif_kinds must be distinct names"):
+        JobConfig(motif_kinds=["conv-layer"])
+    with pytest.raises(ValueError, match=r"^motif_kinds must be distinct names"):
+        BatchSpec(seeds=(1,), motif_kinds=("pyramids",))
 
 
 @pytest.mark.parametrize("backend", ["numba", "llvm"])
@@ -493,7 +552,8 @@ def test_cli_show_prints_the_pipeline():
                                   ["--stats", "5", "--show", "1"], ["--stats", "5", "--jobs", "2"],
                                   ["--check", "-3"], ["--show", "1", "--schedule", "naive"],
                                   ["--check", "2", "--schedule", "fast"], ["--show", "1", "--mix-weights", "random"],
-                                  ["--show", "1", "--motifs", "1.5"], ["--stats", "3", "--motifs", "x"]])
+                                  ["--show", "1", "--motifs", "1.5"], ["--stats", "3", "--motifs", "x"],
+                                  ["--show", "1", "--motifs", "0.2", "--motif-kinds", "conv"]])
 def test_cli_bad_arguments_exit_2_with_one_line(args, capsys):
     from generator.random import main
 

@@ -86,13 +86,13 @@ def test_batch_keys_size_their_pipelines_and_old_batch_names_are_kept():
     assert sized.pipeline_size == sized_output(3, 20, LARGEST, RANGE) != LARGEST
     assert sized.batch_id != fixed.batch_id
     # a key without the range hashes the fields it had before the range existed (nor the contrasts and their
-    # kinds, added later, nor a sequential measurement, nor mix_weights' default, nor rivals, nor motifs), so written
-    # batches keep their names (and a rerun skips them)
+    # kinds, added later, nor a sequential measurement, nor mix_weights' default, nor rivals, nor motifs and their
+    # default kinds), so written batches keep their names (and a rerun skips them)
     assert fixed.measurement == "sequential" and fixed.mix_weights == "indices" and fixed.rivals == ()
-    assert fixed.motifs == 0.0
+    assert fixed.motifs == 0.0 and fixed.motif_kinds == ("pyramid", "stencil_chain")
     fields = {k: v for k, v in asdict(fixed).items()
               if k not in ("naive_runtime", "contrasts", "contrast_kinds", "measurement", "mix_weights", "rivals",
-                           "motifs")}
+                           "motifs", "motif_kinds")}
     blob = json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
     assert fixed.batch_id == f"r0-p3-{hashlib.sha256(blob).hexdigest()[:12]}"
 
@@ -162,3 +162,22 @@ def test_motifs_name_their_batches_and_shape_their_pipelines():
     assert {stage_kind(f.name) for f in p.funcs} & set(MOTIF_KINDS)
     q, _, _ = prepare_pipeline(3, 20, (40, 30, 3), check_outputs=False)
     assert not {stage_kind(f.name) for f in q.funcs} & set(MOTIF_KINDS)
+
+
+def test_motif_kinds_name_their_batches_and_pick_the_motifs():
+    """Other motif kinds are another batch and another pipeline; the default kinds, or kinds without motifs, keep
+    the batch name they had before motif_kinds existed."""
+    from generator.batch import prepare_pipeline
+    from generator.random_pipeline import stage_kind
+
+    spec = dict(seeds=(3,), max_stages=20, output_size=LARGEST, naive_runtime=RANGE)
+    default = BatchSpec(**spec, motifs=0.5).key(3)
+    assert BatchSpec(**spec, motifs=0.5, motif_kinds=("pyramid", "stencil_chain")).key(3).batch_id == default.batch_id
+    assert (BatchSpec(**spec, motif_kinds=("conv_layer",)).key(3).batch_id
+            == BatchSpec(**spec).key(3).batch_id)  # no motif drawn: the kinds change nothing
+    conv = BatchSpec(**spec, motifs=0.5, motif_kinds=["conv_layer"]).key(3)
+    assert conv.motif_kinds == ("conv_layer",) and conv.batch_id != default.batch_id
+    assert conv.pipeline_size == sized_output(3, 20, LARGEST, RANGE, motifs=0.5, motif_kinds=("conv_layer",))
+    p, _, _ = prepare_pipeline(3, 20, (40, 30, 3), check_outputs=False, motifs=0.5, motif_kinds=conv.motif_kinds)
+    kinds = {stage_kind(f.name) for f in p.funcs}
+    assert "conv_layer" in kinds and not kinds & {"pyr_down", "pyr_up", "pyr_mix", "stencil2d"}

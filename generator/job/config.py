@@ -74,6 +74,8 @@ class JobConfig:
     #   (Halide's generator) or read from an input, as layers' are (generator.random_pipeline.MIX_WEIGHTS)
     motifs: float = 0.0  # chance that a stage slot draws an app-like pyramid or stencil chain instead of one random
     #   stage (generator.random_pipeline.MOTIFS); 0 is Halide's generator and keeps the batch names
+    motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")  # the motifs a slot draws from (random_pipeline.MOTIFS:
+    #   pyramid, stencil_chain, conv_layer: CNN layers over 8-64 channels); the default keeps the batch names
     beam_size: int = 8  # beam width of the beam-search sample
     passes: int = 2  # coarse-to-fine passes of the beam-search sample
     dropout: float = 1.0  # % chance that a dropout sample is the fully greedy schedule (HL_RANDOM_DROPOUT)
@@ -153,9 +155,10 @@ class JobConfig:
         from generator.batch import check_rivals
 
         object.__setattr__(self, "rivals", check_rivals(self.rivals))
-        from generator.random_pipeline import check_motifs
+        from generator.random_pipeline import check_motif_kinds, check_motifs
 
         object.__setattr__(self, "motifs", check_motifs(self.motifs))
+        object.__setattr__(self, "motif_kinds", check_motif_kinds(self.motif_kinds))
 
     @property
     def fault_list(self) -> tuple[Fault, ...]:
