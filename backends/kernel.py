@@ -12,6 +12,28 @@ from ir.errors import SchedlabError
 
 from ir.status import STATUSES, Status  # noqa: F401 - re-exported: the one status vocabulary
 
+# Byte alignment of the buffers the harness allocates: the widest vector (AVX-512) times two, what Halide's own
+# allocator gives. Halide's code may store to an output with an aligned vector instruction (backends/halide/aot.py),
+# and aligned buffers keep every backend's timing independent of where numpy happened to put an array.
+BUFFER_ALIGNMENT = 128
+
+
+def aligned_empty(n: int, dtype, alignment: int = BUFFER_ALIGNMENT) -> np.ndarray:
+    """An uninitialized flat array of n elements whose data starts on an `alignment`-byte boundary."""
+    dtype = np.dtype(dtype)
+    raw = np.empty(n * dtype.itemsize + alignment, np.uint8)
+    start = -raw.ctypes.data % alignment
+    return raw[start:start + n * dtype.itemsize].view(dtype)
+
+
+def aligned(a: np.ndarray, alignment: int = BUFFER_ALIGNMENT) -> np.ndarray:
+    """`a` if its data is C-contiguous and starts on an `alignment`-byte boundary, else an aligned flat copy."""
+    if a.flags.c_contiguous and a.ctypes.data % alignment == 0:
+        return a
+    out = aligned_empty(a.size, a.dtype, alignment)
+    out[:] = a.ravel(order="K")
+    return out.reshape(a.shape)
+
 
 class CompileError(SchedlabError):
     """Compilation failed or timed out; `status` is compile_error or timeout."""
@@ -102,7 +124,7 @@ class Kernel:
 
     def allocate_outputs(self) -> dict[str, np.ndarray]:
         p = self.pipeline
-        return {o.name: np.empty(math.prod(p.output_sizes[o.name]), o.type.dtype) for o in p.outputs}
+        return {o.name: aligned_empty(math.prod(p.output_sizes[o.name]), o.type.dtype) for o in p.outputs}
 
     def shape_outputs(self, outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         p = self.pipeline

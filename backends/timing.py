@@ -15,7 +15,7 @@ import numpy as np
 
 from ir.errors import first_line
 
-from .kernel import Kernel, Measurement, Protocol
+from .kernel import Kernel, Measurement, Protocol, aligned_empty
 from ir.status import Status
 
 
@@ -172,7 +172,7 @@ def _timed(run, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray], s
 def run_measurement(spec, output_meta: dict, inputs: dict[str, np.ndarray], protocol: Protocol,
                     expected: dict[str, np.ndarray] | None, types: dict | None) -> Measurement:
     """Runs in the worker: load the kernel, check its output, time it."""
-    outputs = {n: np.empty(size, dtype) for n, (size, dtype, _) in output_meta.items()}
+    outputs = {n: aligned_empty(size, dtype) for n, (size, dtype, _) in output_meta.items()}
     run, failed = _load_and_check(spec, output_meta, inputs, outputs, expected, types)
     if failed is not None:
         return failed
@@ -188,7 +188,7 @@ def run_interleaved_measurement(specs: list, output_meta: dict, inputs: dict[str
                                 seed: int = 0) -> list[Measurement]:
     """Runs in the worker: load and check each kernel of one pipeline, then time those that pass together in
     rounds (time_interleaved). They write one set of output buffers, so each runs on the same memory."""
-    outputs = {n: np.empty(size, dtype) for n, (size, dtype, _) in output_meta.items()}
+    outputs = {n: aligned_empty(size, dtype) for n, (size, dtype, _) in output_meta.items()}
     out: list[Measurement | None] = []
     runs = []
     for spec in specs:
