@@ -233,16 +233,23 @@ def test_inputs_read_past_their_region_come_padded_with_their_edges(tmp_path, mo
 
 def test_inputs_read_within_their_region_are_passed_as_they_are(tmp_path, monkeypatch):
     """No tail reads past an Input under the naive schedule: the bounds query asks for the regions themselves, and
-    the runner passes the harness's arrays without a copy."""
+    the runner passes the harness's arrays without a copy when they are aligned (backends.kernel.aligned), and an
+    aligned copy of one that is not."""
+    from backends.kernel import BUFFER_ALIGNMENT, aligned
+
     monkeypatch.setenv("SCHEDLAB_CACHE_DIR", str(tmp_path))
     p, _ = _matmul_with_prod(10, prod_is_output=False)
     k = backends.compile(p, naive_schedule(p), backend="halide", isolate=False)
-    bound = k.bind_inputs((p.random_inputs(5),), {})
+    bound = {n: aligned(a) for n, a in k.bind_inputs((p.random_inputs(5),), {}).items()}
     run = k.spec.runner()
     run(bound, {"C": np.zeros(100, np.float32)})
     for i, (name, region) in enumerate(run.k.info.inputs):
         assert run.bounds[i] == tuple(region)
         assert run._laid_out(i, bound[name]) is bound[name]
+        off = np.empty(bound[name].size + 1, bound[name].dtype)[1:]  # 4 bytes past numpy's (16-byte) alignment
+        off[:] = bound[name]
+        copy = run._laid_out(i, off)
+        assert copy is not off and copy.ctypes.data % BUFFER_ALIGNMENT == 0 and np.array_equal(copy, off)
 
 
 def test_an_update_reading_an_output_beyond_its_tile_keeps_its_guard():
