@@ -7,7 +7,8 @@
 
 The search calls `score(dag, states)`: states of one batch are grouped by the stages they have scheduled,
 so each group is one `predict` with the pipeline features (and a learned model's embedding) computed once.
-Implementations live in their own modules (learned, random_weights, analytical) and register by name.
+Implementations live in their own modules (learned, random_weights, analytical, builtin, ensemble) and register by
+name.
 """
 
 from __future__ import annotations
@@ -128,6 +129,7 @@ from .analytical import AnalyticalModel  # noqa: E402
 from .learned import LearnedModel  # noqa: E402
 from .random_weights import RandomModel  # noqa: E402
 from .builtin import BuiltinModel  # noqa: E402
+from .ensemble import EnsembleModel  # noqa: E402
 
-__all__ = ["COST_MODELS", "AnalyticalModel", "CostModel", "CostModelError", "LearnedModel", "PredictedCosts",
-           "RandomModel", "get_cost_model", "load_model", "register_cost_model", "stage_keys", "timed_score"]
+__all__ = ["COST_MODELS", "AnalyticalModel", "CostModel", "CostModelError", "EnsembleModel", "LearnedModel",
+           "PredictedCosts", "RandomModel", "get_cost_model", "load_model", "register_cost_model", "stage_keys", "timed_score"]
