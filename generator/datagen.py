@@ -298,6 +298,13 @@ class DatagenConfig:
             raise ValueError(f"dropout must be a percentage in (0, 100], got {self.dropout}")
         for name in self.baselines:
             get_baseline(name)
+        from .batch import check_rivals
+        from .random_pipeline import check_mix_weights, check_motif_kinds, check_motifs
+
+        check_mix_weights(self.mix_weights)  # here, so that a bad value is one line before any work (BatchSpec
+        object.__setattr__(self, "motifs", check_motifs(self.motifs))  # checks them again)
+        object.__setattr__(self, "motif_kinds", check_motif_kinds(self.motif_kinds))
+        object.__setattr__(self, "rivals", check_rivals(self.rivals))
 
     @property
     def seed_list(self) -> tuple[int, ...]:

@@ -451,6 +451,9 @@ def test_a_pipeline_that_cannot_be_generated_is_skipped(tmp_path):
     (["seeds=0:2", "baselines=naive,expert", "out=x"], "unknown baseline 'expert'; registered: "),
     (["seeds=0:2", "dropout=0", "out=x"], "percentage in (0, 100]"),
     (["seeds=0:2", "per_batch=2", "out=x"], "unknown config key 'per_batch'"),
+    (["seeds=0:2", "motifs=2", "out=x"], "motifs must be a number in [0, 1]"),
+    (["seeds=0:2", "motifs=0.2", "motif_kinds=[conv]", "out=x"], "motif_kinds must be distinct names among"),
+    (["seeds=0:2", "rivals=[nosuch]", "out=x"], "rivals must be registered cost model names"),
     (["--seeds", "0:2"], "unrecognized arguments: --seeds; settings are key=value (seeds=...)"),  # the old flags
 ])
 def test_bad_arguments_are_one_line(argv, message, capsys):

@@ -345,7 +345,7 @@ def test_cost_model_registry_toy_model_and_unknown_name(monkeypatch):
     s = autoschedule(p, model="toy", algorithm="greedy")
     assert s.stats.model == "toy" and s.predicted_cost > 0
     assert_correct(p, s.loopnest)
-    with pytest.raises(SearchError, match="unknown cost model 'annealed'; registered: analytical, builtin, learned, random, toy"):
+    with pytest.raises(SearchError, match="unknown cost model 'annealed'; registered: analytical, builtin, ensemble, learned, random, toy"):
         autoschedule(p, model="annealed")
     with pytest.raises(SearchError, match="takes no argument"):
         load_model("toy:3", get_target("host"))
