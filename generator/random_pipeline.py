@@ -109,7 +109,7 @@ DEFAULT_MOTIF_KINDS = ("pyramid", "stencil_chain")
 MOTIF_KINDS = ("pyr_down", "pyr_up", "pyr_mix", "stencil2d", "conv_layer", "conv_relu")
 PYRAMID_FUNCS_PER_LEVEL = 5  # down x, down y, up x, up y, the combination with the level of the same size
 MAX_PYRAMID_LEVELS = 4
-MIN_PYRAMID_EXTENT = 8  # nominal width and height of the coarsest level
+MIN_MOTIF_EXTENT = 8  # nominal width and height of a motif's smallest Func: a pyramid's coarsest level, a strided layer
 CONV_LAYER_CHANNELS = (8, 64)  # output channels of a conv_layer motif's layers
 MAX_CONV_LAYERS = 3
 
@@ -512,7 +512,7 @@ class _Generator:
         """Levels each half the size of the one above (downsampled along x, then y), then back up: each level's
         upsampled result combined with the level of the same size, as a Laplacian pyramid is collapsed."""
         levels = self.ri(1, MAX_PYRAMID_LEVELS)
-        while levels and not (f.w / 2 ** levels >= MIN_PYRAMID_EXTENT and f.h / 2 ** levels >= MIN_PYRAMID_EXTENT
+        while levels and not (f.w / 2 ** levels >= MIN_MOTIF_EXTENT and f.h / 2 ** levels >= MIN_MOTIF_EXTENT
                               and f.size / 4 ** levels >= MIN_ELEMS
                               and levels * PYRAMID_FUNCS_PER_LEVEL <= left):
             levels -= 1
@@ -571,7 +571,7 @@ class _Generator:
             k = 3 if self.chance(0.7) and g.c * 9 <= MAX_REDUCTION else 1
             # the first layer may stride by 2 or 4 as a network's stem does: fewer pixels, room for more channels
             ls = self.rng.choice((0, 1, 2)) if layer == 0 else 0
-            while ls and min(g.w, g.h) / 2 ** ls < MIN_PYRAMID_EXTENT:
+            while ls and min(g.w, g.h) / 2 ** ls < MIN_MOTIF_EXTENT:
                 ls -= 1
             stride, sx, sy = 2 ** ls, g.sx - ls, g.sy - ls
             wh = g.w * g.h / 4 ** ls
@@ -589,7 +589,8 @@ class _Generator:
                 wx, wy, tap = 0, 0, g(_scaled(x, stride, 0), _scaled(y, stride, 0), r.x)
             conv[x, y, c] = bias[c]
             conv[x, y, c] += wts[r.x, wx, wy, c] * _as(tap, f32).e
-            made.append(self.record(Stage(conv, sx, sy, cout, f32, "conv_layer"), f"{k}x{k} s{stride} {g.c}->{cout}", g))
+            variant = f"{k}x{k} s{stride} {g.c}->{cout}"
+            made.append(self.record(Stage(conv, sx, sy, cout, f32, "conv_layer"), variant, g))
             relu = self.new_func("conv_relu")
             relu[x, y, c] = _arith("max", TE(conv[x, y, c], f32), _const(f32, 0.0)).e
             g = self.record(Stage(relu, sx, sy, cout, f32, "conv_relu"), "relu", made[-1])
