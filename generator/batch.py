@@ -169,7 +169,7 @@ class BatchSpec:
     rivals: tuple[str, ...] = ()  # cost models whose beam picks are planned after the beam sample (check_rivals)
     motifs: float = 0.0  # chance of an app-like pyramid or stencil chain per stage slot (random_pipeline.MOTIFS)
     motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")  # what a motif slot draws from
-    #   (random_pipeline.MOTIFS: pyramid, stencil_chain, conv_layer); the default keeps the batch names
+    #   (random_pipeline.MOTIFS); the default keeps the batch names
 
     def __post_init__(self):
         from backends.protocols import get_protocol

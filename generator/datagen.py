@@ -276,7 +276,7 @@ class DatagenConfig:
     #   input (generator.random_pipeline.MIX_WEIGHTS)
     motifs: float = 0.0  # chance of an app-like pyramid or stencil chain per stage slot (random_pipeline.MOTIFS)
     motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")  # what a motif slot draws from
-    #   (random_pipeline.MOTIFS: pyramid, stencil_chain, conv_layer); the default keeps the batch names
+    #   (random_pipeline.MOTIFS); the default keeps the batch names
     check_outputs: bool = True  # every schedule's output against the reference interpreter
     backend: str = "numba"  # the registered backend that compiles and measures (numba, halide)
     overwrite: bool = False  # regenerate batches that are already written

@@ -55,6 +55,8 @@ from typing import Literal, get_args
 import numpy as np
 
 import ir
+from generator.apps.max_filter import LOWEST_F32
+from generator.apps.max_filter import pow2 as select_pow2
 from generator.apps.stencil_chain import weights as binomial_weights
 from ir import Func, Input, RDom, Var, cast, clamp, select
 from ir.expr import Const, Expr
@@ -66,6 +68,7 @@ __all__ = ["AUX_ROLES", "DEFAULT_OUTPUT_SIZE", "KINDS", "MARKOV", "MIX_WEIGHTS",
            "random_pipeline", "stage_kind", "transition_probabilities"]
 
 x, y, c = Var("x"), Var("y"), Var("c")
+t_slice = Var("t")  # the slice dimension of a max_filter motif's vert_log
 
 DEFAULT_OUTPUT_SIZE = (2000, 2000, 3)
 NOMINAL = 2000  # nominal spatial extent of the input (and output) at which decisions are made
@@ -102,16 +105,23 @@ AUX_ROLES = ("input", "output", "rs_down", "rs_mix", "rs_up", "sum")
 # A "conv_layer" (conv_layer, depthwise_separable_conv): 1-3 CNN layers, each a 3x3 or 1x1 f32 convolution over all
 # input channels (the channel reduction innermost, weights and bias read from inputs) then ReLU, with 8-64 output
 # channels: the register-tiled channel reductions random conv2d stages (a few input channels, the kernel window
-# innermost) rarely make. `motif_kinds` chooses among MOTIFS; DEFAULT_MOTIF_KINDS, the first two, keep every pipeline
-# and batch name made before conv_layer existed.
-MOTIFS = ("pyramid", "stencil_chain", "conv_layer")
+# innermost) rarely make. A "depthwise_separable" (depthwise_separable_conv, MobileNet): a 3x3 convolution of each
+# channel on its own (dw_conv, an RDom update over the window), then a 1x1 pointwise layer as conv_layer's; a 1x1
+# expansion layer first when the operand has few channels, as MobileNet v2's inverted residual. A "max_filter"
+# (max_filter): Halide's log-step vertical running max (vert_log, an RDom update over rows then slices of a 4-D Func),
+# a vertical max of height 2R+1 from two overlapping slice samples (vert_max), and a horizontal max over 2R+1 columns
+# (horiz_max, an RDom update): scans whose pure x the schedule can vectorize inside the RVars. `motif_kinds` chooses
+# among MOTIFS; DEFAULT_MOTIF_KINDS, the first two, keep every pipeline and batch name made before conv_layer existed.
+MOTIFS = ("pyramid", "stencil_chain", "conv_layer", "depthwise_separable", "max_filter")
 DEFAULT_MOTIF_KINDS = ("pyramid", "stencil_chain")
-MOTIF_KINDS = ("pyr_down", "pyr_up", "pyr_mix", "stencil2d", "conv_layer", "conv_relu")
+MOTIF_KINDS = ("pyr_down", "pyr_up", "pyr_mix", "stencil2d", "conv_layer", "conv_relu", "dw_conv", "vert_log",
+               "vert_max", "horiz_max")
 PYRAMID_FUNCS_PER_LEVEL = 5  # down x, down y, up x, up y, the combination with the level of the same size
 MAX_PYRAMID_LEVELS = 4
 MIN_MOTIF_EXTENT = 8  # nominal width and height of a motif's smallest Func: a pyramid's coarsest level, a strided layer
 CONV_LAYER_CHANNELS = (8, 64)  # output channels of a conv_layer motif's layers
 MAX_CONV_LAYERS = 3
+MAX_FILTER_RADIUS = 12  # a max_filter motif's window is (2R+1)^2, R in [2, MAX_FILTER_RADIUS] (the app's R is 26)
 
 # The GPU variant's transition matrix (Anderson 2021): listed entries; the rest of each row is spread
 # over the other kinds in proportion to their uniform weights. Rows not listed are the uniform draw.
@@ -506,6 +516,10 @@ class _Generator:
             return self._pyramid(f, left)
         if motif == "conv_layer":
             return self._conv_layers(f, left)
+        if motif == "depthwise_separable":
+            return self._depthwise_separable(f, left)
+        if motif == "max_filter":
+            return self._max_filter(f, left)
         return self._stencil_chain(f, left)
 
     def _pyramid(self, f: Stage, left: int) -> list[Stage]:
@@ -573,28 +587,89 @@ class _Generator:
             ls = self.rng.choice((0, 1, 2)) if layer == 0 else 0
             while ls and min(g.w, g.h) / 2 ** ls < MIN_MOTIF_EXTENT:
                 ls -= 1
-            stride, sx, sy = 2 ** ls, g.sx - ls, g.sy - ls
-            wh = g.w * g.h / 4 ** ls
-            hi = int(min(CONV_LAYER_CHANNELS[1], MAX_ELEMS // wh, WORK_LIMIT // (wh * g.c * k * k)))
-            if hi < CONV_LAYER_CHANNELS[0]:
+            layer_made = self._conv_layer(g, k, ls)
+            if not layer_made:
                 break
-            cout = self.ri(CONV_LAYER_CHANNELS[0], hi)
-            conv = self.new_func("conv_layer")
-            wts, bias = Input(f"w{self.count - 1}", f32, 4), Input(f"b{self.count - 1}", f32, 1)
-            if k == 3:
-                r = RDom((0, g.c), (0, 3), (0, 3), name=f"r{self.count - 1}")
-                wx, wy, tap = r.y, r.z, g(_scaled(x, stride, r.y - 1), _scaled(y, stride, r.z - 1), r.x)
-            else:
-                r = RDom((0, g.c), name=f"r{self.count - 1}")
-                wx, wy, tap = 0, 0, g(_scaled(x, stride, 0), _scaled(y, stride, 0), r.x)
-            conv[x, y, c] = bias[c]
-            conv[x, y, c] += wts[r.x, wx, wy, c] * _as(tap, f32).e
-            variant = f"{k}x{k} s{stride} {g.c}->{cout}"
-            made.append(self.record(Stage(conv, sx, sy, cout, f32, "conv_layer"), variant, g))
-            relu = self.new_func("conv_relu")
-            relu[x, y, c] = _arith("max", TE(conv[x, y, c], f32), _const(f32, 0.0)).e
-            g = self.record(Stage(relu, sx, sy, cout, f32, "conv_relu"), "relu", made[-1])
-            made.append(g)
+            made += layer_made
+            g = layer_made[-1]
+        return made
+
+    def _conv_layer(self, g: Stage, k: int, ls: int) -> list[Stage]:
+        """One CNN layer of a k x k kernel and stride 2^ls on g, then its ReLU; [] when no output channel count
+        within CONV_LAYER_CHANNELS fits the size and work bounds."""
+        stride, sx, sy = 2 ** ls, g.sx - ls, g.sy - ls
+        wh = g.w * g.h / 4 ** ls
+        hi = int(min(CONV_LAYER_CHANNELS[1], MAX_ELEMS // wh, WORK_LIMIT // (wh * g.c * k * k)))
+        if hi < CONV_LAYER_CHANNELS[0]:
+            return []
+        cout = self.ri(CONV_LAYER_CHANNELS[0], hi)
+        conv = self.new_func("conv_layer")
+        wts, bias = Input(f"w{self.count - 1}", f32, 4), Input(f"b{self.count - 1}", f32, 1)
+        if k == 3:
+            r = RDom((0, g.c), (0, 3), (0, 3), name=f"r{self.count - 1}")
+            wx, wy, tap = r.y, r.z, g(_scaled(x, stride, r.y - 1), _scaled(y, stride, r.z - 1), r.x)
+        else:
+            r = RDom((0, g.c), name=f"r{self.count - 1}")
+            wx, wy, tap = 0, 0, g(_scaled(x, stride, 0), _scaled(y, stride, 0), r.x)
+        conv[x, y, c] = bias[c]
+        conv[x, y, c] += wts[r.x, wx, wy, c] * _as(tap, f32).e
+        layer = self.record(Stage(conv, sx, sy, cout, f32, "conv_layer"), f"{k}x{k} s{stride} {g.c}->{cout}", g)
+        relu = self.new_func("conv_relu")
+        relu[x, y, c] = _arith("max", TE(conv[x, y, c], f32), _const(f32, 0.0)).e
+        return [layer, self.record(Stage(relu, sx, sy, cout, f32, "conv_relu"), "relu", layer)]
+
+    def _depthwise_separable(self, f: Stage, left: int) -> list[Stage]:
+        """A MobileNet block as depthwise_separable_conv's: dw[x, y, c] = sum over (kx, ky) of
+        weight[kx, ky, c] * in[x + kx - 1, y + ky - 1, c] (f32, an RDom update), then a 1x1 pointwise layer and its
+        ReLU; first a 1x1 expansion layer when the operand has under CONV_LAYER_CHANNELS[0] channels (or, with room,
+        at random). [] when it does not fit; without the pointwise layer when that does not."""
+        if left < 3 or min(f.w, f.h) < MIN_MOTIF_EXTENT:
+            return []
+        made: list[Stage] = []
+        g = f
+        if left >= 5 and (g.c < CONV_LAYER_CHANNELS[0] or self.chance(0.3)):
+            made = self._conv_layer(g, 1, 0)
+            g = made[-1] if made else g
+        if g.c < CONV_LAYER_CHANNELS[0]:
+            return made
+        dw = self.new_func("dw_conv")
+        wts = Input(f"w{self.count - 1}", f32, 3)
+        r = RDom((0, 3), (0, 3), name=f"r{self.count - 1}")
+        dw[x, y, c] = _zero(f32)
+        dw[x, y, c] += wts[r.x, r.y, c] * _as(g(x + r.x - 1, y + r.y - 1, c), f32).e
+        made.append(self.record(Stage(dw, g.sx, g.sy, g.c, f32, "dw_conv"), f"3x3 {g.c}", g))
+        return made + self._conv_layer(made[-1], 1, 0)
+
+    def _max_filter(self, f: Stage, left: int) -> list[Stage]:
+        """Halide's max filter over a (2R+1) x (2R+1) square: vert_log[x, y, c, t], slice t the max over rows
+        [y, y + 2^t) made by an RDom update over rows (inner) and slices (outer) from two samples of slice t - 1;
+        vert_max, the max over rows [y - R, y + R] from two overlapping samples of slice floor(log2(2R + 1));
+        horiz_max, an RDom update taking the max of vert_max over columns [x - R, x + R]. [] when it does not fit."""
+        radius = self.ri(2, MAX_FILTER_RADIUS)
+        while radius > 2 and min(f.w, f.h) < 4 * radius + 1:
+            radius //= 2
+        top = math.floor(math.log2(2 * radius + 1))  # the slice whose two samples cover 2R + 1 rows
+        if left < 2 or min(f.w, f.h) < 4 * radius + 1 or f.size * (top + 1) > MAX_ELEMS:
+            return []
+        rows = self.extent(f, 1)
+        t = f.type
+        vert_log = self.new_func("vert_log")
+        vert_log[x, y, c, t_slice] = f(x, y, c).e
+        r = RDom((-radius, rows + 2 * radius), (1, top), name=f"r{self.count - 1}")
+        step = clamp(select_pow2(r.y - 1, top - 1), 0, 2 ** (top - 1))
+        vert_log[x, r.x, c, r.y] = _arith("max", TE(vert_log[x, r.x, c, r.y - 1], t),
+                                          TE(vert_log[x, r.x + step, c, r.y - 1], t)).e
+        # recorded but not returned: a 4-D Func is no operand for the (x, y, c) stages drawn after it (as conv2d's sum)
+        scan = self.record(Stage(vert_log, f.sx, f.sy, f.c, t, "vert_log"), f"slices {top + 1}", f)
+        vert = self.new_func("vert_max")
+        vert[x, y, c] = _arith("max", TE(vert_log[x, y - radius, c, top], t),
+                               TE(vert_log[x, y + radius + 1 - 2 ** top, c, top], t)).e
+        made = [self.record(Stage(vert, f.sx, f.sy, f.c, t, "vert_max"), f"r{radius}", scan)]
+        horiz = self.new_func("horiz_max")
+        dx = RDom((-radius, 2 * radius + 1), name=f"r{self.count - 1}")
+        horiz[x, y, c] = _const(t, LOWEST_F32 if t.is_float else t.min).e
+        horiz[x, y, c] = _arith("max", TE(horiz[x, y, c], t), TE(vert[x + dx.x, y, c], t)).e
+        made.append(self.record(Stage(horiz, f.sx, f.sy, f.c, t, "horiz_max"), f"r{radius}", made[-1]))
         return made
 
     # -- stage kinds (each raises _Infeasible before making any Func) ----------------------------

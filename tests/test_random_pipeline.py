@@ -300,6 +300,71 @@ def test_conv_layer_motif_pipelines_compile_and_match_interpreter(backend):
                                 motif_kinds=("conv_layer",))
 
 
+def test_depthwise_separable_and_max_filter_motif_structure():
+    """A depthwise_separable motif is a MobileNet block as the depthwise_separable_conv app's: (a 1x1 expansion
+    layer when its operand has few channels,) a 3x3 convolution of each channel on its own as an RDom update over
+    the window, then a 1x1 pointwise layer. A max_filter motif is the max_filter app's scans: a 4-D vert_log whose
+    update runs over rows then slices, a vertical max of 2R+1 rows, a horizontal max over 2R+1 columns as an RDom
+    update; the 4-D Func is no other stage's operand."""
+    blocks = expansions = filters = 0
+    for seed in range(40):
+        g = generate(seed, 20, SMALL, motifs=0.5, motif_kinds=("depthwise_separable",))
+        info, funcs = {s.name: s for s in g.stages}, {f.name: f for f in g.pipeline.funcs}
+        for s in g.stages:
+            if s.kind == "dw_conv":
+                (o,) = [info[n] for n in s.operands]
+                assert o.shape == s.shape and s.shape[2] >= 8 and s.type == ir.f32, (seed, s)
+                expansions += o.kind == "conv_relu"
+                if s.name in funcs:
+                    (update,) = funcs[s.name].updates
+                    assert [(r.min, r.extent) for r in update.rdom] == [(0, 3), (0, 3)]
+            elif s.kind == "conv_layer":
+                (o,) = [info[n] for n in s.operands]
+                blocks += o.kind == "dw_conv" and s.variant.startswith("1x1 s1")
+        g = generate(seed, 20, SMALL, motifs=0.5, motif_kinds=("max_filter",))
+        info, funcs = {s.name: s for s in g.stages}, {f.name: f for f in g.pipeline.funcs}
+        for s in g.stages:
+            if s.kind == "vert_log" and s.name in funcs:
+                (update,) = funcs[s.name].updates
+                assert len(funcs[s.name].args) == 4
+                rows, slices = update.rdom  # rows inner, slices 1..top outer
+                (vert,) = [v for v in g.stages if v.operands == (s.name,)]
+                radius = int(vert.variant[1:])
+                assert rows.min == -radius and rows.extent > 2 * radius and slices.min == 1
+                assert int(s.variant.split()[1]) == slices.extent + 1 == math.floor(math.log2(2 * radius + 1)) + 1
+            elif s.kind == "vert_max":
+                (o,) = [info[n] for n in s.operands]
+                assert o.kind == "vert_log" and o.shape == s.shape
+            elif s.kind == "horiz_max":
+                (o,) = [info[n] for n in s.operands]
+                radius = int(s.variant[1:])
+                assert o.kind == "vert_max" and o.variant == s.variant and 2 <= radius <= 12
+                if s.name in funcs:
+                    (update,) = funcs[s.name].updates
+                    assert [(r.min, r.extent) for r in update.rdom] == [(-radius, 2 * radius + 1)]
+                filters += 1
+            assert not any(info[n].kind == "vert_log" for n in s.operands) or s.kind == "vert_max", (seed, s)
+    assert blocks >= 15 and expansions >= 10 and filters >= 15, (blocks, expansions, filters)
+
+
+@pytest.mark.parametrize("backend", ["numba", "llvm"])
+@pytest.mark.parametrize("motif", ["depthwise_separable", "max_filter"])
+def test_depthwise_and_max_filter_motif_pipelines_match_interpreter(backend, motif):
+    """Both motifs, on integer and float operands, compute what the interpreter computes."""
+    kinds = {"depthwise_separable": "dw_conv", "max_filter": "horiz_max"}
+    cases = []
+    seen: set[bool] = set()
+    for seed in range(40):
+        g = generate(seed, 12, SMALL, motifs=0.5, motif_kinds=(motif,))
+        floats = {s.type.is_float for s in g.live if s.kind == kinds[motif]}
+        if floats - seen or (floats and len(cases) < 2):
+            cases.append(seed)
+            seen |= floats
+    assert seen == ({True} if motif == "depthwise_separable" else {True, False}), seen
+    _assert_matches_interpreter(cases[:3], backend, 12, f"--motifs 0.5 --motif-kinds {motif}", motifs=0.5,
+                                motif_kinds=(motif,))
+
+
 def test_bad_motifs_is_one_line():
     for bad in (-0.1, 1.5, "0.2", True, None):
         with pytest.raises(ValueError, match=r"^motifs must be a number in \[0, 1\] .*got .*$"):
@@ -313,7 +378,7 @@ def test_bad_motifs_is_one_line():
         BatchSpec(seeds=(1,), motifs=-1.0)
     for bad in ((), ("conv",), ("pyramid", "pyramid"), None):
         with pytest.raises(ValueError, match=r"^motif_kinds must be distinct names among pyramid, stencil_chain, "
-                                             r"conv_layer .*got .*$"):
+                                             r"conv_layer, depthwise_separable, max_filter .*got .*$"):
             random_pipeline(1, STAGES, SMALL, motifs=0.5, motif_kinds=bad)
     with pytest.raises(ValueError, match=r"^motif_kinds must be distinct names"):
         JobConfig(motif_kinds=["conv-layer"])

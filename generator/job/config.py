@@ -75,7 +75,7 @@ class JobConfig:
     motifs: float = 0.0  # chance that a stage slot draws an app-like pyramid or stencil chain instead of one random
     #   stage (generator.random_pipeline.MOTIFS); 0 is Halide's generator and keeps the batch names
     motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")  # the motifs a slot draws from (random_pipeline.MOTIFS:
-    #   pyramid, stencil_chain, conv_layer: CNN layers over 8-64 channels); the default keeps the batch names
+    #   pyramid, stencil_chain, conv_layer, depthwise_separable, max_filter); the default keeps the batch names
     beam_size: int = 8  # beam width of the beam-search sample
     passes: int = 2  # coarse-to-fine passes of the beam-search sample
     dropout: float = 1.0  # % chance that a dropout sample is the fully greedy schedule (HL_RANDOM_DROPOUT)
