@@ -14,6 +14,11 @@ is a row with its status, never a missing app.
     python benchmarks/learned_vs_analytical.py --models models:/schedlab-host/4,analytical --tracking-uri ...
     python benchmarks/learned_vs_analytical.py --models analytical:3,analytical --algorithm greedy  # two priors
     python benchmarks/learned_vs_analytical.py --apps all --save measured.jsonl  # keep schedules and runtimes
+    python benchmarks/learned_vs_analytical.py --models portfolio=builtin,builtin,analytical  # a column's own search
+
+An entry `ALGORITHM=MODEL` searches that column with another registered strategy than `--algorithm` (e.g.
+`portfolio`: beam under the model and under the analytical model, the model picking among both searches' complete
+schedules; docs/scheduler.md), at the same beam size and passes.
 
 `--save` writes each app's distinct measured LoopNests with their runtimes (JSON lines), which
 benchmarks/app_ranking.py scores any cost model against without compiling or measuring again.
@@ -69,8 +74,10 @@ def main(argv=None) -> int:
     except ValueError as e:
         ap.error(f"--apps: {e}")
     target = get_target("host")
-    models = [m for m in a.models.split(",") if m]
-    loaded = {m: load_model(m, target, a.tracking_uri, backend=a.backend, allow_mismatch=True) for m in models}
+    models = [m for m in a.models.split(",") if m]  # the columns: MODEL or ALGORITHM=MODEL
+    searches = {m: _column_search(ap, m, a.algorithm) for m in models}
+    loaded = {m: load_model(spec, target, a.tracking_uri, backend=a.backend, allow_mismatch=True)
+              for m, (_, spec) in searches.items()}
     print(f"{len(models)} models: " + "; ".join(f"{m} = {c.name} (learned {c.backend or 'nothing'})"
                                                 for m, c in loaded.items()))
     search = f"beam {a.beam_size} x {a.passes}" if a.algorithm == "beam" else "greedy"
@@ -86,7 +93,7 @@ def main(argv=None) -> int:
         p = app.build(a.size)
         lns = [naive_schedule(p), app.schedule(p, target)]
         for m in models:
-            s = autoschedule(p, target, model=loaded[m], algorithm=a.algorithm, beam_size=a.beam_size,
+            s = autoschedule(p, target, model=loaded[m], algorithm=searches[m][0], beam_size=a.beam_size,
                              passes=a.passes, backend=a.backend, allow_mismatch=True)
             lns.append(s.loopnest)
         inputs, expected = reference(p)
@@ -121,6 +128,18 @@ def main(argv=None) -> int:
     print(f"(speedup over naive; a ratio > 1 means that model's schedule ran faster than {models[-1]}'s); "
           f"{time.time() - t0:.0f} s")
     return 0
+
+
+def _column_search(ap: argparse.ArgumentParser, entry: str, default: str) -> tuple[str, str]:
+    """(search strategy, cost model spec) of a --models entry: MODEL, or ALGORITHM=MODEL for another strategy."""
+    from scheduler.strategy import strategy_names
+
+    algorithm, sep, spec = entry.partition("=")
+    if not sep:
+        return default, entry
+    if algorithm not in strategy_names() or not spec:
+        ap.error(f"--models: {entry!r}: write ALGORITHM=MODEL with ALGORITHM one of {', '.join(strategy_names())}")
+    return algorithm, spec
 
 
 def _save(a: argparse.Namespace, app: str, cols: list[str], which: list[int], distinct, measured) -> None:

@@ -25,14 +25,22 @@ def _benchmark(name: str):
 def test_saved_schedules_are_scored_by_each_model(tmp_path, capsys):
     saved = tmp_path / "measured.jsonl"
     lva = _benchmark("learned_vs_analytical")
-    assert lva.main(["--apps", "blur,unsharp", "--size", "small", "--models", "analytical:1,analytical",
-                     "--backend", "llvm", "--save", str(saved)]) == 0
+    assert lva.main(["--apps", "blur,unsharp", "--size", "small", "--models", "analytical:1,greedy=analytical:1,"
+                     "analytical", "--backend", "llvm", "--save", str(saved)]) == 0
     rows = [json.loads(line) for line in saved.read_text().splitlines()]
     assert [r["app"] for r in rows] == ["blur", "unsharp"]
+    from generator.apps import get_app
+    from scheduler import autoschedule
+
     for r in rows:
         columns = [c for s in r["schedules"] for c in s["columns"]]
-        assert sorted(columns) == sorted(["naive", "expert", "analytical:1", "analytical"])  # each column once
+        assert sorted(columns) == sorted(["naive", "expert", "analytical:1", "greedy=analytical:1", "analytical"])
         assert all(s["status"] == "ok" and s["runtime_s"] > 0 for s in r["schedules"])
+        # an ALGORITHM=MODEL column is that strategy's schedule under that model
+        (greedy,) = [s["loopnest"] for s in r["schedules"] if "greedy=analytical:1" in s["columns"]]
+        p = get_app(r["app"]).build("small")
+        assert greedy == autoschedule(p, "host", model="analytical:1", algorithm="greedy", backend="llvm",
+                                      allow_mismatch=True).loopnest.dumps()
     capsys.readouterr()
 
     ranking = _benchmark("app_ranking")
@@ -54,6 +62,9 @@ def test_a_file_it_cannot_read_is_one_line_naming_it(tmp_path, capsys):
     with pytest.raises(SystemExit):  # learned_vs_analytical refuses a --save it cannot write before measuring
         _benchmark("learned_vs_analytical").main(["--apps", "blur", "--save", str(tmp_path / "no" / "such.jsonl")])
     assert "--save: cannot write" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # and an ALGORITHM=MODEL entry with no such strategy, naming the ones there are
+        _benchmark("learned_vs_analytical").main(["--apps", "blur", "--models", "portfolo=builtin,analytical"])
+    assert "--models: 'portfolo=builtin': write ALGORITHM=MODEL with ALGORITHM one of " in capsys.readouterr().err
     ranking = _benchmark("app_ranking")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"app": "blur"}\n')
