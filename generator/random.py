@@ -214,7 +214,8 @@ def stats(n: int, first: int, max_stages: int, size, markov: bool, naive_runtime
                f"{v} {c}" for v, c in variants[k].most_common(4)))
     if motifs:
         _table("app-like motifs' Funcs (pyramid levels down, up and combined; 2-D stencils of stencil chains; CNN "
-               "layers' convolutions and ReLUs):",
+               "layers' convolutions and ReLUs; depthwise convolutions; max filters' scans, vertical and horizontal "
+               "maxima):",
                motif, n_funcs, order=list(MOTIF_KINDS))
     _table("auxiliary Funcs (input/output stages, resampling steps, hidden sum() Funcs):", aux, n_funcs,
            order=list(AUX_ROLES))

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
     ("random-host-llvm-epyc", "llvm", 10240, 640),
     ("random-host-llvm-epyc-buffer-weights", "llvm", 3424, 214),
     ("random-host-halide-conv", "halide", 2576, 161),
+    ("random-host-halide-dwmax", "halide", 2320, 145),
 ])
 def test_a_committed_dataset_reads_and_matches_its_readme(name, backend, samples, pipelines):
     readme = (ROOT / "datasets" / "README.md").read_text()

@@ -288,6 +288,9 @@ def test_a_rivals_beam_pick_is_planned_right_after_the_beam_sample_and_is_that_m
     ("random-host-halide-conv", 7700, ["backend=halide", "contrasts=4", "contrast_kinds=[serial,inline,compute,rolled]",
                                        "first_sampler=builtin:host-halide", "rivals=[analytical]", "motifs=0.2",
                                        "motif_kinds=[conv_layer]", "compile_timeout=120"]),
+    ("random-host-halide-dwmax", 7900, ["backend=halide", "contrasts=4", "contrast_kinds=[serial,inline,compute,rolled]",
+                                        "first_sampler=builtin:host-halide", "rivals=[analytical]", "motifs=0.25",
+                                        "motif_kinds=[depthwise_separable,max_filter]", "compile_timeout=120"]),
 ])
 def test_the_committed_datasets_commands_name_their_batches(dataset, seed, overrides):
     """The job resumes a dataset by its batch names: the command each committed dataset's README gives names the
