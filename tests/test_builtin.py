@@ -6,6 +6,7 @@ model shipped in train/builtin_models loads and records where it came from."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 from pathlib import Path
@@ -128,7 +129,7 @@ def test_evaluate_reads_the_split_and_the_data_from_the_lineage(shipped, tmp_pat
     assert "held out as in the model's training" in note and cfg.data == "unused"  # data= given: kept
     assert registry.recorded_target(str(shipped)) == ("host", "halide")
     trained_on = builtin.read_builtin(shipped).dataset_path
-    assert trained_on.endswith("/data") and builtin.dataset_of(builtin.read_builtin(shipped)) == Path(trained_on)
+    assert trained_on.endswith("/data") and builtin.dataset_of(builtin.read_builtin(shipped)) == trained_on
     monkeypatch.chdir(tmp_path)  # no ./data here: python -m evaluate model=builtin scores the shipped dataset
     cfg, note = model_split(EvalConfig(model="builtin", split="val"))
     assert cfg.data == trained_on and "the dataset the built-in model was trained on" in note
@@ -173,8 +174,8 @@ def test_every_shipped_model_loads_and_records_its_lineage(model, monkeypatch):
     # it can be rebuilt here: its dataset is committed, unchanged, and the lineage says how it was trained
     from train.data import DataConfig, TrainingData
 
-    data = builtin.dataset_of(model)
-    assert data is not None and data.is_relative_to(builtin.REPO), model.dataset_path
+    data = builtin.dataset_of(model)  # one dataset or several, comma-separated
+    assert data is not None and all(Path(d).is_relative_to(builtin.REPO) for d in data.split(",")), model.dataset_path
     params = dict(model.training_params)
     stats = TrainingData.load(DataConfig(path=str(data), target=model.target,
                                          val_fraction=float(params["val_fraction"]),
@@ -183,3 +184,13 @@ def test_every_shipped_model_loads_and_records_its_lineage(model, monkeypatch):
     command = model.train_command()
     assert f"data={model.dataset_path}" in command and f"model={model.tags['model_kind']}" in command
     assert f"loss={model.tags['loss']}" in command and "lr=" in command and "seed=" in command, command
+
+
+def test_the_dataset_of_a_model_trained_on_several_is_all_of_them():
+    """A model trained on data=A,B records both; dataset_of gives both, absolute, and None when one is missing."""
+    several = builtin.BuiltinModel(Path("x"), "host", "halide", "models:/m/1", {},
+                                   "datasets/random-host-halide,datasets/random-host-halide-conv")
+    assert builtin.dataset_of(several) == (f"{builtin.REPO}/datasets/random-host-halide,"
+                                           f"{builtin.REPO}/datasets/random-host-halide-conv")
+    missing = dataclasses.replace(several, dataset_path="datasets/random-host-halide,datasets/no-such-dataset")
+    assert builtin.dataset_of(missing) is None
