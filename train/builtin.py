@@ -80,10 +80,12 @@ def dataset_of(model: BuiltinModel) -> str | None:
     """The dataset a built-in model was trained on, when it is here: the lineage's `data=` with each of its
     comma-separated datasets made absolute (a path in the lineage is relative to the repository when the data lives
     in it, as the committed datasets/ do); None when any of them is missing."""
+    from featurize.dataset import dataset_roots
+
     if not model.dataset_path:
         return None
-    paths = [Path(d) if Path(d).is_absolute() else REPO / d for d in model.dataset_path.split(",") if d]
-    return ",".join(map(str, paths)) if paths and all(p.is_dir() for p in paths) else None
+    paths = [d if d.is_absolute() else REPO / d for d in dataset_roots(model.dataset_path)]
+    return ",".join(map(str, paths)) if all(p.is_dir() for p in paths) else None
 
 
 def builtin_dir() -> Path:
@@ -138,8 +140,10 @@ def export_builtin(model: str, tracking: str | None = None, out: Path | None = N
         for name in ("config.json", "state_dict.pt"):
             shutil.copyfile(checkpoint / name, staged / name)
         params = _training_params(version, store)
-        if "data" in params:  # one dataset or several, comma-separated (train's data=)
-            params["data"] = ",".join(_relative(d) for d in params["data"].split(",") if d)
+        if params.get("data"):  # one dataset or several, comma-separated (train's data=)
+            from featurize.dataset import dataset_roots
+
+            params["data"] = ",".join(_relative(str(d)) for d in dataset_roots(params["data"]))
         lineage = {"source": version, "given_as": model, "store": store, "dataset_path": params.get("data", ""),
                    "training_params": params,
                    "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
