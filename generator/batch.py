@@ -106,7 +106,7 @@ class BatchKey:
     measurement: str = "sequential"  # MEASUREMENTS: how a batch's schedules are timed (part of what a label means)
     mix_weights: str = "indices"  # generator.random_pipeline.MIX_WEIGHTS: where its channel mixes get their weights
     rivals: tuple[str, ...] = ()  # cost models (registered names) whose beam picks are planned after the beam sample
-    motifs: float = 0.0  # chance of an app-like pyramid or stencil chain per stage slot (generator.random_pipeline)
+    motifs: float = 0.0  # chance of an app-like motif (of motif_kinds) per stage slot (generator.random_pipeline)
     motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")  # random_pipeline.MOTIFS a motif slot draws from
 
     @property
@@ -167,7 +167,7 @@ class BatchSpec:
     measurement: str = "sequential"  # MEASUREMENTS: one schedule after another, or a pipeline's schedules in rounds
     mix_weights: str = "indices"  # generator.random_pipeline.MIX_WEIGHTS: channel mixes' weights from indices or inputs
     rivals: tuple[str, ...] = ()  # cost models whose beam picks are planned after the beam sample (check_rivals)
-    motifs: float = 0.0  # chance of an app-like pyramid or stencil chain per stage slot (random_pipeline.MOTIFS)
+    motifs: float = 0.0  # chance of an app-like motif (of motif_kinds) per stage slot (random_pipeline.MOTIFS)
     motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")  # what a motif slot draws from
     #   (random_pipeline.MOTIFS); the default keeps the batch names
 

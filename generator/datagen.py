@@ -274,7 +274,7 @@ class DatagenConfig:
     markov: bool = False  # draw stage kinds from the GPU variant's Markov transition matrix (generator.random_pipeline)
     mix_weights: MixWeights = "indices"  # channel mixes' weights: from the channel indices or an
     #   input (generator.random_pipeline.MIX_WEIGHTS)
-    motifs: float = 0.0  # chance of an app-like pyramid or stencil chain per stage slot (random_pipeline.MOTIFS)
+    motifs: float = 0.0  # chance of an app-like motif (of motif_kinds) per stage slot (random_pipeline.MOTIFS)
     motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")  # what a motif slot draws from
     #   (random_pipeline.MOTIFS); the default keeps the batch names
     check_outputs: bool = True  # every schedule's output against the reference interpreter

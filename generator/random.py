@@ -58,7 +58,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="where channel mixes get their weights: computed from the channel indices (the default, as "
                          "Halide's generator) or read from an input buffer, as a layer's are")
     ap.add_argument("--motifs", type=float, default=0.0, metavar="P",
-                    help="chance that a stage slot draws an app-like pyramid or stencil chain instead of one random "
+                    help="chance that a stage slot draws an app-like motif (--motif-kinds) instead of one random "
                          "stage (default 0: Halide's generator)")
     ap.add_argument("--motif-kinds", default=",".join(DEFAULT_MOTIF_KINDS), metavar="K,...",
                     help=f"the motifs a slot draws from, among {', '.join(MOTIFS)} "

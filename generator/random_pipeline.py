@@ -217,7 +217,7 @@ def check_motifs(motifs) -> float:
     """`motifs` if it is a chance in [0, 1], else a one-line ValueError."""
     if isinstance(motifs, bool) or not isinstance(motifs, (int, float)) or not 0.0 <= motifs <= 1.0:
         raise ValueError(f"motifs must be a number in [0, 1] (the chance that a stage slot draws an app-like "
-                         f"pyramid or stencil chain), got {motifs!r}")
+                         f"motif of motif_kinds), got {motifs!r}")
     return float(motifs)
 
 
@@ -511,16 +511,9 @@ class _Generator:
         """An app-like structure (MOTIFS) of at most `left` Funcs on one of the last three stages; [] when the
         one drawn does not fit (then a random stage is drawn instead)."""
         f = stages[self.ri(max(0, len(stages) - 3), len(stages) - 1)]
-        motif = self.rng.choice(self.motif_kinds)
-        if motif == "pyramid":
-            return self._pyramid(f, left)
-        if motif == "conv_layer":
-            return self._conv_layers(f, left)
-        if motif == "depthwise_separable":
-            return self._depthwise_separable(f, left)
-        if motif == "max_filter":
-            return self._max_filter(f, left)
-        return self._stencil_chain(f, left)
+        make = {"pyramid": self._pyramid, "stencil_chain": self._stencil_chain, "conv_layer": self._conv_layers,
+                "depthwise_separable": self._depthwise_separable, "max_filter": self._max_filter}  # one per MOTIFS
+        return make[self.rng.choice(self.motif_kinds)](f, left)
 
     def _pyramid(self, f: Stage, left: int) -> list[Stage]:
         """Levels each half the size of the one above (downsampled along x, then y), then back up: each level's

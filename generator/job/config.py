@@ -72,7 +72,7 @@ class JobConfig:
     markov: bool = False  # draw stage kinds from the GPU variant's Markov transition matrix (generator.random_pipeline)
     mix_weights: MixWeights = "indices"  # where channel mixes get their weights: computed from the channel indices
     #   (Halide's generator) or read from an input, as layers' are (generator.random_pipeline.MIX_WEIGHTS)
-    motifs: float = 0.0  # chance that a stage slot draws an app-like pyramid or stencil chain instead of one random
+    motifs: float = 0.0  # chance that a stage slot draws an app-like motif (of motif_kinds) instead of one random
     #   stage (generator.random_pipeline.MOTIFS); 0 is Halide's generator and keeps the batch names
     motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")  # the motifs a slot draws from (random_pipeline.MOTIFS:
     #   pyramid, stencil_chain, conv_layer, depthwise_separable, max_filter); the default keeps the batch names

@@ -132,4 +132,5 @@ from .builtin import BuiltinModel  # noqa: E402
 from .ensemble import EnsembleModel  # noqa: E402
 
 __all__ = ["COST_MODELS", "AnalyticalModel", "CostModel", "CostModelError", "EnsembleModel", "LearnedModel",
-           "PredictedCosts", "RandomModel", "get_cost_model", "load_model", "register_cost_model", "stage_keys", "timed_score"]
+           "PredictedCosts", "RandomModel", "get_cost_model", "load_model", "register_cost_model", "stage_keys",
+           "timed_score"]
