@@ -48,8 +48,8 @@ def main(argv=None) -> int:
                     help="cost models, comma-separated; ratios are over the last one")
     ap.add_argument("--backend", default="halide", help="what every LoopNest is compiled with")
     ap.add_argument("--algorithm", default="beam", choices=("beam", "greedy"), help="the search under every model")
-    ap.add_argument("--beam-size", type=int, default=8)
-    ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--beam-size", type=int, default=32, help="autoschedule's default (adams2019's 32)")
+    ap.add_argument("--passes", type=int, default=5, help="autoschedule's default (adams2019's 5)")
     ap.add_argument("--tracking-uri", default=None)
     ap.add_argument("--measure-timeout", type=float, default=600.0,
                     help="seconds an app's measurement may take in the worker (naive lens_blur runs 11 s a time)")
@@ -83,8 +83,10 @@ def main(argv=None) -> int:
     search = f"beam {a.beam_size} x {a.passes}" if a.algorithm == "beam" else "greedy"
     print(f"{search}, every LoopNest compiled by {a.backend}, apps at size {a.size}")
     cols = ["naive", "expert", *models]
-    print(f"{'app':16s} " + " ".join(f"{c[:18]:>18s}" for c in cols) + "   " +
-          " ".join(f"{m[:14] + '/' + models[-1][:8]:>24s}" for m in models[:-1]))
+    labels = {c: _label(c) for c in cols}
+    w = max(18, *(len(labels[c]) for c in cols))  # a column as wide as its header
+    print(f"{'app':16s} " + " ".join(f"{labels[c]:>{w}s}" for c in cols) + "   " +
+          " ".join(f"{labels[m][:14] + '/' + labels[models[-1]][:8]:>24s}" for m in models[:-1]))
     speedups: dict[str, list[float]] = {c: [] for c in cols}
     ratios: dict[str, list[float]] = {m: [] for m in models[:-1]}
     t0 = time.time()
@@ -118,12 +120,12 @@ def main(argv=None) -> int:
             t, ref = runtimes[cols.index(m)], runtimes[-1]
             if math.isfinite(t) and math.isfinite(ref):
                 ratios[m].append(ref / t)
-        print(f"{name:16s} " + " ".join(f"{_cell(t, naive):>18s}" for t in runtimes) + "   " +
+        print(f"{name:16s} " + " ".join(f"{_cell(t, naive):>{w}s}" for t in runtimes) + "   " +
               " ".join(f"{_ratio(runtimes[-1], runtimes[cols.index(m)], m in same):>24s}" for m in models[:-1]),
               flush=True)
         for line in failures:
             print(f"  {name} {line}", flush=True)
-    print(f"{'geomean':16s} " + " ".join(f"{_geo(speedups[c]):>17.2f}x" for c in cols) + "   " +
+    print(f"{'geomean':16s} " + " ".join(f"{_geo(speedups[c]):>{w - 1}.2f}x" for c in cols) + "   " +
           " ".join(f"{_geo(ratios[m]):>23.3f}x" for m in models[:-1]))
     print(f"(speedup over naive; a ratio > 1 means that model's schedule ran faster than {models[-1]}'s); "
           f"{time.time() - t0:.0f} s")
@@ -140,6 +142,13 @@ def _column_search(ap: argparse.ArgumentParser, entry: str, default: str) -> tup
     if algorithm not in strategy_names() or not spec:
         ap.error(f"--models: {entry!r}: write ALGORITHM=MODEL with ALGORITHM one of {', '.join(strategy_names())}")
     return algorithm, spec
+
+
+def _label(entry: str) -> str:
+    """A column's header: a `learned:` model directory shortened to its last component, so that two columns of one
+    long path (`learned:/tmp/x/m`, `portfolio=learned:/tmp/x/m`) stay told apart and the table narrow."""
+    head, sep, path = entry.partition("learned:")
+    return f"{head}{sep}{Path(path).name}" if sep and "/" in path else entry
 
 
 def _save(a: argparse.Namespace, app: str, cols: list[str], which: list[int], distinct, measured) -> None:

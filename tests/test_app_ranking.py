@@ -22,11 +22,19 @@ def _benchmark(name: str):
     return module
 
 
+def test_columns_of_one_long_model_path_keep_apart():
+    label = _benchmark("learned_vs_analytical")._label
+    assert label("learned:/tmp/candidates/normd") == "learned:normd"
+    assert label("portfolio=learned:/tmp/candidates/normd") == "portfolio=learned:normd"
+    assert label("models:/schedlab-host/4") == "models:/schedlab-host/4"  # a registry URI stays whole
+    assert label("builtin:host-halide") == "builtin:host-halide"
+
+
 def test_saved_schedules_are_scored_by_each_model(tmp_path, capsys):
     saved = tmp_path / "measured.jsonl"
     lva = _benchmark("learned_vs_analytical")
     assert lva.main(["--apps", "blur,unsharp", "--size", "small", "--models", "analytical:1,greedy=analytical:1,"
-                     "analytical", "--backend", "llvm", "--save", str(saved)]) == 0
+                     "analytical", "--backend", "llvm", "--beam-size", "8", "--passes", "2", "--save", str(saved)]) == 0
     rows = [json.loads(line) for line in saved.read_text().splitlines()]
     assert [r["app"] for r in rows] == ["blur", "unsharp"]
     from generator.apps import get_app
@@ -41,7 +49,8 @@ def test_saved_schedules_are_scored_by_each_model(tmp_path, capsys):
         p = get_app(r["app"]).build("small")
         assert greedy == autoschedule(p, "host", model="analytical:1", algorithm="greedy", backend="llvm",
                                       allow_mismatch=True).loopnest.dumps()
-    capsys.readouterr()
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("app "))
+    assert header.split()[1:6] == ["naive", "expert", "analytical:1", "greedy=analytical:1", "analytical"]
 
     ranking = _benchmark("app_ranking")
     apps = ranking.load_measured(saved)
