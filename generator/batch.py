@@ -23,6 +23,8 @@ from pathlib import Path
 
 from ir.errors import SchedlabError
 
+from .random_pipeline import DEFAULT_MOTIF_KINDS
+
 __all__ = ["BASELINES", "BaselineError", "BatchKey", "BatchPlan", "BatchSpec", "PlannedSample", "SamplingModel",
            "batch_rows", "derived_seed", "get_baseline", "plan_batch", "prepare_pipeline", "register_baseline",
            "write_rows", "MEASUREMENTS"]
@@ -107,7 +109,7 @@ class BatchKey:
     mix_weights: str = "indices"  # generator.random_pipeline.MIX_WEIGHTS: where its channel mixes get their weights
     rivals: tuple[str, ...] = ()  # cost models (registered names) whose beam picks are planned after the beam sample
     motifs: float = 0.0  # chance of an app-like motif (of motif_kinds) per stage slot (generator.random_pipeline)
-    motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")  # random_pipeline.MOTIFS a motif slot draws from
+    motif_kinds: tuple[str, ...] = DEFAULT_MOTIF_KINDS  # random_pipeline.MOTIFS a motif slot draws from
 
     @property
     def batch_id(self) -> str:
@@ -119,7 +121,7 @@ class BatchKey:
             del fields["measurement"]
         if fields["mix_weights"] == "indices":
             del fields["mix_weights"]
-        if tuple(fields["motif_kinds"]) == ("pyramid", "stencil_chain") or not self.motifs:
+        if tuple(fields["motif_kinds"]) == DEFAULT_MOTIF_KINDS or not self.motifs:
             del fields["motif_kinds"]  # the kinds before conv_layer existed, or no motif drawn at all
         blob = json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
         return f"r{self.round}-p{self.seed}-{hashlib.sha256(blob).hexdigest()[:12]}"
@@ -168,7 +170,7 @@ class BatchSpec:
     mix_weights: str = "indices"  # generator.random_pipeline.MIX_WEIGHTS: channel mixes' weights from indices or inputs
     rivals: tuple[str, ...] = ()  # cost models whose beam picks are planned after the beam sample (check_rivals)
     motifs: float = 0.0  # chance of an app-like motif (of motif_kinds) per stage slot (random_pipeline.MOTIFS)
-    motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")  # what a motif slot draws from
+    motif_kinds: tuple[str, ...] = DEFAULT_MOTIF_KINDS  # what a motif slot draws from
     #   (random_pipeline.MOTIFS); the default keeps the batch names
 
     def __post_init__(self):
@@ -243,7 +245,7 @@ def derived_seed(*parts: int) -> int:
 
 def prepare_pipeline(seed: int, max_stages: int, output_size: tuple[int, int, int], markov: bool = False,
                      check_outputs: bool = True, mix_weights: str = "indices", motifs: float = 0.0,
-                     motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")):
+                     motif_kinds: tuple[str, ...] = DEFAULT_MOTIF_KINDS):
     """(pipeline, inputs, expected outputs or None) of one seed; raises when the pipeline cannot be made."""
     import numpy as np
 

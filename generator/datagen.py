@@ -34,7 +34,7 @@ from ir.units import format_seconds
 
 from .batch import (SMALL_OUTPUT, BatchPlan, BatchSpec, SamplingModel, batch_rows, derived_seed, get_baseline,
                     plan_batch, prepare_pipeline, write_rows)
-from .random_pipeline import MixWeights
+from .random_pipeline import DEFAULT_MOTIF_KINDS, MixWeights
 
 __all__ = ["PROTOCOLS", "QUICK", "BatchSpec", "BatchSummary", "RunSummary", "derived_seed", "generate_batch",
            "prepare_pipeline", "sample_schedules"]
@@ -275,7 +275,7 @@ class DatagenConfig:
     mix_weights: MixWeights = "indices"  # channel mixes' weights: from the channel indices or an
     #   input (generator.random_pipeline.MIX_WEIGHTS)
     motifs: float = 0.0  # chance of an app-like motif (of motif_kinds) per stage slot (random_pipeline.MOTIFS)
-    motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")  # what a motif slot draws from
+    motif_kinds: tuple[str, ...] = DEFAULT_MOTIF_KINDS  # what a motif slot draws from
     #   (random_pipeline.MOTIFS); the default keeps the batch names
     check_outputs: bool = True  # every schedule's output against the reference interpreter
     backend: str = "numba"  # the registered backend that compiles and measures (numba, halide)

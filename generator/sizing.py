@@ -26,6 +26,8 @@ import math
 
 import numpy as np
 
+from .random_pipeline import DEFAULT_MOTIF_KINDS
+
 __all__ = ["NAIVE_SECONDS_PER_OP_POINT", "MIN_SIDE", "estimate_naive_seconds", "naive_work", "sized_output",
            "target_naive_seconds", "check_naive_runtime"]
 
@@ -81,7 +83,7 @@ def _scaled(largest: tuple[int, int, int], factor: float) -> tuple[int, int, int
 
 def sized_output(seed: int, max_stages: int, largest: tuple[int, int, int], naive_runtime: tuple[float, float],
                  markov: bool = False, mix_weights: str = "indices", motifs: float = 0.0,
-                 motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")) -> tuple[int, int, int]:
+                 motif_kinds: tuple[str, ...] = DEFAULT_MOTIF_KINDS) -> tuple[int, int, int]:
     """The output size of pipeline `seed`: `largest` scaled (aspect and channels kept, sides >= MIN_SIDE) so
     that its estimated naive runtime is nearest its target draw from `naive_runtime`."""
     from .random_pipeline import random_pipeline

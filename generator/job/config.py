@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from backends.protocols import ProtocolName
-from generator.random_pipeline import MixWeights
+from generator.random_pipeline import DEFAULT_MOTIF_KINDS, MixWeights
 from ir.progress import ProgressSetting
 from train.config import LossName, ModelKind
 
@@ -74,7 +74,7 @@ class JobConfig:
     #   (Halide's generator) or read from an input, as layers' are (generator.random_pipeline.MIX_WEIGHTS)
     motifs: float = 0.0  # chance that a stage slot draws an app-like motif (of motif_kinds) instead of one random
     #   stage (generator.random_pipeline.MOTIFS); 0 is Halide's generator and keeps the batch names
-    motif_kinds: tuple[str, ...] = ("pyramid", "stencil_chain")  # the motifs a slot draws from (random_pipeline.MOTIFS:
+    motif_kinds: tuple[str, ...] = DEFAULT_MOTIF_KINDS  # the motifs a slot draws from (random_pipeline.MOTIFS:
     #   pyramid, stencil_chain, conv_layer, depthwise_separable, max_filter); the default keeps the batch names
     beam_size: int = 8  # beam width of the beam-search sample
     passes: int = 2  # coarse-to-fine passes of the beam-search sample
