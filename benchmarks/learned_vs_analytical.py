@@ -6,7 +6,7 @@ schedule, every LoopNest compiled by one backend (default Halide) and measured i
 full protocol, timed together in rounds (scheduler.modes.measure_loopnest_results), each output checked against
 the interpreter. Prints runtimes, speedups over naive, the
 geometric means and, per app, each model's runtime over the last model's (the reference, analytical by
-default). A LoopNest that several columns share is compiled and measured once: a model that picks the reference's
+default), and last each column's search time over all apps. A LoopNest that several columns share is compiled and measured once: a model that picks the reference's
 schedule shows "same schedule" and counts as exactly 1 in the geomean, not as two measurements' drift. A failure
 is a row with its status, never a missing app.
 
@@ -31,6 +31,7 @@ import json
 import math
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -89,6 +90,7 @@ def main(argv=None) -> int:
           " ".join(f"{labels[m][:14] + '/' + labels[models[-1]][:8]:>24s}" for m in models[:-1]))
     speedups: dict[str, list[float]] = {c: [] for c in cols}
     ratios: dict[str, list[float]] = {m: [] for m in models[:-1]}
+    searched = {m: SearchTotal() for m in models}
     t0 = time.time()
     for name in apps:
         app = get_app(name)
@@ -98,6 +100,7 @@ def main(argv=None) -> int:
             s = autoschedule(p, target, model=loaded[m], algorithm=searches[m][0], beam_size=a.beam_size,
                              passes=a.passes, backend=a.backend, allow_mismatch=True)
             lns.append(s.loopnest)
+            searched[m].add(s.stats)
         inputs, expected = reference(p)
         # a LoopNest two columns share is measured once: its ratio is exactly 1, not two runs' drift
         first: dict[str, int] = {}  # a LoopNest's text -> its index among the distinct ones
@@ -129,7 +132,25 @@ def main(argv=None) -> int:
           " ".join(f"{_geo(ratios[m]):>23.3f}x" for m in models[:-1]))
     print(f"(speedup over naive; a ratio > 1 means that model's schedule ran faster than {models[-1]}'s); "
           f"{time.time() - t0:.0f} s")
+    print("search: " + "; ".join(f"{labels[m]} {searched[m]}" for m in models))
     return 0
+
+
+@dataclass
+class SearchTotal:
+    """One column's search effort over the apps: what a wider beam or a slower model costs next to what it wins."""
+    seconds: float = 0.0
+    states: int = 0
+
+    def add(self, stats) -> None:
+        self.seconds += stats.seconds
+        self.states += stats.states_evaluated
+
+    def __str__(self) -> str:
+        from ir.units import format_seconds
+
+        return (f"{format_seconds(self.seconds)}, {self.states} states "
+                f"({format_seconds(self.seconds / max(1, self.states))}/state)")
 
 
 def _column_search(ap: argparse.ArgumentParser, entry: str, default: str) -> tuple[str, str]:

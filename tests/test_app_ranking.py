@@ -49,8 +49,13 @@ def test_saved_schedules_are_scored_by_each_model(tmp_path, capsys):
         p = get_app(r["app"]).build("small")
         assert greedy == autoschedule(p, "host", model="analytical:1", algorithm="greedy", backend="llvm",
                                       allow_mismatch=True).loopnest.dumps()
-    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("app "))
+    out = capsys.readouterr().out.splitlines()
+    header = next(line for line in out if line.startswith("app "))
     assert header.split()[1:6] == ["naive", "expert", "analytical:1", "greedy=analytical:1", "analytical"]
+    search = next(line for line in out if line.startswith("search: ")).removeprefix("search: ").split("; ")
+    assert [c.split()[0] for c in search] == ["analytical:1", "greedy=analytical:1", "analytical"]
+    states = {c.split()[0]: int(c.split(", ")[1].split()[0]) for c in search}
+    assert 0 < states["greedy=analytical:1"] < states["analytical:1"]  # greedy scores fewer states than beam 8 x 2
 
     ranking = _benchmark("app_ranking")
     apps = ranking.load_measured(saved)
