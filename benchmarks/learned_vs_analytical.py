@@ -1,14 +1,15 @@
 """Does the learned cost model schedule real pipelines better than the analytical one? Side by side in one run.
 
 For each app at its size: schedlab's beam search under each `--models` entry (default: the built-in learned
-model and the analytical model, each at the same beam size and passes), the naive schedule and the app's expert
-schedule, every LoopNest compiled by one backend (default Halide) and measured in one batch per app with the
+model and the analytical model, each at the same beam size and passes: by default autoschedule's beam 32 x 5, about
+25 minutes for the 17 apps on 2 cores; `--beam-size 8 --passes 2` takes about 9), the naive schedule and the app's
+expert schedule, every LoopNest compiled by one backend (default Halide) and measured in one batch per app with the
 full protocol, timed together in rounds (scheduler.modes.measure_loopnest_results), each output checked against
-the interpreter. Prints runtimes, speedups over naive, the
-geometric means and, per app, each model's runtime over the last model's (the reference, analytical by
-default), and last each column's search time over all apps. A LoopNest that several columns share is compiled and measured once: a model that picks the reference's
-schedule shows "same schedule" and counts as exactly 1 in the geomean, not as two measurements' drift. A failure
-is a row with its status, never a missing app.
+the interpreter. Prints runtimes, speedups over naive, the geometric means and, per app, each model's runtime over
+the last model's (the reference, analytical by default); last, each column's search time over all apps. A LoopNest
+that several columns share is compiled and measured once: a model that picks the reference's schedule shows "same
+schedule" and counts as exactly 1 in the geomean, not as two measurements' drift. A failure is a row with its
+status, never a missing app.
 
     python benchmarks/learned_vs_analytical.py --apps blur,unsharp,harris,max_filter,camera_pipe
     python benchmarks/learned_vs_analytical.py --models models:/schedlab-host/4,analytical --tracking-uri ...
