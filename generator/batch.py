@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ir.errors import SchedlabError
 
-from .random_pipeline import DEFAULT_MOTIF_KINDS
+from .random_pipeline import DEFAULT_MOTIF_KINDS, check_mix_weights, check_motif_kinds, check_motifs, random_pipeline
 
 __all__ = ["BASELINES", "BaselineError", "BatchKey", "BatchPlan", "BatchSpec", "PlannedSample", "SamplingModel",
            "batch_rows", "derived_seed", "get_baseline", "plan_batch", "prepare_pipeline", "register_baseline",
@@ -191,8 +191,6 @@ class BatchSpec:
         get_protocol(self.protocol)  # a ProtocolError (a ValueError) listing the names
         if self.measurement not in MEASUREMENTS:
             raise ValueError(f"measurement must be one of {', '.join(MEASUREMENTS)}, got {self.measurement!r}")
-        from .random_pipeline import check_mix_weights, check_motif_kinds, check_motifs
-
         check_mix_weights(self.mix_weights)
         object.__setattr__(self, "motifs", check_motifs(self.motifs))
         object.__setattr__(self, "motif_kinds", check_motif_kinds(self.motif_kinds))
@@ -250,7 +248,6 @@ def prepare_pipeline(seed: int, max_stages: int, output_size: tuple[int, int, in
     import numpy as np
 
     import ir
-    from generator.random_pipeline import random_pipeline
 
     p = random_pipeline(seed, max_stages, output_size, markov, mix_weights, motifs, motif_kinds)
     inputs = p.random_inputs(seed)

@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from .random_pipeline import DEFAULT_MOTIF_KINDS
+from .random_pipeline import DEFAULT_MOTIF_KINDS, random_pipeline
 
 __all__ = ["NAIVE_SECONDS_PER_OP_POINT", "MIN_SIDE", "estimate_naive_seconds", "naive_work", "sized_output",
            "target_naive_seconds", "check_naive_runtime"]
@@ -86,8 +86,6 @@ def sized_output(seed: int, max_stages: int, largest: tuple[int, int, int], naiv
                  motif_kinds: tuple[str, ...] = DEFAULT_MOTIF_KINDS) -> tuple[int, int, int]:
     """The output size of pipeline `seed`: `largest` scaled (aspect and channels kept, sides >= MIN_SIDE) so
     that its estimated naive runtime is nearest its target draw from `naive_runtime`."""
-    from .random_pipeline import random_pipeline
-
     largest = tuple(int(v) for v in largest)
     target = target_naive_seconds(seed, naive_runtime)
     factor, size = 1.0, largest
