@@ -29,7 +29,7 @@ class EvalConfig:
     """python -m evaluate: ranking metrics of one cost model on held-out pipelines."""
 
     model: str = "champion"  # champion (models:/schedlab-<target>@champion), any train.registry URI or path, random:<seed>
-    data: str = "data"  # dataset root (holds target=<name>/batch-*.parquet)
+    data: str = "data"  # dataset root (holds target=<name>/batch-*.parquet), or several comma-separated
     target: str = "host"  # dataset partition (and the registered model champion names)
     split: Literal["val", "all"] = "val"  # val: the pipelines training held out; all: every pipeline of `data`
     val_fraction: float = TrainConfig.val_fraction  # must be the value the model was trained with

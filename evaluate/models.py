@@ -98,9 +98,12 @@ def load_split(cfg: EvalConfig):
     after training's filters), then held out by the predicate training splits with."""
     from train.data import DataConfig, TrainingData, is_validation
 
-    if not Path(cfg.data).is_dir():
-        raise EvaluateError(f"data={cfg.data}: no such directory; give the dataset root "
-                            "(python -m generator.datagen seeds=0:64 out=DIR writes one)")
+    from featurize.dataset import dataset_roots
+
+    missing = [str(r) for r in dataset_roots(cfg.data) if not r.is_dir()]  # one root, or several as training reads
+    if missing:
+        raise EvaluateError(f"data={cfg.data}: no such directory {', '.join(missing)}; give the dataset root, or "
+                            "several comma-separated (python -m generator.datagen seeds=0:64 out=DIR writes one)")
     data = TrainingData.load(DataConfig(path=cfg.data, target=cfg.target, min_schedules=cfg.min_schedules,
                                         val_fraction=0.0, max_spread=cfg.max_spread))
     batches = data.train

@@ -196,6 +196,27 @@ def test_random_weights_on_every_pipeline(dataset, tracking):
     assert math.isfinite(r.metrics.pairwise_accuracy)
 
 
+def test_several_datasets_are_scored_as_one(dataset, tracking, tmp_path):
+    """data=A,B, as training reads several datasets (a built-in model's lineage lists its several): the pipelines of
+    both, scored as if one root held them all."""
+    import shutil
+
+    from evaluate.models import evaluate_model
+
+    batches = sorted(dataset.glob("target=*/batch-*.parquet"))
+    assert len(batches) >= 2
+    roots = []
+    for k, batch in enumerate(batches):
+        part = tmp_path / f"part{k}" / batch.parent.name
+        part.mkdir(parents=True)
+        shutil.copy(batch, part / batch.name)
+        roots.append(str(tmp_path / f"part{k}"))
+    whole = evaluate_model(eval_config(dataset, tracking, model="analytical", split="all", max_k=4))
+    parts = evaluate_model(eval_config(",".join(roots), tracking, model="analytical", split="all", max_k=4))
+    assert parts.pipeline_ids == whole.pipeline_ids
+    assert parts.metrics.as_dict() == pytest.approx(whole.metrics.as_dict(), nan_ok=True)
+
+
 def test_cli_prints_a_summary(trained, dataset, tracking, capsys):
     from evaluate.__main__ import main
 
