@@ -71,6 +71,37 @@ def test_saved_schedules_are_scored_by_each_model(tmp_path, capsys):
         pairwise, regret = float(line.split()[1]), float(line.split()[-1].rstrip("x"))
         assert 0 <= pairwise <= 1 and regret >= 1
 
+    # the kept schedules measured again, twice: per app a median ratio with its range, and the geomeans
+    remeasure = _benchmark("remeasure_apps")
+    again = tmp_path / "remeasured.jsonl"
+    assert remeasure.main([str(saved), "--repeats", "2", "--save", str(again)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    header = next(line for line in out if line.startswith("app "))
+    assert header.split()[1:] == ["analytical:1", "greedy=analytical:1"]  # over the last column, analytical
+    for r in rows:
+        line = next(x for x in out if x.startswith(r["app"] + " "))
+        shared = next(s for s in r["schedules"] if "analytical" in s["columns"])["columns"]
+        cell = line[len(r["app"]):].strip()
+        assert cell.startswith("same schedule") == ("analytical:1" in shared), line
+    assert [x.split("  ")[0] for x in out if x.startswith("geomean")] == [
+        "geomean of medians", "geomean, repeat 1", "geomean, repeat 2"]
+    kept = [json.loads(line) for line in again.read_text().splitlines()]
+    assert [k["app"] for k in kept] == ["blur", "unsharp"] and all(k["repeats"] == 2 for k in kept)
+    for k, r in zip(kept, rows):
+        # the model columns' schedules only: naive and expert are not measured again
+        assert [s["columns"] for s in k["schedules"]] == [
+            s["columns"] for s in r["schedules"] if set(s["columns"]) - {"naive", "expert"}]
+        for s in k["schedules"]:
+            assert len(s["runtimes_s"]) == 2 and all(t > 0 for t in s["runtimes_s"])
+            assert s["runtime_s"] == pytest.approx(sum(s["runtimes_s"]) / 2)  # the median of two
+    assert [a.app for a in ranking.load_measured(again)] == ["blur", "unsharp"]  # app_ranking reads it too
+    for argv, message in (([str(saved), "--columns", "analytical:1,nope"], "nope is not one"),
+                          ([str(saved), "--apps", "blur,harris"], "harris not in"),
+                          ([str(saved), "--repeats", "0"], "--repeats must be at least 1")):
+        with pytest.raises(SystemExit):
+            remeasure.main(argv)
+        assert message in capsys.readouterr().err, argv
+
 
 def test_a_file_it_cannot_read_is_one_line_naming_it(tmp_path, capsys):
     with pytest.raises(SystemExit):  # learned_vs_analytical refuses a --save it cannot write before measuring
