@@ -95,11 +95,14 @@ def main(argv=None) -> int:
         inputs, expected = reference(p)
         chosen = sorted(set(where.values()))  # only the columns' schedules: naive lens_blur alone runs 13 s a time
         loopnests = [LoopNest.loads(m.schedules[i].loopnest) for i in chosen]
-        runs = []
-        for _ in range(a.repeats):
-            run = best_runtimes(measure_loopnest_results(p, loopnests, target, inputs, expected, backend=m.backend,
-                                                         timeout=a.measure_timeout))
-            runs.append({i: t for i, t in zip(chosen, run)})
+        runs, failures = [], []
+        for k in range(a.repeats):
+            measured = measure_loopnest_results(p, loopnests, target, inputs, expected, backend=m.backend,
+                                                timeout=a.measure_timeout)
+            runs.append({i: t for i, t in zip(chosen, best_runtimes(measured))})
+            failures += [f"  {m.app} repeat {k + 1}, {'/'.join(m.schedules[i].columns)}: {x.status}"
+                         + (f" ({x.error.splitlines()[0][:160]})" if x.error else "")
+                         for i, x in zip(chosen, measured) if not x.ok]
         cells = []
         for c in columns[:-1]:
             i, r = where[c], where[reference_column]
@@ -118,8 +121,13 @@ def main(argv=None) -> int:
             else:
                 cells.append("failed")
         print(f"{m.app:26s}" + "".join(f"{x:>{width}s}" for x in cells), flush=True)
+        for line in failures:
+            print(line, flush=True)
         if a.save is not None:
             _save(a.save, m, runs)
+    counted = {len(medians[c]) for c in columns[:-1]}
+    if counted != {len(apps)}:  # a failed app (or one that kept not every column) is left out of the geomeans
+        print(f"(geomeans over the apps measured in every repeat: {', '.join(map(str, sorted(counted)))} of {len(apps)})")
     print(f"{'geomean of medians':26s}" + "".join(f"{_geo(medians[c]):>{width - 1}.3f}x" for c in columns[:-1]))
     for k in range(a.repeats):
         print(f"{'geomean, repeat ' + str(k + 1):26s}" +

@@ -96,9 +96,8 @@ def load_network(uri: str, target: str, tracking: str | None):
 def load_split(cfg: EvalConfig):
     """(batches of the pipelines to score, the dataset's DataStats). Loaded with val_fraction 0 (every pipeline
     after training's filters), then held out by the predicate training splits with."""
-    from train.data import DataConfig, TrainingData, is_validation
-
     from featurize.dataset import dataset_roots
+    from train.data import DataConfig, TrainingData, is_validation
 
     missing = [str(r) for r in dataset_roots(cfg.data) if not r.is_dir()]  # one root, or several as training reads
     if missing:
