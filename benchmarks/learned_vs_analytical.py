@@ -64,6 +64,7 @@ def main(argv=None) -> int:
         except OSError as e:
             ap.error(f"--save: cannot write {a.save}: {e.strerror}")
 
+    from evaluate.apps import geomean
     from generator.apps import app_list, get_app
     from ir.builder import naive_schedule
     from ir.target import get_target
@@ -129,8 +130,8 @@ def main(argv=None) -> int:
               flush=True)
         for line in failures:
             print(f"  {name} {line}", flush=True)
-    print(f"{'geomean':16s} " + " ".join(f"{_geo(speedups[c]):>{w - 1}.2f}x" for c in cols) + "   " +
-          " ".join(f"{_geo(ratios[m]):>23.3f}x" for m in models[:-1]))
+    print(f"{'geomean':16s} " + " ".join(f"{geomean(speedups[c]):>{w - 1}.2f}x" for c in cols) + "   " +
+          " ".join(f"{geomean(ratios[m]):>23.3f}x" for m in models[:-1]))
     print(f"(speedup over naive; a ratio > 1 means that model's schedule ran faster than {models[-1]}'s); "
           f"{time.time() - t0:.0f} s")
     print("search: " + "; ".join(f"{labels[m]} {searched[m]}" for m in models))
@@ -197,10 +198,6 @@ def _ratio(reference: float, t: float, same: bool = False) -> str:
     if same:
         return "same schedule"
     return f"{reference / t:.3f}x" if math.isfinite(t) and math.isfinite(reference) else "-"
-
-
-def _geo(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else math.nan
 
 
 if __name__ == "__main__":

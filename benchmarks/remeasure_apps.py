@@ -58,6 +58,7 @@ def main(argv=None) -> int:
 
     from app_ranking import load_measured
 
+    from evaluate.apps import geomean
     from generator.apps import get_app
     from ir.loopnest import LoopNest
     from ir.target import get_target
@@ -128,10 +129,10 @@ def main(argv=None) -> int:
     counted = {len(medians[c]) for c in columns[:-1]}
     if counted != {len(apps)}:  # a failed app (or one that kept not every column) is left out of the geomeans
         print(f"(geomeans over the apps measured in every repeat: {', '.join(map(str, sorted(counted)))} of {len(apps)})")
-    print(f"{'geomean of medians':26s}" + "".join(f"{_geo(medians[c]):>{width - 1}.3f}x" for c in columns[:-1]))
+    print(f"{'geomean of medians':26s}" + "".join(f"{geomean(medians[c]):>{width - 1}.3f}x" for c in columns[:-1]))
     for k in range(a.repeats):
         print(f"{'geomean, repeat ' + str(k + 1):26s}" +
-              "".join(f"{_geo(per_repeat[c][k]):>{width - 1}.3f}x" for c in columns[:-1]))
+              "".join(f"{geomean(per_repeat[c][k]):>{width - 1}.3f}x" for c in columns[:-1]))
     print(f"({time.time() - t0:.0f} s)")
     return 0
 
@@ -150,10 +151,6 @@ def _save(path: Path, m, runs: list[dict[int, float]]) -> None:
     row = {"app": m.app, "size": m.size, "backend": m.backend, "repeats": len(runs), "schedules": schedules}
     with path.open("a") as f:
         f.write(json.dumps(row) + "\n")
-
-
-def _geo(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
 if __name__ == "__main__":
