@@ -1,0 +1,185 @@
+"""Halide's compile-time tail: the slowest-compiling schedules of Halide datasets, compiled again as they are and
+with their innermost unrolling turned off, side by side (and by schedlab's llvm backend, as a third column).
+
+Most Halide compiles of the committed datasets take about a second (median 0.6-1.4 s), but a few schedules take
+minutes, and those few hold much of the compile time: 2-41 % of a dataset's compile seconds are in samples over
+30 s (docs/halide.md, "The compile-time tail"). A stalled compile holds a core of the data-generation job until
+`compile_timeout`. This benchmark finds which part of a schedule costs that time: each schedule is compiled in a
+fresh process with an empty kernel cache, (1) as recorded, (2) with every innermost level that unrolls (LoopNest
+kind `unrolled`) made `vectorized` instead (the same SIMD loop, no unrolled copies), (3) as recorded by the llvm
+backend. A compile past --timeout is reported as such. Each compiled kernel is timed once under the quick protocol
+on the pipeline's random inputs (outputs not checked: the schedules are the dataset's, checked when it was made), so
+the line also says what the unrolling buys at run time.
+
+    python benchmarks/halide_compile_tail.py --top 8 --timeout 60     # ~10 minutes here
+    python benchmarks/halide_compile_tail.py --data datasets/random-host-halide-motifs --top 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_DATA = ",".join(str(p.relative_to(ROOT)) for p in sorted((ROOT / "datasets").glob("random-host-halide*")))
+VARIANTS = (("halide", "as recorded"), ("halide", "unrolling off"), ("llvm", "as recorded"))
+
+
+@dataclass(frozen=True)
+class SlowSchedule:
+    dataset: str
+    sample_id: str
+    recorded_compile_s: float
+    recorded_runtime_s: float
+    pipeline_json: str
+    schedule_json: str
+
+
+@dataclass(frozen=True)
+class Compiled:
+    status: str  # ok | timeout | error
+    compile_s: float
+    runtime_s: float = math.nan
+    error: str = ""
+
+
+def slowest(data: str, top: int) -> list[SlowSchedule]:
+    """The `top` slowest-compiling Halide schedules of the datasets under `data`, one per pipeline."""
+    import polars as pl
+
+    from featurize.dataset import dataset_roots
+
+    found: list[SlowSchedule] = []
+    for root in dataset_roots(data):
+        files = sorted(root.glob("target=*/batch-*.parquet"))
+        if not files:
+            raise SystemExit(f"halide_compile_tail.py: error: {root} holds no dataset (no target=*/batch-*.parquet)")
+        df = (pl.scan_parquet([str(f) for f in files], hive_partitioning=False)
+              .select(["sample_id", "pipeline_id", "backend", "compile_s", "runtime_s", "pipeline_json",
+                       "schedule_json"])
+              .filter((pl.col("backend") == "halide") & pl.col("compile_s").is_not_null())
+              .unique(subset=["sample_id"]).sort("compile_s", descending=True)
+              .unique(subset=["pipeline_id"], keep="first", maintain_order=True).head(top).collect())
+        found += [SlowSchedule(root.name, r["sample_id"], r["compile_s"], r["runtime_s"] or math.nan,
+                               r["pipeline_json"], r["schedule_json"]) for r in df.iter_rows(named=True)]
+    return sorted(found, key=lambda s: -s.recorded_compile_s)[:top]
+
+
+def unrolling_off(schedule_json: str) -> str:
+    """The LoopNest with every `unrolled` innermost level `vectorized` (its SIMD loop kept, no unrolled copies)."""
+    d = json.loads(schedule_json)
+    stack = [d["root"]]
+    while stack:
+        n = stack.pop()
+        if n.get("kind") == "unrolled":
+            n["kind"] = "vectorized"
+        stack.extend(n.get("children", []))
+    return json.dumps(d)
+
+
+def unrolled_stages(schedule_json: str) -> list[str]:
+    """'func.stage [sizes] (inlining ...)' of each unrolled innermost level."""
+    out, stack = [], [json.loads(schedule_json)["root"]]
+    while stack:
+        n = stack.pop()
+        if n.get("kind") == "unrolled":
+            inl = ", ".join(f"{f} x{k}" for f, k in n.get("inlined", []))
+            out.append(f"{n['func']}.{n['stage']} {n['size']}" + (f" (inlining {inl})" if inl else ""))
+        stack.extend(n.get("children", []))
+    return sorted(out)
+
+
+def child(path: str, backend: str) -> None:
+    """Compile (and time once) the schedule of the JSON file at `path` in this process; prints a Compiled."""
+    import backends
+    from ir.loopnest import LoopNest
+    from ir.pipeline import Pipeline
+
+    job = json.loads(Path(path).read_text())
+    p = Pipeline.from_json(json.loads(job["pipeline_json"]))
+    ln = LoopNest.loads(job["schedule_json"])
+    t0 = time.perf_counter()
+    try:
+        k = backends.compile(p, ln, backend=backend, isolate=False, timeout=None)
+    except Exception as e:  # noqa: BLE001 - a failure is this row's status
+        print(json.dumps(Compiled("error", time.perf_counter() - t0, error=str(e).splitlines()[0][:160]).__dict__))
+        return
+    compile_s = time.perf_counter() - t0
+    m = backends.measure(k, p.random_inputs(0), "quick")
+    print(json.dumps(Compiled("ok" if m.status == "ok" else m.status, compile_s, m.min_s, m.error or "").__dict__))
+
+
+def compile_fresh(pipeline_json: str, schedule_json: str, backend: str, timeout: float) -> Compiled:
+    with tempfile.TemporaryDirectory() as tmp:
+        job = Path(tmp) / "job.json"
+        job.write_text(json.dumps({"pipeline_json": pipeline_json, "schedule_json": schedule_json}))
+        env = {**os.environ, "SCHEDLAB_CACHE_DIR": tmp}
+        t0 = time.perf_counter()
+        try:
+            r = subprocess.run([sys.executable, "-W", "ignore", __file__, "--child", str(job), backend], cwd=ROOT,
+                               env=env, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return Compiled("timeout", time.perf_counter() - t0)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    if r.returncode != 0 or not lines:
+        tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
+        return Compiled("error", math.nan, error=f"exit {r.returncode}: {tail[0][:160]}")
+    return Compiled(**json.loads(lines[-1]))
+
+
+def cell(c: Compiled) -> str:
+    if c.status == "timeout":
+        return f"{'> ' + format(c.compile_s, '.0f') + ' s':>9s} {'-':>9s}"
+    if c.status != "ok":
+        return f"{c.status:>9s} {'-':>9s}"
+    return f"{c.compile_s:8.2f}s {c.runtime_s * 1e3:7.2f}ms"
+
+
+def main(argv=None) -> int:
+    if argv is None and len(sys.argv) == 4 and sys.argv[1] == "--child":
+        child(sys.argv[2], sys.argv[3])
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=DEFAULT_DATA, help="dataset roots, comma-separated (default: the committed "
+                                                         "Halide datasets)")
+    ap.add_argument("--top", type=int, default=8, help="slowest schedules to compile again, one per pipeline")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per compile process (default 60)")
+    a = ap.parse_args(argv)
+    if a.top < 1:
+        ap.error(f"--top must be at least 1, got {a.top}")
+    if not a.timeout > 0:
+        ap.error(f"--timeout must be positive seconds, got {a.timeout}")
+    picks = slowest(a.data, a.top)
+    print(f"{len(picks)} slowest-compiling Halide schedules (one per pipeline), each compiled in a fresh process with "
+          f"an empty kernel cache, timeout {a.timeout:.0f} s; compile seconds, then one quick run")
+    head = "  ".join(f"{b + ', ' + v:>19s}" for b, v in VARIANTS)
+    print(f"{'dataset':28s} {'sample':16s} {'recorded':>9s}  {head}")
+    faster = timed_out = 0
+    for s in picks:
+        cells = [compile_fresh(s.pipeline_json, unrolling_off(s.schedule_json) if v == "unrolling off"
+                               else s.schedule_json, b, a.timeout) for b, v in VARIANTS]
+        print(f"{s.dataset:28s} {s.sample_id[:16]:16s} {s.recorded_compile_s:8.1f}s  "
+              + "  ".join(cell(c) for c in cells), flush=True)
+        for u in unrolled_stages(s.schedule_json):
+            print(f"{'':46s}unrolled: {u}")
+        as_is, off = cells[0], cells[1]
+        timed_out += as_is.status == "timeout"
+        if off.status == "ok" and (as_is.status == "timeout" or as_is.compile_s >= 10 * off.compile_s):
+            faster += 1
+    print(f"summary: {timed_out} of {len(picks)} schedules passed {a.timeout:.0f} s as recorded; with unrolling off "
+          f"{faster} of {len(picks)} compiled at least 10x faster (a timeout counts as slower)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
