@@ -5,14 +5,16 @@ Most Halide compiles of the committed datasets take about a second (median 0.6-1
 minutes, and those few hold much of the compile time: 2-41 % of a dataset's compile seconds are in samples over
 30 s (docs/halide.md, "The compile-time tail"). A stalled compile holds a core of the data-generation job until
 `compile_timeout`. This benchmark finds which part of a schedule costs that time: each schedule is compiled in a
-fresh process with an empty kernel cache, (1) as recorded, (2) with every innermost level that unrolls (LoopNest
-kind `unrolled`) made `vectorized` instead (the same SIMD loop, no unrolled copies), (3) as recorded by the llvm
-backend. A compile past --timeout is reported as such. Each compiled kernel is timed once under the quick protocol
+fresh process with an empty kernel cache, by default (1) as recorded, (2) with every innermost level that unrolls
+(LoopNest kind `unrolled`) made `vectorized` instead (the same SIMD loop, no unrolled copies), (3) as recorded by
+the llvm backend; `--variants` adds (4) `halide-no-unroll-inlining`, unrolling off only on innermost levels that
+inline Funcs. A compile past --timeout is reported as such. Each compiled kernel is timed once under the quick protocol
 on the pipeline's random inputs (outputs not checked: the schedules are the dataset's, checked when it was made), so
 the line also says what the unrolling buys at run time.
 
     python benchmarks/halide_compile_tail.py --top 8 --timeout 60     # ~10 minutes here
     python benchmarks/halide_compile_tail.py --data datasets/random-host-halide-motifs --top 3
+    python benchmarks/halide_compile_tail.py --variants halide,halide-no-unroll-inlining   # the narrower rule
 """
 
 from __future__ import annotations
@@ -27,12 +29,12 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 DEFAULT_DATA = ",".join(str(p.relative_to(ROOT)) for p in sorted((ROOT / "datasets").glob("random-host-halide*")))
-VARIANTS = (("halide", "as recorded"), ("halide", "unrolling off"), ("llvm", "as recorded"))
 
 
 @dataclass(frozen=True)
@@ -75,16 +77,34 @@ def slowest(data: str, top: int) -> list[SlowSchedule]:
     return sorted(found, key=lambda s: -s.recorded_compile_s)[:top]
 
 
-def unrolling_off(schedule_json: str) -> str:
-    """The LoopNest with every `unrolled` innermost level `vectorized` (its SIMD loop kept, no unrolled copies)."""
+def unrolling_off(schedule_json: str, only_inlining: bool = False) -> str:
+    """The LoopNest with every `unrolled` innermost level (with `only_inlining`, every one that inlines Funcs)
+    `vectorized`: its SIMD loop kept, no unrolled copies."""
     d = json.loads(schedule_json)
     stack = [d["root"]]
     while stack:
         n = stack.pop()
-        if n.get("kind") == "unrolled":
+        if n.get("kind") == "unrolled" and (n.get("inlined") or not only_inlining):
             n["kind"] = "vectorized"
         stack.extend(n.get("children", []))
     return json.dumps(d)
+
+
+@dataclass(frozen=True)
+class Variant:
+    backend: str
+    label: str  # the column's header
+    schedule: Callable[[str], str]  # the recorded LoopNest JSON -> the one compiled
+
+
+VARIANTS = {
+    "halide": Variant("halide", "halide, as recorded", lambda js: js),
+    "halide-no-unroll": Variant("halide", "halide, unrolling off", unrolling_off),
+    "halide-no-unroll-inlining": Variant("halide", "halide, off where inlining",
+                                         lambda js: unrolling_off(js, only_inlining=True)),
+    "llvm": Variant("llvm", "llvm, as recorded", lambda js: js),
+}
+DEFAULT_VARIANTS = "halide,halide-no-unroll,llvm"
 
 
 def unrolled_stages(schedule_json: str) -> list[str]:
@@ -154,7 +174,15 @@ def main(argv=None) -> int:
                                                          "Halide datasets)")
     ap.add_argument("--top", type=int, default=8, help="slowest schedules to compile again, one per pipeline")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per compile process (default 60)")
+    ap.add_argument("--variants", default=DEFAULT_VARIANTS, help=f"comma-separated columns: {', '.join(VARIANTS)} "
+                                                                  f"(default {DEFAULT_VARIANTS})")
     a = ap.parse_args(argv)
+    names = [v.strip() for v in a.variants.split(",") if v.strip()]
+    bad = [v for v in names if v not in VARIANTS]
+    if bad or not names:
+        ap.error(f"--variants: unknown variant {bad[0]!r}; variants: {', '.join(VARIANTS)}" if bad
+                 else "--variants: name at least one")
+    variants = [VARIANTS[v] for v in names]
     if a.top < 1:
         ap.error(f"--top must be at least 1, got {a.top}")
     if not a.timeout > 0:
@@ -162,22 +190,28 @@ def main(argv=None) -> int:
     picks = slowest(a.data, a.top)
     print(f"{len(picks)} slowest-compiling Halide schedules (one per pipeline), each compiled in a fresh process with "
           f"an empty kernel cache, timeout {a.timeout:.0f} s; compile seconds, then one quick run")
-    head = "  ".join(f"{b + ', ' + v:>19s}" for b, v in VARIANTS)
+    head = "  ".join(f"{v.label:>19s}" for v in variants)
     print(f"{'dataset':28s} {'sample':16s} {'recorded':>9s}  {head}")
-    faster = timed_out = 0
+    timed_out = 0
+    faster = {n: 0 for n in names if n != "halide" and VARIANTS[n].backend == "halide"}  # against as recorded
     for s in picks:
-        cells = [compile_fresh(s.pipeline_json, unrolling_off(s.schedule_json) if v == "unrolling off"
-                               else s.schedule_json, b, a.timeout) for b, v in VARIANTS]
+        cells = dict(zip(names, (compile_fresh(s.pipeline_json, v.schedule(s.schedule_json), v.backend, a.timeout)
+                                 for v in variants)))
         print(f"{s.dataset:28s} {s.sample_id[:16]:16s} {s.recorded_compile_s:8.1f}s  "
-              + "  ".join(cell(c) for c in cells), flush=True)
+              + "  ".join(cell(c) for c in cells.values()), flush=True)
         for u in unrolled_stages(s.schedule_json):
             print(f"{'':46s}unrolled: {u}")
-        as_is, off = cells[0], cells[1]
+        as_is = cells.get("halide")
+        if as_is is None:
+            continue
         timed_out += as_is.status == "timeout"
-        if off.status == "ok" and (as_is.status == "timeout" or as_is.compile_s >= 10 * off.compile_s):
-            faster += 1
-    print(f"summary: {timed_out} of {len(picks)} schedules passed {a.timeout:.0f} s as recorded; with unrolling off "
-          f"{faster} of {len(picks)} compiled at least 10x faster (a timeout counts as slower)")
+        for n in faster:
+            c = cells[n]
+            faster[n] += c.status == "ok" and (as_is.status == "timeout" or as_is.compile_s >= 10 * c.compile_s)
+    if "halide" in names:
+        print(f"summary: {timed_out} of {len(picks)} schedules passed {a.timeout:.0f} s as recorded"
+              + "".join(f"; {VARIANTS[n].label.removeprefix('halide, ')}: {k} of {len(picks)} compiled at least 10x "
+                        f"faster" for n, k in faster.items()) + " (a timeout counts as slower)")
     return 0
 
 

@@ -69,3 +69,22 @@ def test_the_slowest_schedules_come_one_per_pipeline_slowest_first():
 def test_a_directory_without_a_dataset_is_one_line_naming_it(tmp_path):
     with pytest.raises(SystemExit, match=rf"{tmp_path} holds no dataset"):
         _tail().slowest(str(tmp_path), 3)
+
+
+def test_the_narrower_variant_turns_off_only_levels_that_inline():
+    tail = _tail()
+    recorded = json.dumps({"format": 2, "root": {"store_at": ["out"], "children": [
+        {"func": "a", "stage": 0, "innermost": True, "kind": "unrolled", "size": [16, 4], "vectorized_loop": 0,
+         "inlined": [["b", 3]]},
+        {"func": "out", "stage": 0, "innermost": True, "kind": "unrolled", "size": [16, 2], "vectorized_loop": 0}]}})
+    assert tail.unrolled_stages(recorded) == ["a.0 [16, 4] (inlining b x3)", "out.0 [16, 2]"]
+    assert tail.unrolled_stages(tail.VARIANTS["halide-no-unroll-inlining"].schedule(recorded)) == ["out.0 [16, 2]"]
+    assert tail.unrolled_stages(tail.VARIANTS["halide-no-unroll"].schedule(recorded)) == []
+    assert tail.VARIANTS["halide"].schedule(recorded) == recorded
+
+
+def test_an_unknown_variant_is_one_line_naming_the_variants(capsys):
+    with pytest.raises(SystemExit):
+        _tail().main(["--variants", "halide,fast"])
+    err = capsys.readouterr().err
+    assert "unknown variant 'fast'; variants: halide, halide-no-unroll, halide-no-unroll-inlining, llvm" in err
