@@ -42,7 +42,6 @@ class SlowSchedule:
     dataset: str
     sample_id: str
     recorded_compile_s: float
-    recorded_runtime_s: float
     pipeline_json: str
     schedule_json: str
 
@@ -55,38 +54,45 @@ class Compiled:
     error: str = ""
 
 
-def slowest(data: str, top: int) -> list[SlowSchedule]:
-    """The `top` slowest-compiling Halide schedules of the datasets under `data`, one per pipeline."""
+def slowest(data: str, top: int, target: str = "host") -> list[SlowSchedule]:
+    """The `top` slowest-compiling Halide schedules of `target` in the datasets under `data`, one per pipeline."""
     import polars as pl
 
-    from featurize.dataset import dataset_roots
+    from featurize.dataset import DatasetError, dataset_roots, target_files
 
     found: list[SlowSchedule] = []
     for root in dataset_roots(data):
-        files = sorted(root.glob("target=*/batch-*.parquet"))
-        if not files:
-            raise SystemExit(f"halide_compile_tail.py: error: {root} holds no dataset (no target=*/batch-*.parquet)")
+        try:
+            files = target_files(root, target)
+        except DatasetError as e:
+            raise SystemExit(f"halide_compile_tail.py: error: {e}") from None
         df = (pl.scan_parquet([str(f) for f in files], hive_partitioning=False)
-              .select(["sample_id", "pipeline_id", "backend", "compile_s", "runtime_s", "pipeline_json",
-                       "schedule_json"])
+              .select(["sample_id", "pipeline_id", "backend", "compile_s", "pipeline_json", "schedule_json"])
               .filter((pl.col("backend") == "halide") & pl.col("compile_s").is_not_null())
               .unique(subset=["sample_id"]).sort("compile_s", descending=True)
               .unique(subset=["pipeline_id"], keep="first", maintain_order=True).head(top).collect())
-        found += [SlowSchedule(root.name, r["sample_id"], r["compile_s"], r["runtime_s"] or math.nan,
-                               r["pipeline_json"], r["schedule_json"]) for r in df.iter_rows(named=True)]
+        found += [SlowSchedule(root.name, r["sample_id"], r["compile_s"], r["pipeline_json"], r["schedule_json"])
+                  for r in df.iter_rows(named=True)]
     return sorted(found, key=lambda s: -s.recorded_compile_s)[:top]
+
+
+def _unrolled_levels(loopnest: dict):
+    """The innermost levels of a LoopNest's JSON (LoopNest.dumps) whose kind is `unrolled`."""
+    stack = [loopnest["root"]]
+    while stack:
+        n = stack.pop()
+        if n.get("kind") == "unrolled":
+            yield n
+        stack.extend(n.get("children", []))
 
 
 def unrolling_off(schedule_json: str, only_inlining: bool = False) -> str:
     """The LoopNest with every `unrolled` innermost level (with `only_inlining`, every one that inlines Funcs)
     `vectorized`: its SIMD loop kept, no unrolled copies."""
     d = json.loads(schedule_json)
-    stack = [d["root"]]
-    while stack:
-        n = stack.pop()
-        if n.get("kind") == "unrolled" and (n.get("inlined") or not only_inlining):
+    for n in list(_unrolled_levels(d)):
+        if n.get("inlined") or not only_inlining:
             n["kind"] = "vectorized"
-        stack.extend(n.get("children", []))
     return json.dumps(d)
 
 
@@ -109,13 +115,10 @@ DEFAULT_VARIANTS = "halide,halide-no-unroll,llvm"
 
 def unrolled_stages(schedule_json: str) -> list[str]:
     """'func.stage [sizes] (inlining ...)' of each unrolled innermost level."""
-    out, stack = [], [json.loads(schedule_json)["root"]]
-    while stack:
-        n = stack.pop()
-        if n.get("kind") == "unrolled":
-            inl = ", ".join(f"{f} x{k}" for f, k in n.get("inlined", []))
-            out.append(f"{n['func']}.{n['stage']} {n['size']}" + (f" (inlining {inl})" if inl else ""))
-        stack.extend(n.get("children", []))
+    out = []
+    for n in _unrolled_levels(json.loads(schedule_json)):
+        inl = ", ".join(f"{f} x{k}" for f, k in n.get("inlined", []))
+        out.append(f"{n['func']}.{n['stage']} {n['size']}" + (f" (inlining {inl})" if inl else ""))
     return sorted(out)
 
 
@@ -172,6 +175,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=DEFAULT_DATA, help="dataset roots, comma-separated (default: the committed "
                                                          "Halide datasets)")
+    ap.add_argument("--target", default="host", help="the datasets' target partition (default host)")
     ap.add_argument("--top", type=int, default=8, help="slowest schedules to compile again, one per pipeline")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per compile process (default 60)")
     ap.add_argument("--variants", default=DEFAULT_VARIANTS, help=f"comma-separated columns: {', '.join(VARIANTS)} "
@@ -187,7 +191,7 @@ def main(argv=None) -> int:
         ap.error(f"--top must be at least 1, got {a.top}")
     if not a.timeout > 0:
         ap.error(f"--timeout must be positive seconds, got {a.timeout}")
-    picks = slowest(a.data, a.top)
+    picks = slowest(a.data, a.top, a.target)
     print(f"{len(picks)} slowest-compiling Halide schedules (one per pipeline), each compiled in a fresh process with "
           f"an empty kernel cache, timeout {a.timeout:.0f} s; compile seconds, then one quick run")
     head = "  ".join(f"{v.label:>19s}" for v in variants)
