@@ -23,11 +23,16 @@ CHECK = Protocol(warmup=0, min_samples=1, max_samples=1, min_seconds=0, max_seco
 # full-retire: full, but under interleaved measurement a kernel leaves the rounds once its own samples have settled
 # (Protocol.retire_settled); measured one at a time it is the full protocol
 FULL_RETIRE = replace(FULL, retire_settled=True)
+# full-ordered: full, but under interleaved measurement a kernel leaves the rounds once its order with every other
+# kernel of the block is settled (Protocol.retire_ordered), after 5 rounds at least (3 samples' spread is too rough
+# a guide); measured one at a time it is the full protocol with 5 samples at least
+FULL_ORDERED = replace(FULL, retire_ordered=True, min_samples=5)
 
-PROTOCOLS: dict[str, Protocol] = {"quick": QUICK, "full": FULL, "check": CHECK, "full-retire": FULL_RETIRE}
+PROTOCOLS: dict[str, Protocol] = {"quick": QUICK, "full": FULL, "check": CHECK, "full-retire": FULL_RETIRE,
+                                  "full-ordered": FULL_ORDERED}
 DEPRECATED = {"default": "full"}  # old config names still accepted
 # what a config may name: the keys of PROTOCOLS and DEPRECATED, written once for every config (a test checks they agree)
-ProtocolName = Literal["quick", "full", "full-retire", "check", "default"]
+ProtocolName = Literal["quick", "full", "full-retire", "full-ordered", "check", "default"]
 
 
 class ProtocolError(SchedlabError, ValueError):

@@ -28,6 +28,33 @@ def settled(samples: list[float], protocol: Protocol) -> bool:
     return s[2] <= s[0] * (1 + protocol.accuracy)
 
 
+def _bounds(samples: list[float], protocol: Protocol) -> tuple[float, float]:
+    """(low, best) of one kernel: its best sample, and how much lower more samples might still take it, going by
+    the gap of its own best and third best (the protocol's spread) plus `accuracy`."""
+    s = sorted(samples)
+    best = s[0]
+    third = s[min(2, len(s) - 1)]
+    return best / (third / best + protocol.accuracy) if best > 0 else 0.0, best
+
+
+def ordered(samples: list[list[float]], protocol: Protocol) -> list[bool]:
+    """For each kernel of a block timed in rounds, whether its order with every other kernel is settled: their
+    ranges (`_bounds`) do not overlap, or both kernels have settled in their own right (a near-tie that further
+    rounds would not order). A label is a schedule's place in its pipeline's order: pairs far apart are ordered
+    after a few rounds, and only near neighbours need the rest."""
+    bounds = [_bounds(x, protocol) for x in samples]
+    own = [settled(x, protocol) for x in samples]
+    out = []
+    for i, (lo, best) in enumerate(bounds):
+        ok = True
+        for j, (lo_j, best_j) in enumerate(bounds):
+            if j != i and not (lo > best_j or lo_j > best or (own[i] and own[j])):
+                ok = False
+                break
+        out.append(ok)
+    return out
+
+
 def time_callable(fn, protocol: Protocol) -> tuple[float, float, float, int, int]:
     """(best, median, spread, samples, iterations) of per-run times of fn()."""
     for _ in range(protocol.warmup):
@@ -68,7 +95,8 @@ def time_interleaved(fns: list, protocol: Protocol, seed: int = 0) -> list[tuple
     when every function's best and third best samples agree within `accuracy` and `min_seconds` per function have
     passed, or after `max_seconds` per function (the sequential protocol's budget) or `max_rounds` rounds. With
     `protocol.retire_settled` a function leaves the rounds as soon as its own samples agree so and add up to
-    `min_seconds`: the others go on, in rounds of those left."""
+    `min_seconds`: the others go on, in rounds of those left; with `protocol.retire_ordered` a function leaves
+    them once its order with every other function is settled (`ordered`) and its samples add up to `min_seconds`."""
     import random
 
     n = len(fns)
@@ -106,7 +134,10 @@ def time_interleaved(fns: list, protocol: Protocol, seed: int = 0) -> list[tuple
         if rounds >= protocol.min_samples:
             if elapsed >= protocol.max_seconds * n or rounds >= min(protocol.max_rounds, protocol.max_samples):
                 break
-            if protocol.retire_settled:
+            if protocol.retire_ordered:
+                done = ordered(samples, protocol)
+                order = [i for i in order if not (done[i] and sum(samples[i]) * iters[i] >= protocol.min_seconds)]
+            elif protocol.retire_settled:
                 order = [i for i in order
                          if not (settled(samples[i], protocol) and sum(samples[i]) * iters[i] >= protocol.min_seconds)]
             elif elapsed >= protocol.min_seconds * n and all(settled(x, protocol) for x in samples):

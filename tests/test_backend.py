@@ -476,9 +476,10 @@ def test_measure_many_gives_every_sample_a_status(tmp_path, monkeypatch):
 
 
 def test_protocols_are_named_once():
-    from backends.protocols import CHECK, FULL, FULL_RETIRE, QUICK
+    from backends.protocols import CHECK, FULL, FULL_ORDERED, FULL_RETIRE, QUICK
 
-    assert backends.PROTOCOLS == {"quick": QUICK, "full": FULL, "check": CHECK, "full-retire": FULL_RETIRE}
+    assert backends.PROTOCOLS == {"quick": QUICK, "full": FULL, "check": CHECK, "full-retire": FULL_RETIRE,
+                                  "full-ordered": FULL_ORDERED}
     assert backends.get_protocol("default") is FULL  # the old name, still accepted in configs
     from typing import get_args
 
@@ -486,7 +487,7 @@ def test_protocols_are_named_once():
 
     assert set(get_args(ProtocolName)) == set(backends.PROTOCOLS) | set(DEPRECATED)  # what every config accepts
     assert backends.get_protocol(QUICK) is QUICK and CHECK.max_samples == 1
-    with pytest.raises(SchedlabError, match="unknown protocol 'slow'; use one of quick, full, check, full-retire"):
+    with pytest.raises(SchedlabError, match="unknown protocol 'slow'; use one of quick, full, check, full-retire, full-ordered"):
         backends.get_protocol("slow")
     p = blur_pipeline()
     with pytest.raises(SchedlabError, match="unknown protocol 'slow'"):

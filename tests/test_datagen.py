@@ -293,16 +293,18 @@ def test_a_rivals_beam_pick_is_planned_right_after_the_beam_sample_and_is_that_m
                                         "motif_kinds=[depthwise_separable,max_filter]", "compile_timeout=120"]),
 ])
 def test_the_committed_datasets_commands_name_their_batches(dataset, seed, overrides):
-    """The job resumes a dataset by its batch names: the command each committed dataset's README gives names the
-    batch already there, so the default mix_weights (indices) keeps the names written before the option existed."""
+    """The job resumes a dataset by its batch names: the command each committed dataset's README gives (protocol=full,
+    the default when they were made) names the batch already there, so the default mix_weights (indices) keeps the
+    names written before the option existed, and the default protocol since (full-ordered) does not resume them."""
     from ir.config import load_config
 
     cfg = load_config(JobConfig, ROOT / "conf/datagen.yaml", [
         f"out={ROOT / 'datasets' / dataset}", f"seed={seed}", "rounds=1", "pipelines_per_round=400", "contrasts=5",
         "contrast_kinds=[serial,inline,compute,scalar,rolled]", "first_sampler=analytical", "train.enabled=false",
-        *overrides])
+        "protocol=full", *overrides])
     batch_id = BatchSpec.of_job(cfg, 0).key(seed).batch_id
     assert (ROOT / "datasets" / dataset / "target=host" / f"batch-{batch_id}.parquet").is_file(), batch_id
+    assert BatchSpec.of_job(dataclasses.replace(cfg, protocol="full-ordered"), 0).key(seed).batch_id != batch_id
     other = "buffer" if cfg.mix_weights == "indices" else "indices"
     assert BatchSpec.of_job(dataclasses.replace(cfg, mix_weights=other), 0).key(seed).batch_id != batch_id
     with pytest.raises(ValueError, match="mix_weights must be one of indices, buffer"):

@@ -11,7 +11,7 @@ import pytest
 
 import backends
 from backends import Protocol
-from backends.timing import compare_outputs, time_interleaved
+from backends.timing import compare_outputs, ordered, time_interleaved
 from backends.worker import Worker
 from generator.batch import BatchSpec
 from generator.job.config import JobConfig
@@ -103,6 +103,50 @@ def test_the_full_retire_protocol_is_full_with_retiring():
     assert JobConfig(protocol="full-retire").protocol == "full-retire"
 
 
+def test_a_kernel_is_ordered_once_its_range_is_apart_from_every_other_or_both_have_settled():
+    p = Protocol(min_samples=3, accuracy=0.03)
+    steady, far = [1.0, 1.0, 1.0], [2.0, 2.1, 2.0]
+    near_unsettled = [1.02, 1.2, 1.3]  # its third best is 27 % above its best: it may still fall below 1.0
+    assert ordered([steady, far, near_unsettled], p) == [False, True, False]
+    near_settled = [1.02, 1.03, 1.04]  # within 3 % of itself: a near-tie of `steady` no rounds would order
+    assert ordered([steady, far, near_settled], p) == [True, True, True]
+    # a range is the best sample down to best / (third / best + accuracy): an unsettled 1.0 (10 % spread) and a
+    # settled 1.02 (which may yet fall 3 %) overlap; 1.06 may fall only to 1.03, above the other's best
+    assert ordered([[1.0, 1.1, 1.1], [1.02, 1.02, 1.02]], p) == [False, False]
+    assert ordered([[1.0, 1.1, 1.1], [1.06, 1.06, 1.06]], p) == [True, True]
+    assert ordered([[1.0, 1.1, 1.1], [1.2, 1.2, 1.2]], p) == [True, True]
+
+
+def _uneven(best: float, rest: float):
+    """A function whose first timed sample (its second call) sleeps `best`, every other call `rest`: with rest >
+    best by more than the protocol's accuracy, its best and third best never agree."""
+    calls = iter(range(1 << 30))
+    return lambda: time.sleep(best if next(calls) == 1 else rest)
+
+
+def test_ordered_kernels_retire_and_unordered_neighbours_go_on():
+    protocol = Protocol(warmup=0, min_samples=5, max_samples=1000, accuracy=0.05, min_seconds=0, max_seconds=60,
+                        sample_seconds=0, max_rounds=12, retire_ordered=True)
+    # a 2 ms sleep is far below two 12-20 ms functions whose ranges overlap and which never settle
+    out = time_interleaved([lambda: time.sleep(0.002), _uneven(0.012, 0.02), _uneven(0.0125, 0.02)], protocol)
+    assert [samples for _, _, _, samples, _ in out] == [5, 12, 12]
+    # two settled near-ties retire together after min_samples rounds (settled within 50 %, even on a busy machine)
+    out = time_interleaved([lambda: time.sleep(0.004), lambda: time.sleep(0.00404)],
+                           dataclasses.replace(protocol, accuracy=0.5))
+    assert [samples for _, _, _, samples, _ in out] == [5, 5]
+    # without retiring, every function samples every round
+    out = time_interleaved([lambda: time.sleep(0.002), _uneven(0.012, 0.02)],
+                           dataclasses.replace(protocol, retire_ordered=False))
+    assert [samples for _, _, _, samples, _ in out] == [12, 12]
+
+
+def test_the_full_ordered_protocol_is_full_with_ordered_retiring_after_five_rounds():
+    full, ordered_ = backends.get_protocol("full"), backends.get_protocol("full-ordered")
+    assert ordered_.retire_ordered and not ordered_.retire_settled and not full.retire_ordered
+    assert dataclasses.replace(ordered_, retire_ordered=False, min_samples=full.min_samples) == full
+    assert JobConfig(protocol="full-ordered").protocol == "full-ordered"
+
+
 def _built(p, n: int):
     lns = [naive_schedule(p)] + [random_schedule(p, seed)[0] for seed in range(1, n)]
     return [backends.build(p, ln, backend="llvm") for ln in lns]
@@ -172,17 +216,21 @@ def test_only_schedules_of_one_pipeline_are_timed_together():
 
 
 def test_sequential_batches_keep_their_names_and_interleaved_ones_get_new_ones():
-    """The committed datasets were measured one schedule after another: their files are still the batches of their
-    generation command with measurement=sequential, and interleaved labels never overwrite or resume them."""
+    """The committed datasets were measured one schedule after another under the full protocol: their files are still
+    the batches of their generation command with measurement=sequential protocol=full, and neither interleaved labels
+    nor labels of the job's default protocol since (full-ordered) overwrite or resume them."""
     data = ROOT / "datasets" / "random-host-halide-avx2" / "target=host"
     cfg = JobConfig(backend="halide", seed=3000, rounds=1, pipelines_per_round=3, contrasts=5,
                     contrast_kinds=("serial", "inline", "compute", "scalar", "rolled"), first_sampler="analytical",
-                    naive_runtime=(0.005, 1.0), max_stages=20, output_size=(2000, 2000, 3), measurement="sequential")
+                    naive_runtime=(0.005, 1.0), max_stages=20, output_size=(2000, 2000, 3), measurement="sequential",
+                    protocol="full")
     sequential = BatchSpec.of_job(cfg, 0).batch_ids
     assert all((data / f"batch-{i}.parquet").exists() for i in sequential), sequential
     interleaved = BatchSpec.of_job(dataclasses.replace(cfg, measurement="interleaved"), 0).batch_ids
     assert not set(interleaved) & set(sequential)
-    assert JobConfig().measurement == "interleaved"
+    ordered = BatchSpec.of_job(dataclasses.replace(cfg, protocol="full-ordered"), 0).batch_ids
+    assert not set(ordered) & set(sequential)
+    assert JobConfig().measurement == "interleaved" and JobConfig().protocol == "full-ordered"
     with pytest.raises(ValueError, match="measurement must be one of sequential, interleaved"):
         BatchSpec(seeds=(1,), measurement="rounds")
 
