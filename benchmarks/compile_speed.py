@@ -17,17 +17,16 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import resource
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.ab import run_cold_child  # noqa: E402
 
 BACKENDS = ("llvm", "numba", "halide")
 RANDOM_SIZE = (512, 512, 3)
@@ -115,18 +114,13 @@ def _backend_phases(k, backend: str) -> str:
 
 
 def run_one(spec: str, backend: str, timeout: float) -> Row:
-    with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "SCHEDLAB_CACHE_DIR": cache, "NUMBA_CACHE_DIR": cache}
-        try:
-            r = subprocess.run([sys.executable, __file__, "--child", spec, backend], cwd=ROOT, env=env,
-                               capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return Row(spec, 0, backend, "timeout", timeout, math.nan, math.nan, f"over {timeout:.0f} s")
-    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
-    if r.returncode != 0 or not lines:
-        tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
-        return Row(spec, 0, backend, "crash", math.nan, math.nan, math.nan, f"exit {r.returncode}: {tail[0][:200]}")
-    return Row(**json.loads(lines[-1]))
+    """One cold compile by `child` in a fresh process with an empty kernel cache; a failure is the row's status."""
+    c = run_cold_child(__file__, [spec, backend], timeout)
+    if c.status == "timeout":
+        return Row(spec, 0, backend, "timeout", timeout, math.nan, math.nan, f"over {timeout:.0f} s")
+    if c.status != "ok":
+        return Row(spec, 0, backend, "crash", math.nan, math.nan, math.nan, c.error[:200])
+    return Row(**c.result)
 
 
 def geomean(xs: list[float]) -> float:

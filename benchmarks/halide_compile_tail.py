@@ -22,8 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +31,8 @@ from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.ab import run_cold_child  # noqa: E402
 
 DEFAULT_DATA = ",".join(str(p.relative_to(ROOT)) for p in sorted((ROOT / "datasets").glob("random-host-halide*")))
 
@@ -143,21 +143,16 @@ def child(path: str, backend: str) -> None:
 
 
 def compile_fresh(pipeline_json: str, schedule_json: str, backend: str, timeout: float) -> Compiled:
+    """The schedule compiled (and timed once) by `child` in a fresh process with an empty kernel cache."""
     with tempfile.TemporaryDirectory() as tmp:
         job = Path(tmp) / "job.json"
         job.write_text(json.dumps({"pipeline_json": pipeline_json, "schedule_json": schedule_json}))
-        env = {**os.environ, "SCHEDLAB_CACHE_DIR": tmp}
-        t0 = time.perf_counter()
-        try:
-            r = subprocess.run([sys.executable, "-W", "ignore", __file__, "--child", str(job), backend], cwd=ROOT,
-                               env=env, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return Compiled("timeout", time.perf_counter() - t0)
-    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
-    if r.returncode != 0 or not lines:
-        tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
-        return Compiled("error", math.nan, error=f"exit {r.returncode}: {tail[0][:160]}")
-    return Compiled(**json.loads(lines[-1]))
+        c = run_cold_child(__file__, [str(job), backend], timeout)
+    if c.status == "timeout":
+        return Compiled("timeout", c.seconds)
+    if c.status != "ok":
+        return Compiled("error", math.nan, error=c.error[:160])
+    return Compiled(**c.result)
 
 
 def cell(c: Compiled) -> str:
