@@ -88,9 +88,9 @@ class Protocol:
     #   `accuracy`, after `min_seconds` of its own samples, takes no further rounds (docs/generator.md, "Settled
     #   kernels retire"); the rest go on as before. Long kernels settle first, and they are most of a block's time
     retire_ordered: bool = False  # interleaved measurement: a kernel whose order with every other kernel of the block
-    #   is settled takes no further rounds (timing.ordered, docs/generator.md "Ordered kernels retire"): its best sample
-    #   is apart from theirs by more than both kernels' own spreads plus `accuracy`, or both have settled (a near-tie
-    #   no further rounds order). Labels are a pipeline's order; pairs already ordered need no more samples
+    #   is settled takes no further rounds (timing.ordered, docs/generator.md "Ordered kernels retire"): the ranges
+    #   best / (1 + spread + accuracy) .. best of the two do not overlap, or both have settled (a near-tie no further
+    #   rounds order). Labels are a pipeline's order; pairs already ordered need no more samples
 
 
 @dataclass

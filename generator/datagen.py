@@ -256,7 +256,8 @@ class DatagenConfig:
     naive_runtime: tuple[float, float] | None = None  # LO,HI seconds: size each pipeline so its estimated naive
     #   runtime is a log-uniform draw from [LO, HI] (generator.sizing); none: output_size as given
     target: str = "host"  # host, or a conf/targets/<name>.yaml target; the dataset partition
-    protocol: ProtocolName = "full-ordered"  # backends.PROTOCOLS, as the job's
+    protocol: ProtocolName = "full-ordered"  # backends.PROTOCOLS, as the job's (full until 2026-12-05: protocol=full
+    #   names the batches written before)
     measurement: Literal["sequential", "interleaved"] = "sequential"  # generator.batch.MEASUREMENTS (the job's:
     #   interleaved; sequential keeps the names of the batches written before)
     seed: int = 0  # the job's seed: seeds the dropout draws and the round-0 model random:<seed>
