@@ -87,7 +87,15 @@ def time_callable(fn, protocol: Protocol) -> tuple[float, float, float, int, int
     return s[0], median(s), third / s[0] - 1 if s[0] > 0 else math.nan, len(s), total
 
 
-def time_interleaved(fns: list, protocol: Protocol, seed: int = 0) -> list[tuple[float, float, float, int, int]]:
+# a function whose one run, timed before, lasted this many times a sample's `sample_seconds` needs no calibration run:
+# one call per sample, whatever a cold first run took beyond a warm one (a Halide kernel's check run also lays out its
+# padded inputs, which its timed calls do once beforehand: a call is never shorter than the timer needs, at worst a
+# sample under `sample_seconds`)
+CALIBRATED_FACTOR = 10
+
+
+def time_interleaved(fns: list, protocol: Protocol, seed: int = 0,
+                     run_seconds: list[float] | None = None) -> list[tuple[float, float, float, int, int]]:
     """(best, median, spread, samples, iterations) of each of fns, timed in rounds: every round takes one sample
     of every function, in a fresh random order. Functions measured one after another see different states of the
     machine (a neighbour's load, the clock, the memory traffic of the last kernel); measured in rounds, each sees
@@ -96,7 +104,9 @@ def time_interleaved(fns: list, protocol: Protocol, seed: int = 0) -> list[tuple
     passed, or after `max_seconds` per function (the sequential protocol's budget) or `max_rounds` rounds. With
     `protocol.retire_settled` a function leaves the rounds as soon as its own samples agree so and add up to
     `min_seconds`: the others go on, in rounds of those left; with `protocol.retire_ordered` a function leaves
-    them once its order with every other function is settled (`ordered`) and its samples add up to `min_seconds`."""
+    them once its order with every other function is settled (`ordered`) and its samples add up to `min_seconds`.
+    `run_seconds`: how long one run of each function took before (its output check); those of at least
+    CALIBRATED_FACTOR samples' length take one call per sample without a calibration run."""
     import random
 
     n = len(fns)
@@ -106,8 +116,11 @@ def time_interleaved(fns: list, protocol: Protocol, seed: int = 0) -> list[tuple
         for fn in fns:
             fn()
     iters = []
-    for fn in fns:  # calibrate each: a sample must last long enough for the clock
+    for i, fn in enumerate(fns):  # calibrate each: a sample must last long enough for the clock
         k = 1
+        if run_seconds is not None and run_seconds[i] >= CALIBRATED_FACTOR * protocol.sample_seconds:
+            iters.append(k)
+            continue
         while True:
             t0 = time.perf_counter()
             for _ in range(k):
@@ -172,22 +185,25 @@ def compare_outputs(types: dict, got: dict[str, np.ndarray], expected: dict[str,
 
 def _load_and_check(spec, output_meta: dict, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
                     expected: dict[str, np.ndarray] | None, types: dict | None):
-    """(runner, None) for a kernel that loads, runs once into `outputs` and matches `expected`, else (None, its
-    Measurement). That run is the protocol's first warm-up: same buffers, pages touched, thread pool started."""
+    """(runner, None, seconds of its run) for a kernel that loads, runs once into `outputs` and matches `expected`,
+    else (None, its Measurement, nan). That run is the protocol's first warm-up: same buffers, pages touched, thread
+    pool started."""
     try:
         run = spec.runner()
     except Exception as e:  # noqa: BLE001 - a failing compile is a status
-        return None, Measurement(Status.COMPILE_ERROR, error=f"{type(e).__name__}: {first_line(e)}")
+        return None, Measurement(Status.COMPILE_ERROR, error=f"{type(e).__name__}: {first_line(e)}"), math.nan
     try:
+        t0 = time.perf_counter()
         run(inputs, outputs)
+        seconds = time.perf_counter() - t0
     except Exception as e:  # noqa: BLE001
-        return None, Measurement(Status.RUNTIME_ERROR, error=f"{type(e).__name__}: {first_line(e)}")
+        return None, Measurement(Status.RUNTIME_ERROR, error=f"{type(e).__name__}: {first_line(e)}"), math.nan
     if expected is not None:
         shaped = {n: outputs[n].reshape(shape, order="F") for n, (_, _, shape) in output_meta.items()}
         why = compare_outputs(types or {}, shaped, expected)
         if why is not None:
-            return None, Measurement(Status.WRONG_OUTPUT, error=why)
-    return run, None
+            return None, Measurement(Status.WRONG_OUTPUT, error=why), math.nan
+    return run, None, seconds
 
 
 def _timed(run, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray], shared: dict | None = None):
@@ -204,7 +220,7 @@ def run_measurement(spec, output_meta: dict, inputs: dict[str, np.ndarray], prot
                     expected: dict[str, np.ndarray] | None, types: dict | None) -> Measurement:
     """Runs in the worker: load the kernel, check its output, time it."""
     outputs = {n: aligned_empty(size, dtype) for n, (size, dtype, _) in output_meta.items()}
-    run, failed = _load_and_check(spec, output_meta, inputs, outputs, expected, types)
+    run, failed, _ = _load_and_check(spec, output_meta, inputs, outputs, expected, types)
     if failed is not None:
         return failed
     # the check run was the first warm-up: a long kernel would otherwise run once more for nothing (0.1-0.5 s a
@@ -221,15 +237,17 @@ def run_interleaved_measurement(specs: list, output_meta: dict, inputs: dict[str
     rounds (time_interleaved). They write one set of output buffers, so each runs on the same memory."""
     outputs = {n: aligned_empty(size, dtype) for n, (size, dtype, _) in output_meta.items()}
     out: list[Measurement | None] = []
-    runs = []
+    runs, seconds = [], []
     for spec in specs:
-        run, failed = _load_and_check(spec, output_meta, inputs, outputs, expected, types)
+        run, failed, s = _load_and_check(spec, output_meta, inputs, outputs, expected, types)
         out.append(failed)
         if run is not None:
             runs.append(run)
+            seconds.append(s)
     warm = replace(protocol, warmup=max(0, protocol.warmup - 1))
     shared: dict = {}  # padded Inputs, one copy per array and bounds for all the block's kernels
-    timed = iter(time_interleaved([_timed(run, inputs, outputs, shared) for run in runs], warm, seed))
+    # the check run's time sizes a long kernel's samples: no calibration run (a tenth of a 5-round kernel's time)
+    timed = iter(time_interleaved([_timed(run, inputs, outputs, shared) for run in runs], warm, seed, seconds))
     return [m if m is not None else Measurement(Status.OK, *next(timed)) for m in out]
 
 

@@ -50,6 +50,25 @@ def test_every_round_samples_every_function_once_in_a_fresh_order():
     assert all(b >= 0.002 * (i + 1) for i, b in enumerate(best))
 
 
+def test_a_function_whose_earlier_run_was_long_takes_no_calibration_run():
+    calls: list[int] = []
+
+    def counted(i: int, seconds: float):
+        def fn():
+            calls.append(i)
+            time.sleep(seconds)
+
+        return fn
+
+    protocol = dataclasses.replace(FEW_ROUNDS, sample_seconds=0.001)  # runs of >= 10 ms need no calibration
+    out = time_interleaved([counted(0, 0.002), counted(1, 0.002), counted(2, 0)], protocol,
+                           run_seconds=[0.05, 0.002, 0.0])
+    assert calls.count(0) == 5, "timed before at 50 ms: one call per sample, no calibration run"
+    assert calls.count(1) == 6, "timed before at 2 ms: one calibration run, then one call per sample"
+    assert out[2][4] > 5, "a no-op is calibrated to several calls a sample"
+    assert [samples for _, _, _, samples, _ in out] == [5, 5, 5] and out[0][4] == out[1][4] == 5
+
+
 def test_rounds_stop_once_every_function_agrees_with_itself():
     fast = Protocol(warmup=0, min_samples=3, max_samples=1000, accuracy=10.0, min_seconds=0, max_seconds=60,
                     sample_seconds=0)
