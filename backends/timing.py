@@ -28,13 +28,19 @@ def settled(samples: list[float], protocol: Protocol) -> bool:
     return s[2] <= s[0] * (1 + protocol.accuracy)
 
 
+def _summary(samples: list[float], calls: int) -> tuple[float, float, float, int, int]:
+    """(best, median, spread, samples, calls) of one function's per-run times: the spread is the third best over
+    the best, minus one (the second best's, or 0, with fewer samples)."""
+    s = sorted(samples)
+    third = s[min(2, len(s) - 1)]
+    return s[0], median(s), third / s[0] - 1 if s[0] > 0 else math.nan, len(s), calls
+
+
 def _bounds(samples: list[float], protocol: Protocol) -> tuple[float, float]:
     """(low, best) of one kernel: its best sample, and how much lower more samples might still take it, going by
-    the gap of its own best and third best (the protocol's spread) plus `accuracy`."""
-    s = sorted(samples)
-    best = s[0]
-    third = s[min(2, len(s) - 1)]
-    return best / (third / best + protocol.accuracy) if best > 0 else 0.0, best
+    its own spread plus `accuracy`."""
+    best, _, spread, _, _ = _summary(samples, 0)
+    return best / (1 + spread + protocol.accuracy) if best > 0 else 0.0, best
 
 
 def ordered(samples: list[list[float]], protocol: Protocol) -> list[bool]:
@@ -82,9 +88,7 @@ def time_callable(fn, protocol: Protocol) -> tuple[float, float, float, int, int
             break
         if elapsed >= protocol.max_seconds and len(samples) >= protocol.min_samples:
             break  # the cap ends sampling, but never below min_samples: the spread is best vs third best
-    s = sorted(samples)
-    third = s[min(2, len(s) - 1)]
-    return s[0], median(s), third / s[0] - 1 if s[0] > 0 else math.nan, len(s), total
+    return _summary(samples, total)
 
 
 # a function whose one run, timed before, lasted this many times a sample's `sample_seconds` needs no calibration run:
@@ -147,20 +151,13 @@ def time_interleaved(fns: list, protocol: Protocol, seed: int = 0,
         if rounds >= protocol.min_samples:
             if elapsed >= protocol.max_seconds * n or rounds >= min(protocol.max_rounds, protocol.max_samples):
                 break
-            if protocol.retire_ordered:
-                done = ordered(samples, protocol)
+            if protocol.retire_ordered or protocol.retire_settled:
+                done = ordered(samples, protocol) if protocol.retire_ordered else \
+                    [settled(x, protocol) for x in samples]
                 order = [i for i in order if not (done[i] and sum(samples[i]) * iters[i] >= protocol.min_seconds)]
-            elif protocol.retire_settled:
-                order = [i for i in order
-                         if not (settled(samples[i], protocol) and sum(samples[i]) * iters[i] >= protocol.min_seconds)]
             elif elapsed >= protocol.min_seconds * n and all(settled(x, protocol) for x in samples):
                 break
-    out = []
-    for x, k in zip(samples, iters):
-        s = sorted(x)
-        third = s[min(2, len(s) - 1)]
-        out.append((s[0], median(s), third / s[0] - 1 if s[0] > 0 else math.nan, len(s), k * len(s)))
-    return out
+    return [_summary(x, k * len(x)) for x, k in zip(samples, iters)]
 
 
 def compare_outputs(types: dict, got: dict[str, np.ndarray], expected: dict[str, np.ndarray],
