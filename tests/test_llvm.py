@@ -86,6 +86,59 @@ def test_a_parallel_stage_runs_its_tasks_on_the_thread_pool_and_the_object_file_
     assert again.meta["path"] == k.meta["path"]
 
 
+def test_kernels_of_one_thread_share_its_scratch_arena_and_each_computes_every_intermediate_it_reads():
+    """A thread's kernels keep their root-level intermediates in one arena (compiler.scratch_arena), so a kernel's
+    first call does not fault in buffers of its own: whatever the last kernel left there (here NaN bytes) never reaches
+    an output, the arena grows for a larger kernel, and another thread has an arena of its own."""
+    import threading
+
+    from backends.llvm import compiler
+
+    apps = [APPS["unsharp"].build("small"), APPS["harris"].build("small")]
+    kernels = [backends.compile(p, naive_schedule(p), backend="llvm") for p in apps]
+    inputs = [p.random_inputs(0) for p in apps]
+    expected = [interpret(p, i) for p, i in zip(apps, inputs)]
+    needs = [compiler.scratch_layout(k.spec.source)[1] for k in kernels]
+    assert min(needs) > 0
+
+    def run_all(order, seen):
+        for i in order:
+            arena, _ = compiler.scratch_arena(0)
+            arena[:] = 0xFF  # NaN in every f32 lane, -1 in every integer: stale data of another kernel
+            got = kernels[i](inputs[i])
+            for name, want in expected[i].items():
+                np.testing.assert_array_equal(got[name], want)
+            seen.append(compiler._ARENAS.address)
+
+    here: list[int] = []
+    compiler._ARENAS.arena = None
+    run_all([0, 1, 0, 1, 1, 0], here)
+    assert compiler._ARENAS.arena.nbytes >= max(needs)
+    small, large = sorted(range(2), key=lambda i: needs[i])
+    compiler._ARENAS.arena = None
+    run_all([small, large, small], here[:0])
+    assert compiler._ARENAS.arena.nbytes >= needs[large]  # grown for the larger kernel, and used for the smaller
+    there: list[int] = []
+    t = threading.Thread(target=run_all, args=([1, 0], there))
+    t.start()
+    t.join()
+    assert len(there) == 2 and there[0] == there[1] and there[0] != compiler._ARENAS.address
+
+
+def test_scratch_buffers_are_aligned_and_disjoint_in_the_arena():
+    from backends.kernel import BUFFER_ALIGNMENT
+    from backends.llvm import compiler
+
+    p = APPS["harris"].build("small")
+    src = backends.compile(p, naive_schedule(p), backend="llvm").spec.source
+    offsets, end = compiler.scratch_layout(src)
+    spans = sorted((offsets[b.name], offsets[b.name] + b.size * np.dtype(b.dtype).itemsize)
+                   for b in src.buffers if b.role == "global")
+    assert len(spans) == len(offsets) >= 3 and spans[-1][1] == end
+    assert all(lo % BUFFER_ALIGNMENT == 0 for lo, _ in spans)
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+
+
 def test_llvm_rejects_cuda_targets_and_invalid_schedules_are_a_status():
     from backends.cuda.nvrtc import available  # noqa: F401 - the cuda package imports without a GPU
     from ir.gpu_schedule import gpu_kinds

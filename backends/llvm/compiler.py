@@ -9,6 +9,7 @@ import ctypes
 import functools
 import hashlib
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..cache import cache_dir, touch
+from ..kernel import BUFFER_ALIGNMENT, aligned_empty
 from .irgen import LlvmSource
 
 STAGE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
@@ -42,6 +44,36 @@ def object_path(src: LlvmSource) -> Path:
 
 
 PHASES: dict[str, float] = {}  # seconds of each phase of this process's last compile (benchmarks/compile_speed.py)
+
+
+# Each thread's scratch arena: the root-level intermediates of whichever kernel it runs, one kernel at a time. A
+# kernel with buffers of its own faulted them in on its first call: a block of 16 kernels of one pipeline held 16
+# sets of 200-350 MB and each first call (the output check) ran 1.5-6x its later calls, the kernel zeroing huge
+# pages. One arena per thread is faulted once for all of them (docs/backends.md, "Scratch arena").
+_ARENAS = threading.local()
+ARENA_GROWTH = 1.25  # an arena too small for a kernel is replaced by one this much larger than it needs
+
+
+def scratch_layout(src: LlvmSource) -> tuple[dict[str, int], int]:
+    """(byte offset of each global buffer in a scratch arena, bytes the arena needs): every buffer starts on a
+    BUFFER_ALIGNMENT boundary, as inputs and outputs do."""
+    offsets, end = {}, 0
+    for b in src.buffers:
+        if b.role == "global":
+            offsets[b.name] = end = -(-end // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT
+            end += max(1, b.size) * np.dtype(b.dtype).itemsize
+    return offsets, end
+
+
+def scratch_arena(nbytes: int) -> tuple[np.ndarray, int]:
+    """(this thread's arena, its address), at least `nbytes` long. Kernels run by one thread run one after another
+    and write every value of their intermediates before reading it, so they may share it; threads do not."""
+    arena = getattr(_ARENAS, "arena", None)
+    if arena is None or arena.nbytes < nbytes:
+        _ARENAS.arena = None  # the old arena is freed before the new one is mapped
+        arena = _ARENAS.arena = aligned_empty(int(nbytes * ARENA_GROWTH) + BUFFER_ALIGNMENT, np.uint8)
+        _ARENAS.address = arena.ctypes.data
+    return arena, _ARENAS.address
 
 
 def parse_module(ir_text: str):
@@ -128,17 +160,22 @@ class LlvmSpec:
         e = _engine(self.path)
         src = self.source
         stages = [(STAGE(e.get_function_address(s.function)), s.tasks) for s in src.stages]
-        scratch = {b.name: np.empty(b.size, b.dtype) for b in src.buffers if b.role == "global"}
+        offsets, scratch_bytes = scratch_layout(src)
         pool = _pool()
         workers = pool._max_workers
         # calls per thread of a parallel stage: more balance the load, fewer cost less Python (~tens of us a call)
         per_thread = max(1, int(os.environ.get("SCHEDLAB_LLVM_CALLS_PER_THREAD", "1")))
-        copies = [(o, origin, strides, shape, scratch[f"g_{o}"]) for o, origin, strides, shape in src.copies]
+        sizes = {b.name: (b.size, np.dtype(b.dtype)) for b in src.buffers}
+        copies = [(o, origin, strides, shape, f"g_{o}") for o, origin, strides, shape in src.copies]
 
         def run(inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> None:
+            arena, base = scratch_arena(scratch_bytes)
             arrays = []
             for b in src.buffers:
-                a = inputs[b.func] if b.role == "input" else outputs[b.func] if b.role == "output" else scratch[b.name]
+                if b.role == "global":
+                    arrays.append(base + offsets[b.name])
+                    continue
+                a = inputs[b.func] if b.role == "input" else outputs[b.func]
                 if a.dtype != np.dtype(b.dtype) or a.size < b.size:
                     raise ValueError(f"{b.name}: expected {b.size} {b.dtype}, got {a.size} {a.dtype}")
                 arrays.append(a.ctypes.data)
@@ -150,7 +187,9 @@ class LlvmSpec:
                 chunks = min(tasks, per_thread * workers)
                 bounds = [tasks * k // chunks for k in range(chunks + 1)]
                 list(pool.map(lambda k: fn(args, bounds[k], bounds[k + 1]), range(chunks)))
-            for o, origin, strides, shape, buf in copies:
+            for o, origin, strides, shape, name in copies:
+                n, dtype = sizes[name]
+                buf = arena[offsets[name]:offsets[name] + n * dtype.itemsize].view(dtype)
                 view = np.lib.stride_tricks.as_strided(buf[origin:], shape=shape,
                                                        strides=tuple(s * buf.itemsize for s in strides))
                 outputs[o].reshape(shape, order="F")[...] = view
