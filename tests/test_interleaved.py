@@ -285,3 +285,27 @@ def test_the_measuring_searches_time_their_candidates_together():
         assert [m.status for m in ms] == ["ok", "ok"] and all(m.min_s > 0 for m in ms), measurement
     with pytest.raises(ValueError, match="measurement must be interleaved or sequential, got 'rounds'"):
         measure_loopnest_results(p, lns, "host", backend="llvm", measurement="rounds")
+
+
+def test_outputs_compare_bit_exact_within_float_tolerance_and_name_the_first_difference():
+    import numpy as np
+
+    from ir import f32, u16
+
+    rng = np.random.default_rng(0)
+    want = rng.random((40, 30, 3)).astype(np.float32)
+    want[3, 4, 1] = np.nan
+    types = {"o": f32}
+    assert compare_outputs(types, {"o": want.copy()}, {"o": want}) is None  # bit for bit, NaN included
+    near = want * np.float32(1 + 2e-6)
+    assert not np.array_equal(near, want, equal_nan=True)
+    assert compare_outputs(types, {"o": near}, {"o": want}) is None  # within rtol 1e-5
+    off = want.copy()
+    off[7, 2, 0] += 1e-3
+    assert compare_outputs(types, {"o": off}, {"o": want}) == (
+        f"o: 1 of {want.size} values differ; first at (7, 2, 0): got {off[7, 2, 0]!r}, expected {want[7, 2, 0]!r}")
+    ints = rng.integers(0, 65535, (8, 8)).astype(np.uint16)
+    bumped = ints.copy()
+    bumped[1, 1] ^= 1
+    assert compare_outputs({"o": u16}, {"o": ints.copy()}, {"o": ints}) is None
+    assert "1 of 64 values differ; first at (1, 1)" in compare_outputs({"o": u16}, {"o": bumped}, {"o": ints})
