@@ -169,8 +169,8 @@ def compare_outputs(types: dict, got: dict[str, np.ndarray], expected: dict[str,
             return f"{name}: shape {have.shape}, expected {want.shape}"
         t = types[name]
         if t.is_float:
-            if np.array_equal(have, want):  # the common case, bit for bit: one pass, not isclose's 12 (94 vs 8 ms on
-                continue  # a 2000 x 2000 x 3 f32 output, each kernel of a block checked in its quiet spell)
+            if np.array_equal(have, want):  # the common case, bit for bit, in one pass: 8 ms against isclose's 94 on
+                continue  # a 2000 x 2000 x 3 f32 output, for each kernel of a block inside its quiet spell
             ok = np.isclose(have, want, rtol=rtol, atol=atol, equal_nan=True)
         else:
             ok = have == want

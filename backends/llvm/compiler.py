@@ -49,7 +49,7 @@ PHASES: dict[str, float] = {}  # seconds of each phase of this process's last co
 # Each thread's scratch arena: the root-level intermediates of whichever kernel it runs, one kernel at a time. A
 # kernel with buffers of its own faulted them in on its first call: a block of 16 kernels of one pipeline held 16
 # sets of 200-350 MB and each first call (the output check) ran 1.5-6x its later calls, the kernel zeroing huge
-# pages. One arena per thread is faulted once for all of them (docs/backends.md, "Scratch arena").
+# pages. One arena per thread is faulted once for all of them (docs/backends.md, "One scratch arena per thread").
 _ARENAS = threading.local()
 ARENA_GROWTH = 1.25  # an arena too small for a kernel is replaced by one this much larger than it needs
 
@@ -70,7 +70,7 @@ def scratch_arena(nbytes: int) -> tuple[np.ndarray, int]:
     and write every value of their intermediates before reading it, so they may share it; threads do not."""
     arena = getattr(_ARENAS, "arena", None)
     if arena is None or arena.nbytes < nbytes:
-        _ARENAS.arena = None  # the old arena is freed before the new one is mapped
+        arena = _ARENAS.arena = None  # the old arena is freed before the new one is mapped
         arena = _ARENAS.arena = aligned_empty(int(nbytes * ARENA_GROWTH) + BUFFER_ALIGNMENT, np.uint8)
         _ARENAS.address = arena.ctypes.data
     return arena, _ARENAS.address
