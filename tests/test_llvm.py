@@ -123,6 +123,11 @@ def test_kernels_of_one_thread_share_its_scratch_arena_and_each_computes_every_i
     t.start()
     t.join()
     assert len(there) == 2 and there[0] == there[1] and there[0] != compiler._ARENAS.address
+    held = compiler._ARENAS.arena.nbytes
+    assert compiler.release_scratch_arena() == held and compiler._ARENAS.arena is None
+    assert compiler.release_scratch_arena() == 0
+    run_all([0], here[:0])  # a fresh arena, still exact
+    assert compiler._ARENAS.arena.nbytes >= needs[0]
 
 
 def test_scratch_buffers_are_aligned_and_disjoint_in_the_arena():

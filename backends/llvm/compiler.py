@@ -76,6 +76,14 @@ def scratch_arena(nbytes: int) -> tuple[np.ndarray, int]:
     return arena, _ARENAS.address
 
 
+def release_scratch_arena() -> int:
+    """Free this thread's arena (the next kernel it runs maps a new one): a long-lived thread that ran a large kernel
+    otherwise keeps its intermediates' memory. Returns the bytes freed."""
+    arena = getattr(_ARENAS, "arena", None)
+    _ARENAS.arena = None
+    return 0 if arena is None else arena.nbytes
+
+
 def parse_module(ir_text: str):
     """`ir_text` parsed and verified, for the host target machine."""
     import llvmlite.binding as llvm
