@@ -111,11 +111,11 @@ def test_kernels_of_one_thread_share_its_scratch_arena_and_each_computes_every_i
             seen.append(compiler._ARENAS.address)
 
     here: list[int] = []
-    compiler._ARENAS.arena = None
+    compiler.release_scratch_arena()
     run_all([0, 1, 0, 1, 1, 0], here)
     assert compiler._ARENAS.arena.nbytes >= max(needs)
     small, large = sorted(range(2), key=lambda i: needs[i])
-    compiler._ARENAS.arena = None
+    compiler.release_scratch_arena()
     run_all([small, large, small], here[:0])
     assert compiler._ARENAS.arena.nbytes >= needs[large]  # grown for the larger kernel, and used for the smaller
     there: list[int] = []

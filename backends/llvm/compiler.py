@@ -173,8 +173,9 @@ class LlvmSpec:
         workers = pool._max_workers
         # calls per thread of a parallel stage: more balance the load, fewer cost less Python (~tens of us a call)
         per_thread = max(1, int(os.environ.get("SCHEDLAB_LLVM_CALLS_PER_THREAD", "1")))
-        sizes = {b.name: (b.size, np.dtype(b.dtype)) for b in src.buffers}
-        copies = [(o, origin, strides, shape, f"g_{o}") for o, origin, strides, shape in src.copies]
+        spans = {b.name: (offsets[b.name], offsets[b.name] + b.size * np.dtype(b.dtype).itemsize, np.dtype(b.dtype))
+                 for b in src.buffers if b.role == "global"}  # bytes [start, stop) of each in the arena, its dtype
+        copies = [(o, origin, strides, shape, *spans[f"g_{o}"]) for o, origin, strides, shape in src.copies]
 
         def run(inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> None:
             arena, base = scratch_arena(scratch_bytes)
@@ -195,9 +196,8 @@ class LlvmSpec:
                 chunks = min(tasks, per_thread * workers)
                 bounds = [tasks * k // chunks for k in range(chunks + 1)]
                 list(pool.map(lambda k: fn(args, bounds[k], bounds[k + 1]), range(chunks)))
-            for o, origin, strides, shape, name in copies:
-                n, dtype = sizes[name]
-                buf = arena[offsets[name]:offsets[name] + n * dtype.itemsize].view(dtype)
+            for o, origin, strides, shape, start, stop, dtype in copies:
+                buf = arena[start:stop].view(dtype)
                 view = np.lib.stride_tricks.as_strided(buf[origin:], shape=shape,
                                                        strides=tuple(s * buf.itemsize for s in strides))
                 outputs[o].reshape(shape, order="F")[...] = view
