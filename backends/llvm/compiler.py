@@ -1,7 +1,7 @@
 """Compiling generated LLVM IR to machine code with llvmlite (LLVM's O3 pipeline for the host CPU, loop and SLP
 vectorizers on, its loop unroller off), cached on disk by content as object files any process of the node loads in milliseconds, and
-running the program: its root stages in order, a parallel stage's tasks split over a thread pool (each call into
-machine code releases the GIL)."""
+running the program: its root stages in order, a parallel stage's tasks split over the threads of a pool in machine
+code (threadpool.NativePool), the calling thread among them."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import numpy as np
 from ..cache import cache_dir, touch
 from ..kernel import BUFFER_ALIGNMENT, aligned_empty
 from .irgen import LlvmSource
+from .threadpool import NativePool, native_pool
 
 STAGE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
@@ -148,13 +149,29 @@ def _engine(path: str):
     return e
 
 
-@functools.cache
-def _pool() -> ThreadPoolExecutor:
+def _threads() -> int:
+    """Threads a parallel stage runs on: the cores this process may use."""
     try:
-        cores = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover
-        cores = os.cpu_count() or 1
-    return ThreadPoolExecutor(max_workers=cores, thread_name_prefix="schedlab-llvm")
+        return os.cpu_count() or 1
+
+
+POOLS = ("native", "executor")
+
+
+def pool_kind() -> str:
+    """How parallel stages are run: "native" (threadpool.NativePool, the default) or "executor" (a Python
+    ThreadPoolExecutor, as before 2026-12-05), from $SCHEDLAB_LLVM_POOL."""
+    kind = os.environ.get("SCHEDLAB_LLVM_POOL") or "native"
+    if kind not in POOLS:
+        raise ValueError(f"SCHEDLAB_LLVM_POOL={kind!r}: use one of {', '.join(POOLS)}")
+    return kind
+
+
+@functools.cache
+def _executor() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=_threads(), thread_name_prefix="schedlab-llvm")
 
 
 @dataclass(frozen=True)
@@ -167,12 +184,15 @@ class LlvmSpec:
     def runner(self):
         e = _engine(self.path)
         src = self.source
-        stages = [(STAGE(e.get_function_address(s.function)), s.tasks) for s in src.stages]
+        addresses = [e.get_function_address(s.function) for s in src.stages]
+        stages = [(STAGE(a), a, s.tasks) for a, s in zip(addresses, src.stages)]
         offsets, scratch_bytes = scratch_layout(src)
-        pool = _pool()
-        workers = pool._max_workers
-        # calls per thread of a parallel stage: more balance the load, fewer cost less Python (~tens of us a call)
+        workers = _threads()
+        # calls per thread of a parallel stage: more balance the load, fewer cost less (a call is a range of tasks)
         per_thread = max(1, int(os.environ.get("SCHEDLAB_LLVM_CALLS_PER_THREAD", "1")))
+        pool = None
+        if workers > 1:
+            pool = native_pool(workers) if pool_kind() == "native" else _executor()
         spans = {b.name: (offsets[b.name], offsets[b.name] + b.size * np.dtype(b.dtype).itemsize, np.dtype(b.dtype))
                  for b in src.buffers if b.role == "global"}  # bytes [start, stop) of each in the arena, its dtype
         copies = [(o, origin, strides, shape, *spans[f"g_{o}"]) for o, origin, strides, shape in src.copies]
@@ -189,11 +209,14 @@ class LlvmSpec:
                     raise ValueError(f"{b.name}: expected {b.size} {b.dtype}, got {a.size} {a.dtype}")
                 arrays.append(a.ctypes.data)
             args = (ctypes.c_void_p * len(arrays))(*arrays)
-            for fn, tasks in stages:
-                if tasks <= 1 or workers == 1:
+            for fn, address, tasks in stages:
+                if tasks <= 1 or pool is None:
                     fn(args, 0, tasks)
                     continue
                 chunks = min(tasks, per_thread * workers)
+                if isinstance(pool, NativePool):
+                    pool.run(address, args, tasks, chunks, fn)
+                    continue
                 bounds = [tasks * k // chunks for k in range(chunks + 1)]
                 list(pool.map(lambda k: fn(args, bounds[k], bounds[k + 1]), range(chunks)))
             for o, origin, strides, shape, start, stop, dtype in copies:
