@@ -122,25 +122,16 @@ def runners(kernel, kind: str):
             os.environ["SCHEDLAB_LLVM_POOL"] = keep
 
 
-def agreement(a: list[float], b: list[float]) -> tuple[int, int]:
-    """(pairs ordered alike, pairs) of two measurements of the same schedules."""
-    same = n = 0
-    for i in range(len(a)):
-        for j in range(i + 1, len(a)):
-            n += 1
-            same += (a[i] < a[j]) == (b[i] < b[j])
-    return same, n
-
-
 def kernels(blocks, rounds: int, seed: int) -> None:
     import backends
     from backends.timing import _worker_args, compare_outputs
     from backends.kernel import aligned_empty
     from ir.interpret import interpret
+    from train.metrics import ranking_metrics
 
     rng = random.Random(seed)
     ratios, shares = [], []
-    agree = {"native": [0, 0], "executor": [0, 0]}
+    halves_of = {"native": [], "executor": []}  # per pool: (first half's best, second half's) of each pipeline
     print(f"\nkernels: {len(blocks)} pipelines, each kernel's two runners timed in {rounds} interleaved rounds")
     print(f"{'pipeline':18s} {'schedules':>9s} {'native ms (median)':>19s} {'executor / native':>28s}")
     for pid, p, loopnests in blocks:
@@ -174,10 +165,9 @@ def kernels(blocks, rounds: int, seed: int) -> None:
         ratios += rs
         parallel = [sum(1 for s in k.spec.source.stages if s.tasks > 1) for k in built]
         shares += [(best[(i, "executor")] - best[(i, "native")]) / best[(i, "executor")] for i in range(n)]
-        for kind in agree:
-            s, m = agreement([halves[(i, kind, 0)] for i in range(n)], [halves[(i, kind, 1)] for i in range(n)])
-            agree[kind][0] += s
-            agree[kind][1] += m
+        for kind, groups in halves_of.items():
+            groups.append((np.array([halves[(i, kind, 0)] for i in range(n)]),
+                           np.array([halves[(i, kind, 1)] for i in range(n)])))
         med = np.median([best[(i, "native")] for i in range(n)]) * 1e3
         g = math.exp(np.mean(np.log(rs)))
         print(f"{pid:18s} {n:9d} {med:19.2f} {g:9.3f}x geomean ({min(rs):.3f}-{max(rs):.3f}); "
@@ -186,8 +176,10 @@ def kernels(blocks, rounds: int, seed: int) -> None:
     print(f"\nall {len(ratios)} kernels: executor / native {g:.3f}x geomean, median {np.median(ratios):.3f}x, "
           f"range {min(ratios):.3f}-{max(ratios):.3f}x; the executor's extra time: median "
           f"{100 * np.median(shares):.1f} % of its runtime, p90 {100 * np.percentile(shares, 90):.1f} %")
-    for kind, (s, m) in agree.items():
-        print(f"{kind:9s}: the two halves of its rounds order {s} of {m} pairs of schedules alike ({s / max(m, 1):.3f})")
+    pairs = sum(len(a) * (len(a) - 1) // 2 for a, _ in halves_of["native"])
+    for kind, groups in halves_of.items():
+        print(f"{kind:9s}: the two halves of its rounds order {ranking_metrics(groups).pairwise_accuracy:.3f} of "
+              f"{pairs} pairs of schedules alike")
 
 
 def main(argv=None) -> int:

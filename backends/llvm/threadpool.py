@@ -34,7 +34,7 @@ from ..kernel import aligned_empty
 
 # int64 slots of the pool's state array; the fields workers spin on each have a cache line of their own
 GEN, DONE, SLEEPERS, STOP = 0, 8, 16, 24  # generation, its chunks done, workers asleep, stop flag
-FN, ARGS, TASKS, CHUNKS, THREADS = 32, 33, 34, 35, 36  # the published stage, and the threads sharing it
+FN, ARGS, TASKS = 32, 33, 34  # the published stage (its chunk count is in the claim word)
 ALIVE = 40  # workers not yet gone
 CLAIM = 48  # the claim word: generation (low 24 bits) << 40 | chunks << 20 | next chunk
 TIDS = 56  # pthread ids
@@ -189,7 +189,6 @@ entry:
 {slot("fnp", FN)}  store ptr %fn, ptr %fnp, align 8
 {slot("argsp", ARGS)}  store ptr %args, ptr %argsp, align 8
 {slot("ntp", TASKS)}  store i64 %tasks, ptr %ntp, align 8
-{slot("ncp", CHUNKS)}  store i64 %chunks, ptr %ncp, align 8
 {slot("donep", DONE)}  store atomic i64 0, ptr %donep monotonic, align 8
   %old = load atomic i64, ptr %s monotonic, align 8
   %gen = add i64 %old, 1
@@ -278,7 +277,6 @@ class NativePool:
         self._start, self._run, self._stop = _functions()
         self.state = aligned_empty(TIDS + threads + 8, np.int64, 64)  # each spun-on field on a cache line of its own
         self.state[:] = 0
-        self.state[THREADS] = threads
         self._address = self.state.ctypes.data
         self._lock = threading.Lock()
         self.closed = False
