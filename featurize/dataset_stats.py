@@ -301,6 +301,9 @@ class LabelAgreement:
     near_ties: float  # fraction of pairs whose first-run difference is within the protocol's own spread
     agree_outside_ties: float  # agreement over the pairs that are not near-ties
     median_rel_diff: float  # median over samples of |second - first| / min(first, second)
+    # (pipeline id, agreement over its pairs) for each pipeline with a pair, lowest first: a few pipelines full of
+    # near-ties move the whole figure, so a sample of 8 pipelines is not the distribution
+    per_pipeline: tuple[tuple[str, float], ...] = ()
 
     def lines(self) -> list[str]:
         return [f"{self.samples} schedules of {self.pipelines} pipelines ok in both runs; {self.pairs} pairs",
@@ -308,7 +311,20 @@ class LabelAgreement:
                 f"{self.pairs_10pct} pairs >= 10 % apart in the first run",
                 f"near-ties (first-run difference within the protocol's spread): {100 * self.near_ties:.1f} % of "
                 f"pairs; agreement over the rest {self.agree_outside_ties:.3f}",
-                f"median relative difference of a schedule's two runtimes: {100 * self.median_rel_diff:.2f} %"]
+                f"median relative difference of a schedule's two runtimes: {100 * self.median_rel_diff:.2f} %",
+                *self._per_pipeline_lines()]
+
+    def _per_pipeline_lines(self) -> list[str]:
+        import statistics
+
+        v = [a for _, a in self.per_pipeline]
+        if len(v) < 2:
+            return []
+        half = 2 * statistics.stdev(v) / len(v) ** 0.5
+        lowest = ", ".join(f"{pid[:8]} {a:.2f}" for pid, a in self.per_pipeline[:3])
+        return [f"per pipeline ({len(v)}): min {v[0]:.3f}, median {statistics.median(v):.3f}, max {v[-1]:.3f}; mean "
+                f"{statistics.fmean(v):.3f} +- {half:.3f} (two standard errors: the sampling error of this many "
+                f"pipelines); lowest: {lowest}"]
 
 
 def label_agreement(first, second) -> LabelAgreement:
@@ -321,13 +337,16 @@ def label_agreement(first, second) -> LabelAgreement:
     b = second.filter(pl.col("status") == "ok").select(cols[:3]).rename({"runtime_s": "runtime_b"})
     j = a.join(b, on=["pipeline_id", "schedule_id"], how="inner").sort(["pipeline_id", "schedule_id"])
     pairs = agree = p10 = a10 = ties = agree_rest = rest = 0
-    for _, g in j.group_by("pipeline_id", maintain_order=True):
+    per_pipeline = []
+    for (pid,), g in j.group_by("pipeline_id", maintain_order=True):
         r1, r2 = g.get_column("runtime_s").to_numpy(), g.get_column("runtime_b").to_numpy()
         sp = np.nan_to_num(g.get_column("spread").to_numpy().astype(np.float64), nan=0.0)
         i, k = np.triu_indices(len(r1), 1)
         same = np.sign(r1[i] - r1[k]) == np.sign(r2[i] - r2[k])
         rel = np.abs(r1[i] - r1[k]) / np.minimum(r1[i], r1[k])
         tie = rel <= np.maximum(sp[i], sp[k])
+        if len(i):
+            per_pipeline.append((str(pid), float(same.mean())))
         pairs += len(i)
         agree += int(same.sum())
         p10 += int((rel >= 0.1).sum())
@@ -342,4 +361,5 @@ def label_agreement(first, second) -> LabelAgreement:
         return n / d if d else math.nan
 
     return LabelAgreement(j.height, j.get_column("pipeline_id").n_unique(), pairs, frac(agree, pairs), p10,
-                          frac(a10, p10), frac(ties, pairs), frac(agree_rest, rest), float(np.median(diff)))
+                          frac(a10, p10), frac(ties, pairs), frac(agree_rest, rest), float(np.median(diff)),
+                          tuple(sorted(per_pipeline, key=lambda t: (t[1], t[0]))))

@@ -180,6 +180,27 @@ def test_label_agreement_counts_pairs_by_hand():
     assert la.near_ties == pytest.approx(1 / 6) and la.agree_outside_ties == 1.0
     # relative differences a 0.1, b 0, c 0.05, d 1/3, e 0 -> median 0.05
     assert la.median_rel_diff == pytest.approx(0.05)
+    assert la.per_pipeline == (("p", pytest.approx(5 / 6)),)  # q has no pair: no agreement of its own
+    assert not any(line.startswith("per pipeline") for line in la.lines())  # one pipeline has no spread to report
+
+
+def test_label_agreement_reports_the_spread_over_pipelines():
+    """Two pipelines that agree 1/3 and 1 of the time: the report gives each (lowest first) and the sampling error of
+    their mean, 2 x stdev / sqrt(2)."""
+    import polars as pl
+
+    from featurize.dataset_stats import label_agreement
+
+    ids = ["p"] * 3 + ["q"] * 3
+    first = pl.DataFrame({"pipeline_id": ids, "schedule_id": list("abcdef"), "status": ["ok"] * 6,
+                          "runtime_s": [1.0, 2.0, 3.0, 1.0, 2.0, 3.0], "spread": [0.01] * 6})
+    second = pl.DataFrame({"pipeline_id": ids, "schedule_id": list("abcdef"), "status": ["ok"] * 6,
+                           "runtime_s": [3.0, 1.0, 2.0, 1.0, 2.0, 3.0]})  # p: ab and ac flip, bc holds
+    la = label_agreement(first, second)
+    assert la.per_pipeline == (("p", pytest.approx(1 / 3)), ("q", 1.0))
+    line = la.lines()[-1]
+    assert line.startswith("per pipeline (2): min 0.333, median 0.667, max 1.000; mean 0.667 +- 0.667 ")
+    assert line.endswith("lowest: p 0.33, q 1.00")
 
 
 def test_which_machine_measured_each_batch_is_recorded_and_reported(tmp_path, capsys):
