@@ -67,7 +67,7 @@ def collector_paused():
 def _promote_unscanned() -> None:
     """Move every tracked object to the oldest generation without scanning it. A search leaves millions of young
     objects alive (the per-DAG memos, its result's states); re-enabled as they were, the collector's next young
-    collection walks them all (40-110 ms after a beam 8 x 2 search of local_laplacian, ~4 % of a data batch's
+    collection walks them all (40-110 ms after a beam 8 x 2 search of local_laplacian; a tenth of a data batch's
     planning, which runs a search per sample). Promoted, they wait for the next full collection, which finds any
     cycle among them as it would have. gc.freeze() then gc.unfreeze() are two list splices; skipped where the
     process keeps objects frozen itself (a server that froze before forking), whose frozen set must stay."""
