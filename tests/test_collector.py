@@ -89,6 +89,8 @@ def test_a_process_that_froze_objects_keeps_them_frozen():
         assert frozen > 0
         with collector_paused():
             _ = [[i] for i in range(1000)]
-        assert gc.get_freeze_count() == frozen
+        # the pause neither unfroze them (the count would drop to 0) nor froze its own objects (it would grow by
+        # ~1000); frozen objects that reference counting freed meanwhile leave the count, so it may shrink a little
+        assert 0.9 * frozen <= gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
