@@ -73,7 +73,7 @@ def test_after_the_pause_the_young_generation_is_empty_and_cycles_are_still_coll
         del dropped  # garbage only the collector can free
         assert gc.get_count()[0] > 20_000
     assert gc.isenabled()
-    assert gc.get_count()[0] < 100
+    assert gc.get_count()[0] < 1000  # (a few allocations since; without the promotion it would count the 20,000)
     assert gc.get_freeze_count() == 0
     assert ref() is not None  # not scanned yet: it waits in the oldest generation
     gc.collect()
