@@ -75,6 +75,7 @@ _WS_PROD = _F["working_set_at_production"]
 _WS_REAL = _F["working_set_at_realization"]
 _NEW_BYTES_REAL = _F["new_bytes_read_per_realization"]
 _NEW_LINES_REAL = _F["new_lines_read_per_realization"]
+_INLINED_CALLS = _F["inlined_calls"]
 
 
 def schedule_features(plan: Plan, target: CpuTarget, pending_parallel: frozenset = frozenset(),
@@ -252,19 +253,7 @@ class _Featurizer:
 
     def callers_redone(self, name: str, redo: set[str]) -> bool:
         """Whether an inlined Func or a Func calling it (directly or through inlined Funcs) was recomputed."""
-        funcs, dag = self.plan.funcs, self.dag
-        pending, seen = [name], set()
-        while pending:
-            f = pending.pop()
-            if f in redo:
-                return True
-            if f in seen:
-                continue
-            seen.add(f)
-            fp = funcs.get(f)
-            if fp is not None and fp.inlined:
-                pending.extend(dag.node(f).consumers)
-        return False
+        return not _inlined_callers(self.dag, self.inlined_set)[name].isdisjoint(redo)
 
     def patch_root_working_set(self, old: np.ndarray) -> np.ndarray:
         """An inlined Func's parent features with this plan's working set at root (the only schedule-wide
@@ -313,9 +302,12 @@ class _Featurizer:
     def patch_working_sets(self, old: np.ndarray, fp: FuncPlan, ch: Chain) -> np.ndarray:
         """The parent's features with this plan's working sets: the parent's array itself where none moved
         (no caller writes feature arrays in place; search shares a state's with its children already)."""
-        alloc_in, head = self.alloc_in, ch.head
-        ws = (alloc_in(head), alloc_in(ch.site), alloc_in(fp.store), alloc_in(self.root_head(head)),
-              alloc_in(self.plan.root))
+        table = self._alloc
+        if table is None:
+            table = self._alloc = self._alloc_table()
+        head = ch.head
+        ws = [float(table[id(head)]), float(table[id(ch.site)]), float(table[id(fp.store)]),
+              float(table[id(self.root_head(head))]), float(table[id(self.plan.root)])]
         if old.dtype != DTYPE:
             v = old.astype(np.float64)
             v[_WS] = np.array(ws, dtype=np.float64)
@@ -323,7 +315,7 @@ class _Featurizer:
         # working sets are whole numbers >= 0 (never -0.0 or NaN): equal values are equal bytes, and a number equal
         # to a float32 is that float32 once rounded
         before = old[_WS].tolist()
-        if all(float(w) == b for w, b in zip(ws, before)):
+        if ws == before:
             return old
         new = np.array(ws, dtype=np.float64).astype(DTYPE)
         if new.tolist() == before:
@@ -713,20 +705,17 @@ class _Featurizer:
     # -- inlined Funcs ---------------------------------------------------------------------------
 
     def _inlined_calls(self) -> dict[str, list[tuple[LoopNest, int]]]:
-        """Inlined Func -> (innermost node calling it, calls per point), in pre-order like LoopNest.nodes()."""
+        """Inlined Func -> (innermost node calling it, calls per point), in pre-order like LoopNest.nodes() (the
+        plan's own walk listed the innermost nodes in that order: no second walk of the tree)."""
         out: dict[str, list[tuple[LoopNest, int]]] = {}
-        stack = [self.plan.root]
-        while stack:
-            n = stack.pop()
-            if n.innermost and not n.is_root and n.inlined:
+        for n in self.plan.innermost_nodes():
+            if n.inlined:
                 for f, k in dict(n.inlined).items():
                     if k:
                         out.setdefault(f, []).append((n, k))
-            stack.extend(reversed(n.children))
         return out
 
     def inlined(self, fp: FuncPlan) -> np.ndarray:
-        v = np.zeros(len(SCHEDULE_FEATURES))
         node = fp.node
         calls = 0.0
         vectors = scalars = 0.0
@@ -736,30 +725,32 @@ class _Featurizer:
         native = self.native_vector_size(node.stages[0])
         if self._calls is None:
             self._calls = self._inlined_calls()
+        feats = self.feats
         for n, k in self._calls.get(fp.name, ()):
-            cf = self.feats[(n.func, n.stage)]
+            cf = feats[(n.func, n.stage)]
             if cf.dtype != np.float64:  # a parent's array kept as it was
                 cf = cf.astype(np.float64)
-            calls += k * cf[_F["points_computed_total"]]
-            vectors += k * cf[_F["num_vectors"]]
-            scalars += k * cf[_F["num_scalars"]]
-            vsize = cf[_F["vector_size"]] if vsize is None else min(vsize, cf[_F["vector_size"]])
-            pe = cf[_F["innermost_pure_loop_extent"]]
+            calls += k * cf[_TOTAL]
+            vectors += k * cf[_NUM_VECTORS]
+            scalars += k * cf[_NUM_SCALARS]
+            vsize = cf[_VECTOR_SIZE] if vsize is None else min(vsize, cf[_VECTOR_SIZE])
+            pe = cf[_INNERMOST_PURE_EXTENT]
             pure_extent = pe if pure_extent is None else min(pure_extent, pe)
-            native = cf[_F["native_vector_size"]]
-            outer = max(outer, int(cf[_F["outer_parallelism"]] * cf[_F["inner_parallelism"]]))
-        v[_F["inlined_calls"]] = calls
-        v[_F["num_vectors"]] = vectors
-        v[_F["num_scalars"]] = scalars
-        v[_F["vector_size"]] = vsize or 1
-        v[_F["native_vector_size"]] = native
-        v[_F["innermost_pure_loop_extent"]] = pure_extent or 0
-        v[_F["inner_parallelism"]] = 1
-        v[_F["outer_parallelism"]] = outer
-        v[_F["bytes_at_root"]] = node.bytes_per_point * math.prod(self.static.root_ext[fp.name])
-        v[_F["points_computed_minimum"]] = self.minimum[(fp.name, 0)]
-        v[_F["working_set_at_root"]] = self.alloc_in(self.plan.root)
-        return v
+            native = cf[_NATIVE_VECTOR_SIZE]
+            outer = max(outer, int(cf[_OUTER_PAR] * cf[_INNER_PAR]))
+        v = [0.0] * _N
+        v[_INLINED_CALLS] = calls
+        v[_NUM_VECTORS] = vectors
+        v[_NUM_SCALARS] = scalars
+        v[_VECTOR_SIZE] = vsize or 1
+        v[_NATIVE_VECTOR_SIZE] = native
+        v[_INNERMOST_PURE_EXTENT] = pure_extent or 0
+        v[_INNER_PAR] = 1
+        v[_OUTER_PAR] = outer
+        v[_BYTES_ROOT] = node.bytes_per_point * math.prod(self.static.root_ext[fp.name])
+        v[_MINIMUM] = self.minimum[(fp.name, 0)]
+        v[_WS_ROOT] = self.alloc_in(self.plan.root)
+        return np.array(v, dtype=np.float64)
 
 
 # -- helpers over the DAG --------------------------------------------------------------------------
@@ -813,6 +804,26 @@ class _Memo:
         # (producer, id(stage), id(loops of its head level), inlined, dense dim) -> (stage, loops, (bytes, lines)):
         # a footprint per task of a stage with nothing computed inside its levels (_Featurizer.task_features)
         self.tasks: dict[tuple, tuple] = {}
+
+
+def _inlined_callers(dag: FunctionDAG, inlined: frozenset) -> dict[str, frozenset]:
+    """Inlined Func -> itself and the Funcs that call it, directly or through other inlined Funcs: whose
+    recomputation moves its features (_Featurizer.callers_redone). Depends only on which Funcs are inlined."""
+    cache = dag.analysis("featurize.inlined_callers", dict)
+    out = cache.get(inlined)
+    if out is None:
+        out = cache[inlined] = {}
+        for f in inlined:
+            pending, seen = [f], set()
+            while pending:
+                g = pending.pop()
+                if g in seen:
+                    continue
+                seen.add(g)
+                if g in inlined:
+                    pending.extend(dag.node(g).consumers)
+            out[f] = frozenset(seen)
+    return out
 
 
 def _static_facts(dag: FunctionDAG) -> _StaticFacts:

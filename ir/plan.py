@@ -113,6 +113,8 @@ class FuncPlan:
     layout: tuple[int, ...] = ()  # dimensions from innermost (stride 1) outward
     strides: tuple[int, ...] = ()
     sliding: "Sliding | None" = None
+    # id(node) -> Level of every level of its chains, built when a child plan first reuses this plan as it is
+    level_ids: "dict[int, Level] | None" = field(default=None, compare=False, repr=False)
 
     @property
     def vector_dim(self) -> int:
@@ -177,7 +179,7 @@ class Plan:
         self._memo = {}
         self._chains = dag_chain_memo(self.dag)
         self._index(parent.keys)
-        self._group_chains(False)
+        self._group_chains(False, parent)
         self._check_inlined(parent)
         changed: set[str] = set()
         stale: set[str] = set()  # Funcs a reader of which (directly or through inlined Funcs) is scheduled differently
@@ -201,6 +203,8 @@ class Plan:
             if name in changed or not self._same_geometry(fp, old, parent):
                 changed.add(name)
                 touched.add(name)
+                if fp is old:  # _group_chains handed over the parent's plan of it; plan a copy, not that
+                    fp = funcs[name] = _unplanned(old)
                 self._check_placement(fp)
                 if not rc:
                     self._seed_regions(fp, parent)
@@ -210,10 +214,13 @@ class Plan:
                                                                       zip(fp.chains, old.chains)) and \
                     (old.sliding is None or levels.get(id(old.sliding.level.node)) is old.sliding.level):
                 funcs[name] = old  # the same nodes, loops and regions: the parent's plan of it, levels and all
-                for ch in old.chains:
-                    for lvl in ch.levels:
-                        levels[id(lvl.node)] = lvl
+                ids = old.level_ids
+                if ids is None:
+                    ids = old.level_ids = {id(lvl.node): lvl for ch in old.chains for lvl in ch.levels}
+                levels.update(ids)
             else:
+                if fp is old:
+                    fp = funcs[name] = _unplanned(old)
                 self._reuse(fp, old)
         stale |= changed
         self._inherit_regions(parent, stale)
@@ -294,6 +301,11 @@ class Plan:
 
     def func(self, name: str) -> FuncPlan:
         return self.funcs[name]
+
+    def innermost_nodes(self) -> list[LoopNest]:
+        """The innermost levels of the tree, in pre-order (LoopNest.nodes()'s order), as the plan's walk found them."""
+        assert self._walk is not None
+        return self._walk.innermost
 
     @property
     def inlined(self) -> set[str]:
@@ -437,8 +449,12 @@ class Plan:
             if c.func == n.func and c.stage != n.stage:
                 raise ScheduleError(f"{where}: stage {c.stage} of {n.func} is nested inside stage {n.stage}")
 
-    def _group_chains(self, complete: bool) -> None:
+    def _group_chains(self, complete: bool, parent: "Plan | None" = None) -> None:
+        """FuncPlans (unplanned) from the walk's chain heads. With `parent` (extend), a single-stage Func whose
+        head, site and storage nodes are the parent's own gets the parent's FuncPlan object: extend keeps it as it
+        is, or plans a copy (_unplanned)."""
         walk = self._walk
+        old_funcs = parent.funcs if parent is not None else {}
         heads: dict[str, list[tuple[LoopNest, LoopNest]]] = {}
         for hs in walk.heads:
             heads.setdefault(hs[0].func, []).append(hs)
@@ -462,6 +478,11 @@ class Plan:
             node = dag_node(f)
             head, site = hs[0]
             if len(hs) == 1 and len(node.stages) == 1 and head.stage == 0:  # the common case, checked at once
+                old = old_funcs.get(f)
+                if old is not None and old.site is site and old.chains and old.chains[0].head is head and \
+                        old.store is stored.get(f):  # the parent checked this very placement
+                    funcs[f] = old
+                    continue
                 chains = [Chain(f, node.stages[0], head, site, [], [], [])]
             else:
                 stages = sorted(h.stage for h, _ in hs)
@@ -858,6 +879,12 @@ def inlined_calls(dag: FunctionDAG, inlined: set[str]) -> dict[tuple[str, int], 
             if calls:
                 result[(n.name, s.index)] = calls
     return result
+
+
+def _unplanned(fp: FuncPlan) -> FuncPlan:
+    """A fresh, unplanned FuncPlan on the same nodes as `fp` (what _group_chains builds for them)."""
+    return FuncPlan(fp.name, fp.node, False, fp.site, fp.store,
+                    [Chain(fp.name, ch.stage, ch.head, ch.site, [], [], []) for ch in fp.chains])
 
 
 def dag_chain_memo(dag: FunctionDAG) -> dict:

@@ -68,6 +68,27 @@ def test_extended_plans_have_the_structure_of_fresh_ones(pipeline):
     assert checked > 50 and whole > 0, (checked, whole)
 
 
+@pytest.mark.parametrize("pipeline,per_step", [("lens_blur", 2), ("stencil_chain", 4), ("random:2", 2)])
+def test_extending_a_plan_leaves_it_as_it_was(pipeline, per_step):
+    """extend hands a child the parent's FuncPlan objects where their nodes are the parent's, and rebuilds (on a
+    copy) those whose levels it must relink: the parent (and every sibling after) must see its own plan unchanged.
+    lens_blur and stencil_chain reach the relinking case (a Func sliding along a level of a reader whose levels a
+    child relinks) at these sample sizes."""
+    p = pipeline_from_spec(pipeline)
+    space = make_space(p, TARGET)
+    before: dict[int, tuple] = {}
+    parents = []
+    for c in sampled_search_children(space, pipeline, per_step):
+        parent = c.parent.plan
+        if id(parent) not in before:
+            before[id(parent)] = _structure(parent)
+            parents.append(parent)  # alive, so its id stays its own
+    assert len(parents) > 10
+    for parent in parents:
+        assert _structure(parent) == before[id(parent)]
+        _consistent(parent)
+
+
 def test_a_new_innermost_level_that_lists_other_inlined_funcs_is_refused():
     """With the parent's inlined Funcs, extend checks only the new innermost levels' lists: a new one must still
     be checked (here one that says it calls an inlined Func 99 times per point)."""
