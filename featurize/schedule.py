@@ -812,6 +812,8 @@ def _inlined_callers(dag: FunctionDAG, inlined: frozenset) -> dict[str, frozense
     cache = dag.analysis("featurize.inlined_callers", dict)
     out = cache.get(inlined)
     if out is None:
+        if len(cache) >= _MEMO_LIMIT:  # a search meets a few inlined sets at a time; do not keep them all
+            cache.clear()
         out = cache[inlined] = {}
         for f in inlined:
             pending, seen = [f], set()
