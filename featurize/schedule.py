@@ -173,15 +173,14 @@ class _Featurizer:
 
     def alloc_in(self, n: LoopNest) -> int:
         """Bytes of all allocations made at node n or inside it."""
+        return self.alloc_table()[id(n)]
+
+    def alloc_table(self) -> dict[int, int]:
+        """id(node) -> alloc_in of every node, walked once per plan (working_set_at_root needs them all anyway)."""
         table = self._alloc
         if table is None:
-            table = self._alloc = self._alloc_table()
-        return table[id(n)]
-
-    def _alloc_table(self) -> dict[int, int]:
-        """alloc_in of every node, in one walk (working_set_at_root needs them all anyway)."""
-        table: dict[int, int] = {}
-        _alloc_walk(self.plan.root, self.plan.funcs, self.static.func_bpp, table)
+            table = self._alloc = {}
+            _alloc_walk(self.plan.root, self.plan.funcs, self.static.func_bpp, table)
         return table
 
     def extents(self, region: Region | None, cap) -> list[int]:
@@ -302,9 +301,7 @@ class _Featurizer:
     def patch_working_sets(self, old: np.ndarray, fp: FuncPlan, ch: Chain) -> np.ndarray:
         """The parent's features with this plan's working sets: the parent's array itself where none moved
         (no caller writes feature arrays in place; search shares a state's with its children already)."""
-        table = self._alloc
-        if table is None:
-            table = self._alloc = self._alloc_table()
+        table = self.alloc_table()
         head = ch.head
         ws = [float(table[id(head)]), float(table[id(ch.site)]), float(table[id(fp.store)]),
               float(table[id(self.root_head(head))]), float(table[id(self.plan.root)])]

@@ -200,27 +200,27 @@ class Plan:
                 touched.add(name)
             if fp.inlined:
                 continue
-            if name in changed or not self._same_geometry(fp, old, parent):
-                changed.add(name)
-                touched.add(name)
-                if fp is old:  # _group_chains handed over the parent's plan of it; plan a copy, not that
-                    fp = funcs[name] = _unplanned(old)
-                self._check_placement(fp)
-                if not rc:
-                    self._seed_regions(fp, parent)
-                self._plan_func(fp)
-                self.replanned.add(name)
-            elif fp.site is old.site and fp.store is old.store and all(ch.head is och.head for ch, och in
-                                                                      zip(fp.chains, old.chains)) and \
+            replan = name in changed or not self._same_geometry(fp, old, parent)
+            if not replan and fp.site is old.site and fp.store is old.store and \
+                    all(ch.head is och.head for ch, och in zip(fp.chains, old.chains)) and \
                     (old.sliding is None or levels.get(id(old.sliding.level.node)) is old.sliding.level):
                 funcs[name] = old  # the same nodes, loops and regions: the parent's plan of it, levels and all
                 ids = old.level_ids
                 if ids is None:
                     ids = old.level_ids = {id(lvl.node): lvl for ch in old.chains for lvl in ch.levels}
                 levels.update(ids)
+                continue
+            if fp is old:  # _group_chains handed over the parent's plan of it: fill in a copy, never that
+                fp = funcs[name] = _unplanned(old)
+            if replan:
+                changed.add(name)
+                touched.add(name)
+                self._check_placement(fp)
+                if not rc:
+                    self._seed_regions(fp, parent)
+                self._plan_func(fp)
+                self.replanned.add(name)
             else:
-                if fp is old:
-                    fp = funcs[name] = _unplanned(old)
                 self._reuse(fp, old)
         stale |= changed
         self._inherit_regions(parent, stale)
