@@ -178,7 +178,7 @@ class Plan:
         self.replanned = set()
         self._memo = {}
         self._chains = dag_chain_memo(self.dag)
-        self._index(parent.keys)
+        self._index(parent)
         self._group_chains(False, parent)
         self._check_inlined(parent)
         changed: set[str] = set()
@@ -357,20 +357,61 @@ class Plan:
 
     # -- indexing and structure ------------------------------------------------------------------
 
-    def _index(self, checked: dict[int, tuple] | None) -> None:
-        """One pre-order walk: parents, stable keys, and what _group_chains and _check_inlined need. Nodes of
-        `checked` (the parent plan's, alive with it, so their ids are theirs) passed _check_node already."""
+    def _index(self, old: "Plan | None") -> None:
+        """One pre-order walk: parents, stable keys, and what _group_chains and _check_inlined need. With `old` (the
+        parent plan, during extend), a child of the root that is the parent's own node brings its subtree's index
+        from there (_Subtree: a root child's keys do not depend on what surrounds it), and nodes of the parent's
+        tree (alive with it, so their ids are theirs) passed _check_node already."""
         walk = self._walk = _Walk()
-        parent, keys, by_key = self.parent, self.keys, self.by_key
-        heads, inlined, stored, innermost = walk.heads, walk.inlined, walk.stored, walk.innermost
-        stack: list[tuple[LoopNest, LoopNest | None]] = [(self.root, None)]
+        root = self.root
+        rid = id(root)
+        checked = old.keys if old is not None else None
+        self.parent[rid] = None
+        self.keys[rid] = key = ("", -1, -1)
+        self.by_key[key] = root
+        if checked is None or rid not in checked:
+            self._check_node(root, None)
+        stored = walk.stored
+        for f in root.store_at:
+            if f in stored:
+                raise ScheduleError(f"{f} is stored at two levels")
+            stored[f] = root
+        old_subtrees = old._walk.subtrees if old is not None and old._walk is not None else {}
+        keys, parent, by_key, subtrees = self.keys, self.parent, self.by_key, walk.subtrees
+        heads, inlined, innermost = walk.heads, walk.inlined, walk.innermost
+        for c in root.children:
+            parent[id(c)] = root
+            heads.append((c, root))
+            sub = old_subtrees.get(id(c))
+            if sub is None:
+                sub = self._index_subtree(c, checked, stored)
+            elif not stored.keys().isdisjoint(sub.stored):
+                f = next(f for f in sub.stored if f in stored)
+                raise ScheduleError(f"{f} is stored at two levels")
+            subtrees[id(c)] = sub
+            keys.update(sub.keys)
+            parent.update(sub.parent)
+            by_key.update(sub.by_key)
+            heads.extend(sub.heads)
+            inlined.update(sub.inlined)
+            stored.update(sub.stored)
+            innermost.extend(sub.innermost)
+
+    def _index_subtree(self, head: LoopNest, checked: dict[int, tuple] | None, stored_above: dict) -> "_Subtree":
+        """The index of a child of the root and everything below it, walked in pre-order; `stored_above` is what
+        the walk found stored before this subtree (a Func stored twice raises where the walk meets the second)."""
+        sub = _Subtree()
+        parent, keys, by_key = sub.parent, sub.keys, sub.by_key
+        heads, inlined, stored, innermost = sub.heads, sub.inlined, sub.stored, sub.innermost
+        root = self.root
+        stack: list[tuple[LoopNest, LoopNest]] = [(head, root)]
         while stack:
             n, p = stack.pop()
             i = id(n)
-            parent[i] = p
-            if p is None:
-                key = ("", -1, -1)
+            if p is root:
+                key = (n.func, n.stage, 0)
             else:
+                parent[i] = p
                 pk = keys[id(p)]
                 if p.func == n.func and p.stage == n.stage and p.func is not None:
                     key = (n.func, n.stage, pk[2] + 1)
@@ -383,14 +424,15 @@ class Plan:
                 self._check_node(n, p)
             for f, _ in n.inlined:
                 inlined[f] = None
-            if n.innermost and p is not None:
+            if n.innermost:
                 innermost.append(n)
             for f in n.store_at:
-                if f in stored:
+                if f in stored or f in stored_above:
                     raise ScheduleError(f"{f} is stored at two levels")
                 stored[f] = n
             if n.children:
                 stack.extend(zip(reversed(n.children), repeat(n)))
+        return sub
 
     def _encloses(self, outer: LoopNest, n: LoopNest) -> bool:
         """Whether `outer` is a strict ancestor of node n."""
@@ -814,6 +856,22 @@ class _Walk:
     inlined: dict = field(default_factory=dict)  # Funcs inlined somewhere, in first-appearance order
     stored: dict = field(default_factory=dict)  # Func -> the node listing it in store_at
     innermost: list = field(default_factory=list)  # innermost nodes
+    subtrees: dict = field(default_factory=dict)  # id(child of the root) -> its _Subtree
+
+
+@dataclass(slots=True)
+class _Subtree:
+    """What the walk found below one child of the root, that child included (but for its parent, the root, and its
+    own entry in heads). A child plan whose root keeps that child takes all of it at once: a root child's key is
+    (func, stage, 0) whatever the tree around it, so its subtree's keys are too."""
+
+    keys: dict = field(default_factory=dict)
+    parent: dict = field(default_factory=dict)
+    by_key: dict = field(default_factory=dict)
+    heads: list = field(default_factory=list)
+    inlined: dict = field(default_factory=dict)
+    stored: dict = field(default_factory=dict)
+    innermost: list = field(default_factory=list)
 
 
 def storage_layout(node: Node, vector_dim: int) -> tuple[int, ...]:
