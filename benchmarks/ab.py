@@ -36,10 +36,11 @@ def revision_tree(rev: str, error: Callable[[str], None]) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run_worker(tree: Path, script: Path, args: list[str], what: str) -> list[dict]:
-    """`script --worker *args` run with `tree`'s packages first on the path; the JSON of each line it prints as
-    'RESULT {...}'. A worker that prints none ends the benchmark with its stderr's tail, naming `what` it ran."""
-    env = dict(os.environ, PYTHONPATH=str(tree))
+def run_worker(tree: Path, script: Path, args: list[str], what: str, env: dict[str, str] | None = None) -> list[dict]:
+    """`script --worker *args` run with `tree`'s packages first on the path (and `env` added to the environment); the
+    JSON of each line it prints as 'RESULT {...}'. A worker that prints none ends the benchmark with its stderr's
+    tail, naming `what` it ran."""
+    env = dict(os.environ, **(env or {}), PYTHONPATH=str(tree))
     r = subprocess.run([sys.executable, str(script), "--worker", *args], cwd=tree, env=env, capture_output=True,
                        text=True)
     results = [json.loads(x[7:]) for x in r.stdout.splitlines() if x.startswith("RESULT ")]

@@ -24,6 +24,8 @@ per pipeline) and the model's loading are paid before the searches and not count
         --beam-size 8 --passes 2 --derivation-ab          # incremental vs from-scratch derivation, side by side
     python benchmarks/search_speed.py --apps unsharp,harris,hist_eq,max_filter,iir_blur --random 1 \
         --beam-size 8 --passes 2 --before HEAD~3 --reps 2  # a git revision's code vs the working tree's, side by side
+    python benchmarks/search_speed.py --apps unsharp,harris,hist_eq,max_filter,iir_blur --random 1 \
+        --beam-size 8 --passes 2 --compiled-ab --reps 2   # the hot modules as pure Python vs their Cython builds
 
 How long a run takes (apps at size small, analytical model, this 2-core machine, 2026-11-27: ~0.5-0.6 ms
 per state on the small apps, ~1.3 ms on the big ones): the smoke run above ~2 s; the beam-8 x 2-pass run
@@ -39,8 +41,10 @@ Times are single runs on a shared machine: read the ratios and the split, not th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import multiprocessing
+import os
 import sys
 import time
 import traceback
@@ -52,6 +56,7 @@ if "--worker" not in sys.argv:  # a --before worker imports the code under test,
 from featurize import cached_pipeline_features
 from generator.apps import app_list, get_app
 from generator.random_pipeline import generate
+from ir.hot import compiled_modules, pure_modules
 from ir.target import get_target
 from scheduler import autoschedule, load_model
 
@@ -250,7 +255,11 @@ def main(argv=None) -> int:
     ap.add_argument("--before", metavar="REV",
                     help="time every search under git revision REV's code and the working tree's instead, each "
                          "pipeline in fresh processes alternating between the two, and print both side by side")
-    ap.add_argument("--reps", type=int, default=1, help="with --before: processes per pipeline and code (fastest kept)")
+    ap.add_argument("--compiled-ab", action="store_true",
+                    help="time every search with the hot modules as pure Python (SCHEDLAB_COMPILED=0) and as their "
+                         "Cython builds (ir.hot; built first if stale), in fresh processes alternating, side by side")
+    ap.add_argument("--reps", type=int, default=1,
+                    help="with --before or --compiled-ab: processes per pipeline and code (fastest kept)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     try:  # '' (random pipelines only, or the --before worker of such a run) names no app
@@ -261,14 +270,16 @@ def main(argv=None) -> int:
         if alg not in ALGORITHMS:
             ap.error(f"unknown algorithm {alg!r}; choose from {', '.join(ALGORITHMS)}")
 
-    if a.before and a.reps < 1:
+    if a.reps < 1:
         ap.error(f"--reps {a.reps}: give at least 1")
-    if a.before and (a.replay_ab or a.derivation_ab or a.threads_ab or a.vs_halide or a.busy):
-        ap.error("--before compares two codes; run --replay-ab, --derivation-ab, --threads-ab, --vs-halide and --busy "
-                 "without it")
+    if a.before and a.compiled_ab:
+        ap.error("--before and --compiled-ab each compare two codes; give one of them")
+    if (a.before or a.compiled_ab) and (a.replay_ab or a.derivation_ab or a.threads_ab or a.vs_halide or a.busy):
+        ap.error("--before and --compiled-ab compare two codes; run --replay-ab, --derivation-ab, --threads-ab, "
+                 "--vs-halide and --busy without them")
     if a.worker:
         return worker(a)
-    if a.before:
+    if a.before or a.compiled_ab:
         return before_after(a, ap.error)
     model = load_model(a.model, get_target(a.target))  # loaded once, shared by every search
     warm_up(model, a.target)
@@ -303,7 +314,8 @@ def worker(a) -> int:
                          seed=a.seed)
         print("RESULT " + json.dumps({"alg": alg, "states": s.stats.states_evaluated, "seconds": s.stats.seconds,
                                       "parts": split(s.stats), "schedule": s.loopnest.fingerprint,
-                                      "cost": s.predicted_cost}), flush=True)
+                                      "cost": s.predicted_cost, "compiled": len(compiled_modules()),
+                                      "pure": len(pure_modules())}), flush=True)
     return 0
 
 
@@ -317,21 +329,34 @@ def before_after(a, error) -> int:
     names = [name for name, _, _ in pipelines(a.apps, a.size, a.random, a.seed, a.random_stages)]
     print(f"model: {a.model}; target: {a.target}; apps at size {a.size}; {a.random} random {a.random_stages}-stage "
           f"pipelines from seed {a.seed}; beam/hierarchical: beam {a.beam_size} x {a.passes} passes")
-    print(f"before: the code of {a.before}; after: the working tree; {a.reps} process(es) per pipeline and code, "
-          "alternating, the fastest kept\n")
+    if a.compiled_ab:
+        from ir.compiled import build
+
+        build(quiet=True)  # the working tree's sources, compiled if they are not yet
+        print(f"before: the working tree as pure Python (SCHEDLAB_COMPILED=0); after: the same with its hot modules' "
+              f"Cython builds (ir.hot); {a.reps} process(es) per pipeline and code, alternating, the fastest kept\n")
+    else:
+        print(f"before: the code of {a.before}; after: the working tree; {a.reps} process(es) per pipeline and code, "
+              "alternating, the fastest kept\n")
     header = (f"{'pipeline':24s} {'algorithm':12s} {'states':>9s} {'before us':>10s} {'after us':>9s} "
               f"{'speedup':>8s}  same result")
     print(header)
     print("-" * len(header))
     rows: list[dict] = []
-    with ab.revision_tree(a.before, error) as before:
+    with (contextlib.nullcontext(ab.ROOT) if a.compiled_ab else ab.revision_tree(a.before, error)) as before:
+        envs = {"before": {"SCHEDLAB_COMPILED": "0" if a.compiled_ab else os.environ.get("SCHEDLAB_COMPILED", "1")},
+                "after": {}}
         for i, name in enumerate(names, 1):
             runs: dict[str, list[list[dict]]] = {"before": [], "after": []}
             for rep in range(a.reps):
                 order = [("before", before), ("after", ab.ROOT)]
                 for side, tree in order if rep % 2 == 0 else order[::-1]:
                     print(f"[{i}/{len(names)}] {name}: {side} ({rep + 1}/{a.reps}) ...", file=sys.stderr, flush=True)
-                    runs[side].append(ab.run_worker(tree, script, worker_args(a, name), name))
+                    runs[side].append(ab.run_worker(tree, script, worker_args(a, name), name, envs[side]))
+            if a.compiled_ab and ({r[0]["compiled"] for r in runs["before"]} != {0}
+                                  or {r[0]["pure"] for r in runs["after"]} != {0}):
+                raise SystemExit("search_speed: --compiled-ab's pure side ran compiled modules, or its compiled side "
+                                 "pure ones: see python -m ir.compiled status")
             for k, alg in enumerate(a.algorithms):
                 b = min((r[k] for r in runs["before"]), key=lambda r: r["seconds"])
                 t = min((r[k] for r in runs["after"]), key=lambda r: r["seconds"])
@@ -372,6 +397,9 @@ def run(a, model) -> int:
     print(f"model: {model.name}; target: {a.target}; apps at size {a.size}; "
           f"{a.random} random {a.random_stages}-stage pipelines from seed {a.seed}; beam/hierarchical: {beam_desc}"
           + (f"; {a.busy} busy process(es) beside" if a.busy else ""))
+    pure = pure_modules()
+    print(f"hot modules (ir.hot): {len(compiled_modules())} compiled, {len(pure)} pure Python"
+          + (f" ({', '.join(pure)}; python -m ir.compiled status says why)" if pure else ""))
     print("split: enumerate (place + plan) / featurize / model / other (rest of the search loop)\n")
     header = (f"{'pipeline':24s} {'funcs':>5s} {'stages':>6s} {'algorithm':12s} {'states':>9s} {'seconds':>9s} "
               f"{'us/state':>9s} {'enum':>7s} {'feat':>7s} {'model':>7s} {'other':>7s}")

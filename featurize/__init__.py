@@ -12,6 +12,8 @@ kind that has one, and its `.schema` names what the features mean (featurize.sch
 
 from __future__ import annotations
 
+import ir  # noqa: F401 - first: its import hook serves this package's hot modules compiled (ir/hot.py)
+
 from dataclasses import dataclass
 
 import numpy as np

@@ -1,6 +1,10 @@
 """schedlab's intermediate representation: the pipeline DSL, the FunctionDAG analysis, the LoopNest
 schedule representation and the reference interpreter."""
 
+from . import hot as _hot
+
+_hot.install()  # before any hot module loads: their Cython builds, when current (ir/hot.py)
+
 from .errors import PipelineError, ScheduleError, SchedlabError
 from .expr import (Expr, Var, RVar, cast, select, clamp, exp, log, sqrt, sin, cos, tanh, floor, ceil)
 from .expr import min as min, max as max, pow as pow, round as round, abs as abs  # noqa: A004 - Halide's names

@@ -12,6 +12,8 @@ Importing it does not import Ray, Lightning or MLflow (a registered model loads 
 
 from __future__ import annotations
 
+import ir  # noqa: F401 - first: its import hook serves this package's hot modules compiled (ir/hot.py)
+
 from .space import SearchError
 
 __all__ = ["BeamSearch", "CostModel", "Schedule", "SearchConfig", "SearchError", "SearchSpace", "SearchStrategy",

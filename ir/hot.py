@@ -1,0 +1,98 @@
+"""The search's hot modules compiled by Cython, used only when built from the source file as it is now.
+
+Search spends its time in Python bookkeeping spread over a few modules (docs/scheduler.md, "Where the next
+factor must come from"); Cython compiles those modules as they are (pure-Python mode: no annotations read as C
+types, the same semantics) and removes the interpreter's dispatch around them. A compiled module that shadowed its
+source would make an edit that was not rebuilt silently do nothing, so the extensions never sit beside the sources:
+each lives in the cache under a name that carries the sha256 of the exact source it was compiled from
+(`<cache>/compiled/<module>-<digest><EXT_SUFFIX>`), and the import hook below serves it only when the source file
+on disk has that digest. Any other case (no build, a stale build, Cython absent, `SCHEDLAB_COMPILED=0`) imports
+the .py itself, so schedlab behaves the same either way, only slower.
+
+Building and inspecting them: `ir.compiled` (`python -m ir.compiled build|status`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+# The modules a search's time is spent in (profiles of beam search on the apps and random pipelines): planning,
+# placement, featurization, the symbolic algebra under them, and the search loop.
+HOT_MODULES = (
+    "ir.symbolic", "ir.relation", "ir.dag", "ir.loopnest", "ir.plan", "ir.builder",
+    "featurize.schedule", "scheduler.space", "scheduler.search",
+)
+# Part of every digest: a change to how modules are compiled makes every earlier build stale.
+RECIPE = "cython-pure-python-mode/annotation_typing=False/binding=True/O2/v1"
+ROOT = Path(__file__).resolve().parent.parent  # the directory holding schedlab's packages
+
+
+def cache_root() -> Path:
+    """$SCHEDLAB_CACHE_DIR, else ~/.cache/schedlab: where compiled artifacts of every kind live."""
+    return Path(os.environ.get("SCHEDLAB_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "schedlab"))
+
+
+def enabled() -> bool:
+    return os.environ.get("SCHEDLAB_COMPILED", "1") != "0"
+
+
+def source_path(module: str) -> Path:
+    return ROOT.joinpath(*module.split(".")).with_suffix(".py")
+
+
+def digest(source: bytes) -> str:
+    h = hashlib.sha256(RECIPE.encode())
+    h.update(sys.implementation.cache_tag.encode())
+    h.update(source)
+    return h.hexdigest()[:20]
+
+
+def build_path(module: str, source: bytes) -> Path:
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    return cache_root() / "compiled" / f"{module}-{digest(source)}{suffix}"
+
+
+class _Finder:
+    """A meta path finder for HOT_MODULES: the build of the source as it is, or nothing (the .py is imported)."""
+
+    def find_spec(self, fullname: str, path=None, target=None):
+        if fullname not in HOT_MODULES or not enabled():
+            return None
+        src = source_path(fullname)
+        try:
+            built = build_path(fullname, src.read_bytes())
+        except OSError:
+            return None
+        if not built.is_file():
+            return None
+        loader = importlib.machinery.ExtensionFileLoader(fullname, str(built))
+        return importlib.util.spec_from_file_location(fullname, str(built), loader=loader)
+
+
+_FINDER = _Finder()
+
+
+def install() -> None:
+    """Put the finder first on sys.meta_path (once); ir's package import does this before any hot module loads."""
+    if not any(f is _FINDER for f in sys.meta_path):
+        sys.meta_path.insert(0, _FINDER)
+
+
+def compiled_modules() -> tuple[str, ...]:
+    """The hot modules this process imported from a Cython build: what a benchmark's figures were measured with."""
+    return tuple(m for m in HOT_MODULES if _from_build(m))
+
+
+def pure_modules() -> tuple[str, ...]:
+    """The hot modules this process imported as pure Python (no current build, or SCHEDLAB_COMPILED=0)."""
+    return tuple(m for m in HOT_MODULES if m in sys.modules and not _from_build(m))
+
+
+def _from_build(m: str) -> bool:
+    return isinstance(getattr(sys.modules.get(m), "__loader__", None), importlib.machinery.ExtensionFileLoader)

@@ -1,0 +1,85 @@
+"""The hot modules' Cython builds (ir/hot.py, ir/compiled.py): used only for the source they were built from, and a
+search under them does exactly what it does under pure Python."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ir.compiled import build
+from ir.hot import cache_root
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _python(code: str, path: Path, cache: Path, **env: str) -> str:
+    r = subprocess.run([sys.executable, "-c", code], cwd=path, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYTHONPATH": str(path), "SCHEDLAB_CACHE_DIR": str(cache), **env})
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stdout.strip()
+
+
+def test_a_build_is_used_only_for_the_source_it_was_built_from(tmp_path):
+    src, cache = tmp_path / "src", tmp_path / "cache"
+    shutil.copytree(ROOT / "ir", src / "ir", ignore=shutil.ignore_patterns("__pycache__"))
+    where = "import ir.relation, ir.hot; print(ir.relation.__file__); print(ir.hot.compiled_modules())"
+    assert _python(where, src, cache).splitlines() == [str(src / "ir" / "relation.py"), "()"]  # nothing built yet
+
+    assert _python("from ir.compiled import build; print(build(['ir.relation'], quiet=True))", src, cache) == \
+        "['ir.relation']"
+    built = list((cache / "compiled").glob("ir.relation-*"))
+    assert len(built) == 1
+    file, compiled = _python(where, src, cache).splitlines()
+    assert file == str(built[0]) and compiled == "('ir.relation',)"
+    assert _python(where, src, cache, SCHEDLAB_COMPILED="0").splitlines()[0] == str(src / "ir" / "relation.py")
+
+    # an edit not rebuilt: the source itself runs, never the build of the version before it
+    rel = src / "ir" / "relation.py"
+    rel.write_text(rel.read_text() + "\nEDITED = True\n")
+    file, compiled = _python(where + "; print(ir.relation.EDITED)", src, cache).splitlines()[:2]
+    assert file == str(rel) and compiled == "()"
+    status = _python("from ir.compiled import status; print([s.state for s in status() if s.module == "
+                     "'ir.relation'][0])", src, cache)
+    assert status == "stale"
+
+
+def test_a_module_that_is_not_hot_is_refused_by_name():
+    with pytest.raises(ValueError, match="ir.interpret is not a hot module; choose from ir.symbolic"):
+        build(["ir.interpret"])
+
+
+_SEARCH = """
+import json
+from generator.apps import get_app
+from generator.random_pipeline import generate
+from ir.hot import compiled_modules, pure_modules
+from scheduler import autoschedule, load_model
+m = load_model("analytical", "host")
+out = {}
+for name in ("harris", "camera_pipe", "random0"):
+    p = generate(0, max_stages=20).pipeline if name == "random0" else get_app(name).build("small")
+    for alg in ("greedy", "beam"):
+        s = autoschedule(p, model=m, algorithm=alg, beam_size=8, passes=2)
+        out[name + " " + alg] = [s.loopnest.fingerprint, s.stats.states_evaluated, s.predicted_cost]
+out["modules"] = [sorted(compiled_modules()), sorted(pure_modules())]
+print(json.dumps(out))
+"""
+
+
+def test_searches_under_the_builds_do_what_pure_python_does():
+    """Every hot module compiled against none: the same schedules, the same number of states, the same costs to the
+    last bit (the builds keep Python's semantics: no annotation is read as a C type)."""
+    cache = cache_root()
+    build(quiet=True)  # what make test does first; only modules whose source changed since their last build
+    pure = json.loads(_python(_SEARCH, ROOT, cache, SCHEDLAB_COMPILED="0"))
+    compiled = json.loads(_python(_SEARCH, ROOT, cache))
+    (none, ran_pure), (ran_compiled, rest) = pure.pop("modules"), compiled.pop("modules")
+    assert none == [] and rest == [] and ran_compiled == ran_pure  # each side ran every hot module it used its way
+    assert {"ir.plan", "featurize.schedule", "scheduler.space", "scheduler.search"} <= set(ran_compiled)
+    assert compiled == pure
