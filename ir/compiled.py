@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .hot import HOT_MODULES, build_path, cache_root, enabled, source_path
+from .hot import HOT_MODULES, build_path, compiled_dir, enabled, source_path
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ def status() -> list[ModuleStatus]:
             out.append(ModuleStatus(m, "compiled", built))
         elif built.is_file():
             out.append(ModuleStatus(m, "built", built))
-        elif any((cache_root() / "compiled").glob(f"{m}-*")):
+        elif any(compiled_dir().glob(f"{m}-*")):
             out.append(ModuleStatus(m, "stale", None))
         else:
             out.append(ModuleStatus(m, "none", None))
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 1
         print(f"compiled {len(done)} module(s); {len(HOT_MODULES) - len(done)} already current "
-              f"under {cache_root() / 'compiled'}")
+              f"under {compiled_dir()}")
         return 0
     for s in status():
         print(f"{s.module:22s} {s.state}{'' if s.path is None else '  ' + str(s.path)}")

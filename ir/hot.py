@@ -4,9 +4,9 @@ Search spends its time in Python bookkeeping spread over a few modules (docs/sch
 factor must come from"); Cython compiles those modules as they are (pure-Python mode: no annotations read as C
 types, the same semantics) and removes the interpreter's dispatch around them. A compiled module that shadowed its
 source would make an edit that was not rebuilt silently do nothing, so the extensions never sit beside the sources:
-each lives in the cache under a name that carries the sha256 of the exact source it was compiled from
-(`<cache>/compiled/<module>-<digest><EXT_SUFFIX>`), and the import hook below serves it only when the source file
-on disk has that digest. Any other case (no build, a stale build, Cython absent, `SCHEDLAB_COMPILED=0`) imports
+each lives in `$SCHEDLAB_COMPILED_DIR` (by default `<cache>/compiled`) as `<module>-<digest><EXT_SUFFIX>`, the
+digest being the sha256 of the exact source it was compiled from, and the import hook below serves it only when the
+source file on disk has that digest. Any other case (no build, a stale build, Cython absent, `SCHEDLAB_COMPILED=0`) imports
 the .py itself, so schedlab behaves the same either way, only slower.
 
 Building and inspecting them: `ir.compiled` (`python -m ir.compiled build|status`).
@@ -53,9 +53,16 @@ def digest(source: bytes) -> str:
     return h.hexdigest()[:20]
 
 
+def compiled_dir() -> Path:
+    """$SCHEDLAB_COMPILED_DIR, else <cache root>/compiled. install() fixes it in the environment, so processes this
+    one starts run the same builds even where they point SCHEDLAB_CACHE_DIR elsewhere (benchmarks and jobs give
+    each run a cold kernel cache that way)."""
+    return Path(os.environ.get("SCHEDLAB_COMPILED_DIR") or cache_root() / "compiled")
+
+
 def build_path(module: str, source: bytes) -> Path:
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
-    return cache_root() / "compiled" / f"{module}-{digest(source)}{suffix}"
+    return compiled_dir() / f"{module}-{digest(source)}{suffix}"
 
 
 class _Finder:
@@ -80,6 +87,7 @@ _FINDER = _Finder()
 
 def install() -> None:
     """Put the finder first on sys.meta_path (once); ir's package import does this before any hot module loads."""
+    os.environ.setdefault("SCHEDLAB_COMPILED_DIR", str(compiled_dir()))
     if not any(f is _FINDER for f in sys.meta_path):
         sys.meta_path.insert(0, _FINDER)
 

@@ -13,39 +13,39 @@ from pathlib import Path
 import pytest
 
 from ir.compiled import build
-from ir.hot import cache_root
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _python(code: str, path: Path, cache: Path, **env: str) -> str:
+def _python(code: str, path: Path, **env: str) -> str:
     r = subprocess.run([sys.executable, "-c", code], cwd=path, capture_output=True, text=True, timeout=600,
-                       env={**os.environ, "PYTHONPATH": str(path), "SCHEDLAB_CACHE_DIR": str(cache), **env})
+                       env={**os.environ, "PYTHONPATH": str(path), **env})
     assert r.returncode == 0, r.stderr[-2000:]
     return r.stdout.strip()
 
 
 def test_a_build_is_used_only_for_the_source_it_was_built_from(tmp_path):
-    src, cache = tmp_path / "src", tmp_path / "cache"
+    src, builds = tmp_path / "src", tmp_path / "compiled"
+    env = {"SCHEDLAB_COMPILED_DIR": str(builds)}
     shutil.copytree(ROOT / "ir", src / "ir", ignore=shutil.ignore_patterns("__pycache__"))
     where = "import ir.relation, ir.hot; print(ir.relation.__file__); print(ir.hot.compiled_modules())"
-    assert _python(where, src, cache).splitlines() == [str(src / "ir" / "relation.py"), "()"]  # nothing built yet
+    assert _python(where, src, **env).splitlines() == [str(src / "ir" / "relation.py"), "()"]  # nothing built yet
 
-    assert _python("from ir.compiled import build; print(build(['ir.relation'], quiet=True))", src, cache) == \
+    assert _python("from ir.compiled import build; print(build(['ir.relation'], quiet=True))", src, **env) == \
         "['ir.relation']"
-    built = list((cache / "compiled").glob("ir.relation-*"))
+    built = list(builds.glob("ir.relation-*"))
     assert len(built) == 1
-    file, compiled = _python(where, src, cache).splitlines()
+    file, compiled = _python(where, src, **env).splitlines()
     assert file == str(built[0]) and compiled == "('ir.relation',)"
-    assert _python(where, src, cache, SCHEDLAB_COMPILED="0").splitlines()[0] == str(src / "ir" / "relation.py")
+    assert _python(where, src, SCHEDLAB_COMPILED="0", **env).splitlines()[0] == str(src / "ir" / "relation.py")
 
     # an edit not rebuilt: the source itself runs, never the build of the version before it
     rel = src / "ir" / "relation.py"
     rel.write_text(rel.read_text() + "\nEDITED = True\n")
-    file, compiled = _python(where + "; print(ir.relation.EDITED)", src, cache).splitlines()[:2]
+    file, compiled = _python(where + "; print(ir.relation.EDITED)", src, **env).splitlines()[:2]
     assert file == str(rel) and compiled == "()"
     status = _python("from ir.compiled import status; print([s.state for s in status() if s.module == "
-                     "'ir.relation'][0])", src, cache)
+                     "'ir.relation'][0])", src, **env)
     assert status == "stale"
 
 
@@ -72,13 +72,14 @@ print(json.dumps(out))
 """
 
 
-def test_searches_under_the_builds_do_what_pure_python_does():
+def test_searches_under_the_builds_do_what_pure_python_does(tmp_path):
     """Every hot module compiled against none: the same schedules, the same number of states, the same costs to the
-    last bit (the builds keep Python's semantics: no annotation is read as a C type)."""
-    cache = cache_root()
+    last bit (the builds keep Python's semantics: no annotation is read as a C type). The two processes get a cache
+    of their own, as the data job's do: the builds still come from where this process found them."""
     build(quiet=True)  # what make test does first; only modules whose source changed since their last build
-    pure = json.loads(_python(_SEARCH, ROOT, cache, SCHEDLAB_COMPILED="0"))
-    compiled = json.loads(_python(_SEARCH, ROOT, cache))
+    cold = str(tmp_path / "kernels")
+    pure = json.loads(_python(_SEARCH, ROOT, SCHEDLAB_COMPILED="0", SCHEDLAB_CACHE_DIR=cold))
+    compiled = json.loads(_python(_SEARCH, ROOT, SCHEDLAB_CACHE_DIR=cold))
     (none, ran_pure), (ran_compiled, rest) = pure.pop("modules"), compiled.pop("modules")
     assert none == [] and rest == [] and ran_compiled == ran_pure  # each side ran every hot module it used its way
     assert {"ir.plan", "featurize.schedule", "scheduler.space", "scheduler.search"} <= set(ran_compiled)
