@@ -278,6 +278,8 @@ class Plan:
         fp.layout, fp.strides = old.layout, old.strides
         levels = self.levels
         for ch, och in zip(fp.chains, old.chains):
+            # the parent's own chain would grow while read (for ever): extend copies a handed-over FuncPlan first
+            assert ch is not och, f"{fp.name}: relinking the parent plan's own chain"
             ch.bounds, ch.extents, ch.exact = och.bounds, och.extents, och.exact
             append = ch.levels.append
             if ch.head is och.head:  # the same (immutable) subtree has the same nodes: no walk down the chain
