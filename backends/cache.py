@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ir.hot import cache_root  # one rule for where compiled artifacts live (the hot modules' builds too)
+
 KERNEL_KINDS = ("halide", "numba", "llvm", "cuda")  # cache_dir kinds that hold one entry per compiled kernel
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("SCHEDLAB_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "schedlab"))
 
 
 def cache_dir(kind: str) -> Path:

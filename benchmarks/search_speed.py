@@ -334,10 +334,11 @@ def before_after(a, error) -> int:
 
         build(quiet=True)  # the working tree's sources, compiled if they are not yet
         print(f"before: the working tree as pure Python (SCHEDLAB_COMPILED=0); after: the same with its hot modules' "
-              f"Cython builds (ir.hot); {a.reps} process(es) per pipeline and code, alternating, the fastest kept\n")
+              f"Cython builds (ir.hot); {a.reps} process(es) per pipeline and code, alternating, the fastest kept")
     else:
         print(f"before: the code of {a.before}; after: the working tree; {a.reps} process(es) per pipeline and code, "
-              "alternating, the fastest kept\n")
+              "alternating, the fastest kept")
+    print()
     header = (f"{'pipeline':24s} {'algorithm':12s} {'states':>9s} {'before us':>10s} {'after us':>9s} "
               f"{'speedup':>8s}  same result")
     print(header)
@@ -346,6 +347,8 @@ def before_after(a, error) -> int:
     with (contextlib.nullcontext(ab.ROOT) if a.compiled_ab else ab.revision_tree(a.before, error)) as before:
         envs = {"before": {"SCHEDLAB_COMPILED": "0" if a.compiled_ab else os.environ.get("SCHEDLAB_COMPILED", "1")},
                 "after": {}}
+        if not a.compiled_ab:
+            compile_both(before)
         for i, name in enumerate(names, 1):
             runs: dict[str, list[list[dict]]] = {"before": [], "after": []}
             for rep in range(a.reps):
@@ -357,6 +360,9 @@ def before_after(a, error) -> int:
                                   or {r[0]["pure"] for r in runs["after"]} != {0}):
                 raise SystemExit("search_speed: --compiled-ab's pure side ran compiled modules, or its compiled side "
                                  "pure ones: see python -m ir.compiled status")
+            if i == 1:  # what each side measured (a revision before ir/hot.py reports nothing: all pure Python)
+                modules = "; ".join(f"{side} {rs[0][0].get('compiled', 0)} compiled, {rs[0][0].get('pure', 'all')} pure"
+                                    for side, rs in runs.items())
             for k, alg in enumerate(a.algorithms):
                 b = min((r[k] for r in runs["before"]), key=lambda r: r["seconds"])
                 t = min((r[k] for r in runs["after"]), key=lambda r: r["seconds"])
@@ -368,6 +374,7 @@ def before_after(a, error) -> int:
                       + ("yes" if same else f"NO (states {b['states']} -> {t['states']}, schedule "
                                             f"{'same' if b['schedule'] == t['schedule'] else 'other'})"), flush=True)
     print("-" * len(header))
+    print(f"hot modules (ir.hot): {modules}")
     print("\nsummary: us/state over all pipelines (seconds / states), and the split of the time\n")
     for alg in a.algorithms:
         sel = [r for r in rows if r["alg"] == alg]
@@ -390,6 +397,22 @@ def before_after(a, error) -> int:
     else:
         print("\nevery search found the same schedule over the same number of states under both codes")
     return 0
+
+
+def compile_both(before: Path) -> None:
+    """With --before, both codes run their hot modules the same way: this tree's builds, and the revision's too where
+    it has them (ir/compiled.py), unless SCHEDLAB_COMPILED=0 makes both pure Python."""
+    import subprocess
+
+    from ir.compiled import build
+    from ir.hot import enabled
+
+    if not enabled():
+        return
+    build(quiet=True)
+    if (before / "ir" / "compiled.py").is_file():
+        subprocess.run([sys.executable, "-m", "ir.compiled", "build"], cwd=before, check=True, capture_output=True,
+                       env=dict(os.environ, PYTHONPATH=str(before)))
 
 
 def run(a, model) -> int:

@@ -1,6 +1,6 @@
 """Build the hot modules' Cython extensions (ir.hot) and say which ones this process runs compiled.
 
-    python -m ir.compiled build     # compile every hot module whose current source has no build (make venv runs it)
+    python -m ir.compiled build     # compile every hot module whose current source has no build (make compiled)
     python -m ir.compiled status    # which modules import compiled, and why not for the others
 """
 
@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .hot import HOT_MODULES, build_path, compiled_dir, enabled, source_path
+
+KEEP_OTHER_BUILDS = 3  # per module, besides the current source's
 
 
 @dataclass(frozen=True)
@@ -93,9 +95,12 @@ def _build_one(m: str, quiet: bool) -> bool:
         part = target.with_name(f"{target.name}.{os.getpid()}.tmp")
         shutil.copyfile(cmd.get_ext_fullpath(m), part)
         os.replace(part, target)  # atomic: a concurrent import sees the whole file or none
-    for old in out_dir.glob(f"{m}-*"):  # earlier builds of other sources of this module
-        if old != target and not old.name.endswith(".tmp"):
-            old.unlink(missing_ok=True)
+    # builds of other versions of this module's source: the newest few stay (another checkout, a benchmark's
+    # worktree of an earlier revision, may run them), the rest go
+    others = sorted((p for p in out_dir.glob(f"{m}-*") if p != target and not p.name.endswith(".tmp")),
+                    key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in others[KEEP_OTHER_BUILDS:]:
+        old.unlink(missing_ok=True)
     return True
 
 

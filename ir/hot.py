@@ -6,8 +6,8 @@ types, the same semantics) and removes the interpreter's dispatch around them. A
 source would make an edit that was not rebuilt silently do nothing, so the extensions never sit beside the sources:
 each lives in `$SCHEDLAB_COMPILED_DIR` (by default `<cache>/compiled`) as `<module>-<digest><EXT_SUFFIX>`, the
 digest being the sha256 of the exact source it was compiled from, and the import hook below serves it only when the
-source file on disk has that digest. Any other case (no build, a stale build, Cython absent, `SCHEDLAB_COMPILED=0`) imports
-the .py itself, so schedlab behaves the same either way, only slower.
+source file on disk has that digest. Any other case (no build, a stale build, Cython absent, `SCHEDLAB_COMPILED=0`)
+imports the .py itself, so schedlab behaves the same either way, only slower.
 
 Building and inspecting them: `ir.compiled` (`python -m ir.compiled build|status`).
 """
