@@ -8,7 +8,9 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from generator.job.nodes import PACKAGES, code_digest, local_report, problems, required
+from generator.job.nodes import PACKAGES, code_digest, compiled_summary, local_report, problems, required
+from ir.compiled import build
+from ir.hot import HOT_MODULES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,6 +23,17 @@ def test_this_process_reports_its_code_and_the_packages_a_numba_job_needs():
     assert all(v is not None for _, v in r.versions)  # this machine has all of them
     assert "halide" in [n for n, _ in local_report(required("halide")).versions]
     assert problems(r, [r, replace(r, node_id="other", ip="10.0.0.2")]) == []
+
+
+def test_the_report_says_whether_the_node_plans_with_the_hot_modules_compiled(tmp_path, monkeypatch):
+    n = len(HOT_MODULES)
+    build(quiet=True)  # this checkout's builds, where make test keeps them
+    assert compiled_summary() == f"hot modules compiled {n}/{n}"
+    assert f"; hot modules compiled {n}/{n}" in local_report(required("numba")).describe()
+    monkeypatch.setenv("SCHEDLAB_COMPILED_DIR", str(tmp_path))  # a node with no builds of this code
+    assert compiled_summary() == f"hot modules compiled 0/{n} (the rest pure Python: python -m ir.compiled build)"
+    monkeypatch.setenv("SCHEDLAB_COMPILED", "0")
+    assert compiled_summary() == "hot modules pure Python (SCHEDLAB_COMPILED=0)"
 
 
 def test_a_changed_file_changes_the_digest(tmp_path):

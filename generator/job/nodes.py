@@ -41,13 +41,15 @@ class NodeReport:
     versions: tuple[tuple[str, str | None], ...]  # (distribution, version or None when it does not import)
     kernel_cache: str = ""  # backends.cache.PruneReport.describe() of the node's cache, once pruned
     machine: str = ""  # backends.measuring_machine(): CPU model, cores, SIMD, caches, workers' malloc
+    compiled: str = ""  # how many hot modules (ir.hot) have a build of this code here: its planning runs them
 
     def describe(self) -> str:
         have = ", ".join(f"{n} {v}" for n, v in self.versions if v is not None)
         cache = f"; kernel cache {self.kernel_cache}" if self.kernel_cache else ""
         machine = f"{self.machine}; " if self.machine else ""
+        compiled = f"; {self.compiled}" if self.compiled else ""
         return (f"{self.ip} ({self.node_id[:8]}): {machine}python {self.python}, {have}; "
-                f"code {self.code_digest[:12]}{cache}")
+                f"code {self.code_digest[:12]}{compiled}{cache}")
 
 
 def code_digest(root: Path) -> str:
@@ -76,7 +78,22 @@ def local_report(packages: tuple[str, ...], node_id: str = "driver", ip: str = "
     root = Path(ir.__file__).resolve().parent.parent
     return NodeReport(node_id=node_id, ip=ip or platform.node(), python=platform.python_version(),
                       code_digest=code_digest(root), code_root=str(root),
-                      versions=tuple((p, _version(p)) for p in packages), machine=measuring_machine())
+                      versions=tuple((p, _version(p)) for p in packages), machine=measuring_machine(),
+                      compiled=compiled_summary())
+
+
+def compiled_summary() -> str:
+    """'hot modules compiled 9/9', or how many lack a build of this code here (those plan as pure Python)."""
+    from ir.compiled import status
+    from ir.hot import enabled
+
+    states = [s.state for s in status()]
+    have = sum(st in ("compiled", "built") for st in states)
+    if not enabled():
+        return "hot modules pure Python (SCHEDLAB_COMPILED=0)"
+    if have == len(states):
+        return f"hot modules compiled {have}/{len(states)}"
+    return f"hot modules compiled {have}/{len(states)} (the rest pure Python: python -m ir.compiled build)"
 
 
 def required(backend: str) -> tuple[str, ...]:
