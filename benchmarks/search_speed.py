@@ -345,8 +345,7 @@ def before_after(a, error) -> int:
     print("-" * len(header))
     rows: list[dict] = []
     with (contextlib.nullcontext(ab.ROOT) if a.compiled_ab else ab.revision_tree(a.before, error)) as before:
-        envs = {"before": {"SCHEDLAB_COMPILED": "0" if a.compiled_ab else os.environ.get("SCHEDLAB_COMPILED", "1")},
-                "after": {}}
+        envs = {"before": {"SCHEDLAB_COMPILED": "0"} if a.compiled_ab else {}, "after": {}}  # workers inherit the rest
         if not a.compiled_ab:
             compile_both(before)
         for i, name in enumerate(names, 1):

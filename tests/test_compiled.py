@@ -54,6 +54,19 @@ def test_a_module_that_is_not_hot_is_refused_by_name():
         build(["ir.interpret"])
 
 
+def test_bad_commands_get_one_line_naming_what_to_give(capsys):
+    from benchmarks import search_speed
+    from ir.compiled import main
+
+    assert main(["rebuild"]) == 2
+    assert capsys.readouterr().err == "usage: python -m ir.compiled {build|status}\n"
+    with pytest.raises(SystemExit) as e:
+        search_speed.main(["--before", "HEAD", "--compiled-ab"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(
+        "error: --before and --compiled-ab each compare two codes; give one of them")
+
+
 _SEARCH = """
 import json
 from generator.apps import get_app
