@@ -486,6 +486,30 @@ def test_calibrated_starts_as_the_analytical_model_and_learns_term_weights(apps)
     assert scales[TERMS.index("working_set")] * coefficients(3)[TERMS.index("working_set")] == 0
 
 
+def test_analytical_terms_in_numpy_are_the_torch_terms_bits(apps):
+    """Search scores the analytical terms as numpy arrays, training as torch tensors (train.array_ops): for every prior,
+    on the apps' features and on rows with zeros, negatives (the features' "not known") and magnitudes from 1e-2 to
+    1e8, the two give the same float64 bits, and the cost terms the same float32 ones (ties between schedules are
+    broken the same way in both)."""
+    from train import analytical as A
+
+    rng = np.random.default_rng(7)
+    cases = [(p, s.astype(np.float64)) for p, s in apps]
+    for pipeline, _ in apps:
+        sf = rng.random((9, pipeline.shape[0], 41)) * 10.0 ** rng.integers(-2, 9, size=(9, pipeline.shape[0], 41))
+        sf[rng.random(sf.shape) < 0.2] = 0
+        sf[rng.random(sf.shape) < 0.05] = -1
+        cases.append((pipeline, sf))
+    for prior in A.PRIORS:
+        for pipeline, sf in cases:
+            as_torch = A.analytical_terms(torch.from_numpy(pipeline), torch.from_numpy(sf), 4.0, prior).numpy()
+            as_numpy = A.analytical_terms(pipeline, sf, 4.0, prior)
+            assert as_numpy.dtype == np.float64 and np.array_equal(as_numpy, as_torch), prior
+    for _, sf in cases:
+        sf32 = sf.astype(np.float32)
+        assert np.array_equal(cost_terms(sf32, 8.0), cost_terms(torch.from_numpy(sf32), 8.0).numpy())
+
+
 # -- analytical priors: the page-fault term -----------------------------------------------------------------
 
 

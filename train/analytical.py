@@ -76,6 +76,8 @@ import numpy as np
 from featurize.schema import LINE_BYTES, PIPELINE_ROWS, SCHEDULE_INDEX, lines_per_vector
 from ir.dag import OP_TYPES, TYPE_BUCKETS
 
+from .array_ops import array_ops
+
 # Appendix B's 27 terms (train.model.TERMS order) and a fixed cost per unit of each, in nanoseconds.
 COEFFICIENTS = np.array([
     0.05, 0.5, 0.05, 0.5,  # compute: vector lanes and scalars, inlined or not (x ops per point)
@@ -161,39 +163,37 @@ def check_prior(prior) -> None:
 
 
 def pages_faulted(schedule_features, threshold: float = MMAP_THRESHOLD):
-    """Prior 2's page-fault term per stage, torch [..., S]: pages faulted in per run of the pipeline, where
+    """Prior 2's page-fault term per stage, [..., S] (a tensor or an ndarray, as given): pages faulted in per run of the pipeline, where
     allocations of at least `threshold` bytes are mapped fresh at every realization and smaller ones reuse the
     heap. A Func's update stages repeat its allocation's row: they are charged with it (as Halide's term is)."""
-    import torch
-
-    x = schedule_features.clamp_min(0)
+    xp = array_ops(schedule_features)
+    x = xp.clamp_min(schedule_features, 0)
     nbytes = x[..., SCHEDULE_INDEX["bytes_at_realization"]]
-    fresh = torch.where(nbytes >= threshold, x[..., SCHEDULE_INDEX["num_realizations"]].clamp_min(1),
-                        torch.zeros_like(nbytes))
-    pages = fresh * torch.ceil(nbytes / PAGE_BYTES)
+    fresh = xp.where(nbytes >= threshold, xp.clamp_min(x[..., SCHEDULE_INDEX["num_realizations"]], 1),
+                     xp.zeros_like(nbytes))
+    pages = fresh * xp.ceil(nbytes / PAGE_BYTES)
     pages[..., :1] = 0  # the output stage (the first row): its buffer is the caller's
     return pages
 
 
 def analytical_terms(pipeline_features, schedule_features, cores: float, prior: int = PRIOR):
-    """The Appendix B terms as the analytical model charges them, torch [..., S, 27] in the schedule features'
+    """The Appendix B terms as the analytical model charges them, [..., S, 27] in the schedule features' type and
     dtype: compute terms times the stage's operations per point, and the terms that divide among cores (compute,
     loads, stores) divided by the cores its tasks occupy. The cost is their dot product with COEFFICIENTS, so a
     model that rescales those coefficients (train.model's `residual` kind) starts from exactly this cost.
     `prior` 2 replaces the page-fault term with pages_faulted."""
-    import torch
-
     from .model import cost_terms
 
     check_prior(prior)
+    xp = array_ops(schedule_features)
     sf, parts = schedule_features, PRIOR_PARTS[prior]
     if "new_reads" in parts:
-        sf = sf.clone()
+        sf = xp.clone(sf)
         sf[..., _BOX_READS] = sf[..., _NEW_READS]
-    terms = cost_terms(sf, float(cores)).clone()
+    terms = xp.clone(cost_terms(sf, float(cores)))
     if "fresh_pages" in parts:
         terms[..., _PAGE_FAULTS] = pages_faulted(sf)
-    x = sf.clamp_min(0)
+    x = xp.clamp_min(sf, 0)
     if "vector_cap" in parts:
         _cap_vector_footprints(terms, x)
     if "line_cap" in parts:
@@ -203,14 +203,14 @@ def analytical_terms(pipeline_features, schedule_features, cores: float, prior: 
     if "dram_bytes" in parts:
         big = x[..., SCHEDULE_INDEX["bytes_at_realization"]] >= DRAM_ALLOCATION
         written = x[..., SCHEDULE_INDEX["bytes_at_production"]] * x[..., SCHEDULE_INDEX["num_productions"]]
-        terms[..., _WORKING_SET] = torch.where(big, written, torch.zeros_like(written))
+        terms[..., _WORKING_SET] = xp.where(big, written, xp.zeros_like(written))
     if "lane_ops" in parts:
         ops = ops_per_lane(pipeline_features, x)  # [..., S]: depends on each schedule's vector size
     else:
-        ops = pipeline_features[:, OPS, :].sum((1, 2)).to(sf.dtype).clamp_min(1)  # ops per point of each stage
-    tasks = (x[..., SCHEDULE_INDEX["inner_parallelism"]] * x[..., SCHEDULE_INDEX["outer_parallelism"]]).clamp_min(1)
+        ops = xp.clamp_min(xp.cast_like(pipeline_features[:, OPS, :].sum((1, 2)), sf), 1)  # ops per point of each stage
+    tasks = xp.clamp_min(x[..., SCHEDULE_INDEX["inner_parallelism"]] * x[..., SCHEDULE_INDEX["outer_parallelism"]], 1)
     terms[..., COMPUTE_TERMS] = terms[..., COMPUTE_TERMS] * ops[..., None]
-    terms[..., PARALLEL_TERMS] = terms[..., PARALLEL_TERMS] / torch.clamp(tasks, max=float(cores))[..., None]
+    terms[..., PARALLEL_TERMS] = terms[..., PARALLEL_TERMS] / xp.clamp_max(tasks, float(cores))[..., None]
     return terms
 
 
@@ -218,30 +218,28 @@ def ops_per_lane(pipeline_features, x):
     """Prior 8's operations per point of each stage, [..., S] for pipeline features [S, 40, 7] and clamped schedule
     features x [..., S, 41]: the op histogram without loads, its 32-bit integer operations divided by the vector size
     in a stage whose stores are not 32-bit integers; at least 1, as prior 7's count."""
-    import torch
-
-    pf = pipeline_features.to(x.dtype)
+    xp = array_ops(x)
+    pf = xp.cast_like(pipeline_features, x)
     ops = pf[:, LANE_OPS, :].sum(1)  # [S, 7]: by type bucket
     stores_int32 = pf[:, STORE_ROWS, INT32].sum(1) > 0
-    index = torch.where(stores_int32, torch.zeros_like(ops[:, INT32]), ops[:, INT32])  # [S]
-    lanes = x[..., SCHEDULE_INDEX["vector_size"]].clamp_min(1)
-    return (ops.sum(1) - index + index / lanes).clamp_min(1)
+    index = xp.where(stores_int32, xp.zeros_like(ops[:, INT32]), ops[:, INT32])  # [S]
+    lanes = xp.clamp_min(x[..., SCHEDULE_INDEX["vector_size"]], 1)
+    return xp.clamp_min(ops.sum(1) - index + index / lanes, 1)
 
 
 def _cap_vector_footprints(terms, x) -> None:
     """Prior 4, in place: each per-vector unique bytes / lines term at most what the vector's loads can touch (its
     dense loads' lanes and its lane-at-a-time loads, ELEMENT_BYTES each; two lines per dense load, one per other).
     `x`: the schedule features, clamped at 0."""
-    import torch
-
+    xp = array_ops(x)
     dense = x[..., SCHEDULE_INDEX["vector_loads_per_vector"]]
     lanewise = x[..., SCHEDULE_INDEX["scalar_loads_per_vector"]]
-    elements = dense * x[..., SCHEDULE_INDEX["vector_size"]].clamp_min(1) + lanewise
+    elements = dense * xp.clamp_min(x[..., SCHEDULE_INDEX["vector_size"]], 1) + lanewise
     byte_bound, line_bound = elements * ELEMENT_BYTES, 2 * dense + lanewise
     counts = (x[..., SCHEDULE_INDEX["num_scalars"]], x[..., SCHEDULE_INDEX["num_vectors"]])
     for kb, kl, count in zip(PER_VECTOR_BYTES_TERMS, PER_VECTOR_LINES_TERMS, counts):
-        terms[..., kb] = torch.minimum(terms[..., kb], count * byte_bound)
-        terms[..., kl] = torch.minimum(terms[..., kl], count * line_bound)
+        terms[..., kb] = xp.minimum(terms[..., kb], count * byte_bound)
+        terms[..., kl] = xp.minimum(terms[..., kl], count * line_bound)
 
 
 def _cached_lines_at_base_cost(terms, x) -> None:
@@ -250,11 +248,11 @@ def _cached_lines_at_base_cost(terms, x) -> None:
     from memory); a stage storing into a tile of a few KiB, or reading one, touches lines its cache holds. The
     footprint deciding it: the stage's own allocation for its stores, a realization's bytes read (the new ones, as
     prior 6 counts them) for its loads, a task's for its task lines. `x`: the schedule features, clamped at 0."""
-    import torch
+    xp = array_ops(x)
 
     def base_where_small(term: int, footprint: str) -> None:
         small = x[..., SCHEDULE_INDEX[footprint]] <= CACHE_BYTES
-        terms[..., term] = torch.where(small, terms[..., term] / LINE_SCALE, terms[..., term])
+        terms[..., term] = xp.where(small, terms[..., term] / LINE_SCALE, terms[..., term])
 
     base_where_small(PER_REALIZATION_LINES_TERM, "unique_bytes_read_per_realization")
     base_where_small(_TASK_LINES, "unique_bytes_read_per_task")
@@ -267,13 +265,12 @@ def _cap_footprints_by_lines(terms, x) -> None:
     can touch (two per dense load, one per lane-at-a-time load, one per scalar load), their lines at most that
     many; a realization's lines shrink by the fraction its bytes kept. A stage that gathers keeps its boxes. `x`:
     the schedule features, clamped at 0."""
-    import torch
-
+    xp = array_ops(x)
     f = {name: x[..., SCHEDULE_INDEX[name]] for name in (
         "num_vectors", "num_scalars", "vector_size", "vector_loads_per_vector", "scalar_loads_per_vector",
         "scalar_loads_per_scalar", "points_computed_per_realization", "num_realizations",
         "unique_bytes_read_per_realization")}
-    lanes = f["vector_size"].clamp_min(1)
+    lanes = xp.clamp_min(f["vector_size"], 1)
     # featurize counts a gather as `lanes` lane-at-a-time loads and a broadcast as one: fewer than a vector's lanes
     # of them are broadcasts, which read one place per vector whatever their index
     uniform = (lanes == 1) | (f["scalar_loads_per_vector"] < lanes)
@@ -281,30 +278,27 @@ def _cap_footprints_by_lines(terms, x) -> None:
     scalar_lines = f["scalar_loads_per_scalar"]
     for kb, kl, count, bound in zip(PER_VECTOR_BYTES_TERMS, PER_VECTOR_LINES_TERMS,
                                     (f["num_scalars"], f["num_vectors"]), (scalar_lines, vector_lines)):
-        terms[..., kb] = torch.where(uniform, terms[..., kb].clamp_max(count * bound * LINE_BYTES), terms[..., kb])
-        terms[..., kl] = torch.where(uniform, terms[..., kl].clamp_max(count * bound), terms[..., kl])
+        terms[..., kb] = xp.where(uniform, xp.minimum(terms[..., kb], count * bound * LINE_BYTES), terms[..., kb])
+        terms[..., kl] = xp.where(uniform, xp.minimum(terms[..., kl], count * bound), terms[..., kl])
     points = f["num_vectors"] * lanes + f["num_scalars"]
-    per_point = (f["num_vectors"] * vector_lines + f["num_scalars"] * scalar_lines) / points.clamp_min(1)
+    per_point = (f["num_vectors"] * vector_lines + f["num_scalars"] * scalar_lines) / xp.clamp_min(points, 1)
     lines = f["num_realizations"] * f["points_computed_per_realization"] * per_point
     box = f["num_realizations"] * f["unique_bytes_read_per_realization"]
-    kept = torch.where(uniform & (box > lines * LINE_BYTES), lines * LINE_BYTES / box.clamp_min(1e-30),
-                       torch.ones_like(box))
+    kept = xp.where(uniform & (box > lines * LINE_BYTES), lines * LINE_BYTES / xp.clamp_min(box, 1e-30),
+                    xp.ones_like(box))
     kb, kl = PER_REALIZATION_BYTES_TERM, PER_REALIZATION_LINES_TERM
     terms[..., kb] = terms[..., kb] * kept
-    terms[..., kl] = torch.where(uniform, torch.minimum(terms[..., kl] * kept, lines), terms[..., kl])
+    terms[..., kl] = xp.where(uniform, xp.minimum(terms[..., kl] * kept, lines), terms[..., kl])
 
 
 def analytical_charges_ns(pipeline_features: np.ndarray, schedule_features: np.ndarray, cores: int,
                           prior: int = PRIOR) -> np.ndarray:
     """Nanoseconds per stage per term, [schedules, stages, 27], for schedule features [schedules, stages, 41] (or
     one schedule) of a pipeline whose pipeline features are [stages, 40, 7]: what the model of `prior` charges."""
-    import torch
-
-    schedule = np.asarray(schedule_features)
+    schedule = np.asarray(schedule_features, dtype=np.float64)
     if schedule.ndim == 2:
         schedule = schedule[None]
-    pf = torch.as_tensor(np.asarray(pipeline_features, dtype=np.float32))
-    terms = analytical_terms(pf, torch.as_tensor(schedule, dtype=torch.float64), cores, prior).numpy()
+    terms = analytical_terms(np.asarray(pipeline_features, dtype=np.float32), schedule, cores, prior)
     return terms * coefficients(prior)
 
 

@@ -68,6 +68,7 @@ import featurize
 from featurize.schema import SCHEDULE_FEATURES, SCHEDULE_INDEX
 
 from .analytical import PAGE_BYTES, PRIOR, analytical_terms, check_prior, coefficients
+from .array_ops import array_ops
 
 MODEL_KINDS = ("hybrid", "mlp", "residual", "calibrated")
 TRUNK_INPUTS = ("raw", "normalized")  # ModelConfig.trunk_inputs
@@ -146,33 +147,35 @@ def check_schema(config: ModelConfig) -> None:
 # -- the hand-designed terms -------------------------------------------------------------------------
 
 
-def cost_terms(schedule_features: Tensor, num_cores: float) -> Tensor:
-    """The 27 Appendix-B terms per stage, [..., S, 41] raw features -> [..., S, 27], all >= 0.
+def cost_terms(schedule_features, num_cores: float):
+    """The 27 Appendix-B terms per stage, [..., S, 41] raw features -> [..., S, 27], all >= 0: a tensor for a tensor,
+    an ndarray for an ndarray (train.array_ops).
 
     Halide's selects between coefficients (inlined or not; parallel / output / other stage) become terms
     that are zero where their branch is not taken, so the cost is one dot product with the coefficients.
     """
-    x = schedule_features.clamp_min(0)
+    xp = array_ops(schedule_features)
+    x = xp.clamp_min(schedule_features, 0)
 
-    def f(name: str) -> Tensor:
+    def f(name: str):
         return x[..., SCHEDULE_INDEX[name]]
 
-    def m(t: Tensor) -> Tensor:
-        return t.clamp_min(1)
+    def m(t):
+        return xp.clamp_min(t, 1)
 
-    zero = torch.zeros_like(x[..., 0])
+    zero = xp.zeros_like(x[..., 0])
     inner, outer = f("inner_parallelism"), f("outer_parallelism")
     num_vectors, num_scalars = f("num_vectors"), f("num_scalars")
     realizations, productions = f("num_realizations"), f("num_productions")
 
     num_tasks = m(inner * outer)
     tasks_per_core = num_tasks / num_cores
-    idle_core_wastage = torch.ceil(tasks_per_core) / m(tasks_per_core)
+    idle_core_wastage = xp.ceil(tasks_per_core) / m(tasks_per_core)
     vector_work = f("vector_size") * num_vectors * idle_core_wastage
     scalar_work = num_scalars * idle_core_wastage
     inlined = f("inlined_calls") > 0
-    compute = [torch.where(inlined, vector_work, zero), torch.where(inlined, scalar_work, zero),
-               torch.where(inlined, zero, vector_work), torch.where(inlined, zero, scalar_work)]
+    compute = [xp.where(inlined, vector_work, zero), xp.where(inlined, scalar_work, zero),
+               xp.where(inlined, zero, vector_work), xp.where(inlined, zero, scalar_work)]
 
     load = [realizations * f("unique_lines_read_per_realization"),
             realizations * f("unique_bytes_read_per_realization"),
@@ -190,21 +193,20 @@ def cost_terms(schedule_features: Tensor, num_cores: float) -> Tensor:
     lines_written = realizations * inner * f("bytes_at_task") / innermost_bytes_at_task
     bytes_written = realizations * f("bytes_at_realization")
     parallel = inner > 1
-    is_output = torch.zeros(x.shape[-2], dtype=torch.bool, device=x.device)
-    is_output[:1] = True
+    is_output = xp.first_rows(x.shape[-2], x)
     output, other = ~parallel & is_output, ~parallel & ~is_output
-    store = [torch.where(parallel, lines_written, zero), torch.where(output, lines_written, zero),
-             torch.where(other, lines_written, zero), torch.where(parallel, bytes_written, zero),
-             torch.where(output, bytes_written, zero), torch.where(other, bytes_written, zero)]
+    store = [xp.where(parallel, lines_written, zero), xp.where(output, lines_written, zero),
+             xp.where(other, lines_written, zero), xp.where(parallel, bytes_written, zero),
+             xp.where(output, bytes_written, zero), xp.where(other, bytes_written, zero)]
 
-    max_threads_hitting_same_page = torch.minimum(inner, PAGE_BYTES / innermost_bytes_at_task)
-    overheads = [torch.where(parallel, (num_vectors + num_scalars) / innermost_bytes_at_task, zero),  # false sharing
+    max_threads_hitting_same_page = xp.minimum(inner, PAGE_BYTES / innermost_bytes_at_task)
+    overheads = [xp.where(parallel, (num_vectors + num_scalars) / innermost_bytes_at_task, zero),  # false sharing
                  f("bytes_at_production") * max_threads_hitting_same_page * inner * outer,  # page faults
                  realizations,  # malloc
-                 torch.where(parallel, productions, zero),  # parallel launch
-                 productions * (inner - 1).clamp_min(0),  # per-task overhead
+                 xp.where(parallel, productions, zero),  # parallel launch
+                 productions * xp.clamp_min(inner - 1, 0),  # per-task overhead
                  f("working_set")]
-    return torch.stack(compute + load + store + overheads, dim=-1)
+    return xp.stack(compute + load + store + overheads, dim=-1)
 
 
 # -- the models --------------------------------------------------------------------------------------
