@@ -259,6 +259,32 @@ def test_learned_model_from_a_checkpoint_scores_like_the_network(tmp_path):
     assert s.predicted_cost == pytest.approx(float(net.predict(f.pipeline, f.schedule)[0]), rel=1e-5)
 
 
+@pytest.mark.parametrize("kind", ["hybrid", "residual", "calibrated", "mlp"])
+def test_learned_model_scores_with_numpy_terms_the_bits_of_the_torch_network(kind):
+    """Search scores a learned model with its hand-designed terms computed in numpy (train.array_ops): the stage costs
+    are the bits the network computes all in torch, on a search's real features and on rows of extremes."""
+    import torch
+
+    from featurize import featurize
+    from ir.sampling import random_loopnest
+    from train.model import ModelConfig, build_model
+
+    net = build_model(ModelConfig(kind=kind, num_cores=6), seed=11)
+    model = LearnedModel(net)
+    p = get_app("harris").build("small")
+    feats = [featurize(p, random_loopnest(p, seed, "host"), "host") for seed in range(6)]
+    pf = feats[0].pipeline
+    sf = np.stack([f.schedule for f in feats]).astype(np.float32)
+    extremes = np.where(np.random.default_rng(0).random(sf.shape) < 0.5, sf * 1e6, 0).astype(np.float32)
+    terms = net.terms(pf, sf)
+    assert terms is None if kind == "mlp" else isinstance(terms, np.ndarray) and terms.dtype == np.float32
+    for schedules in (sf, extremes):
+        got = model.predict(pf, schedules)
+        with torch.no_grad():
+            stages = net.stage_costs(torch.from_numpy(pf), torch.from_numpy(schedules))
+        assert np.array_equal(got.stages, stages.double().numpy()), kind
+
+
 def test_random_models_differ_by_seed_and_analytical_needs_no_training():
     p = get_app("harris").build("small")
     tgt = get_target("host")

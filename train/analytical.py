@@ -182,10 +182,15 @@ def analytical_terms(pipeline_features, schedule_features, cores: float, prior: 
     loads, stores) divided by the cores its tasks occupy. The cost is their dot product with COEFFICIENTS, so a
     model that rescales those coefficients (train.model's `residual` kind) starts from exactly this cost.
     `prior` 2 replaces the page-fault term with pages_faulted."""
-    from .model import cost_terms
-
     check_prior(prior)
     xp = array_ops(schedule_features)
+    with xp.quiet():
+        return _analytical_terms(xp, pipeline_features, schedule_features, cores, prior)
+
+
+def _analytical_terms(xp, pipeline_features, schedule_features, cores: float, prior: int):
+    from .model import cost_terms
+
     sf, parts = schedule_features, PRIOR_PARTS[prior]
     if "new_reads" in parts:
         sf = xp.clone(sf)

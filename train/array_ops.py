@@ -9,6 +9,8 @@ definition of them: both namespaces do IEEE float64 element-wise arithmetic, so 
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 
@@ -48,6 +50,11 @@ class NumpyOps:
         out[:1] = True
         return out
 
+    @staticmethod
+    def quiet():
+        """Overflow to inf and 0/0 as torch does them: silently (numpy warns)."""
+        return np.errstate(over="ignore", divide="ignore", invalid="ignore")
+
 
 class TorchOps:
     """The operations on torch tensors (autograd passes through them)."""
@@ -85,6 +92,10 @@ class TorchOps:
         out = self._torch.zeros(n, dtype=self._torch.bool, device=like.device)
         out[:1] = True
         return out
+
+    @staticmethod
+    def quiet():
+        return contextlib.nullcontext()
 
 
 NUMPY = NumpyOps()

@@ -155,6 +155,11 @@ def cost_terms(schedule_features, num_cores: float):
     that are zero where their branch is not taken, so the cost is one dot product with the coefficients.
     """
     xp = array_ops(schedule_features)
+    with xp.quiet():
+        return _cost_terms(xp, schedule_features, num_cores)
+
+
+def _cost_terms(xp, schedule_features, num_cores: float):
     x = xp.clamp_min(schedule_features, 0)
 
     def f(name: str):
@@ -226,9 +231,16 @@ class CostNetwork(nn.Module):
         raise NotImplementedError
 
     def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
-                    pipeline_embedding: Tensor | None = None) -> Tensor:
-        """[B, S] per-stage predicted costs (what Anderson 2021's freezing ranks stages by)."""
+                    pipeline_embedding: Tensor | None = None, terms: Tensor | None = None) -> Tensor:
+        """[B, S] per-stage predicted costs (what Anderson 2021's freezing ranks stages by). `terms`: what
+        terms(pipeline_features, schedule_features) gives, when the caller computed it already."""
         raise NotImplementedError
+
+    def terms(self, pipeline_features, schedule_features):
+        """The hand-designed terms [B, S, 27] the model's coefficients multiply, or None for a model without them.
+        Tensors give a tensor, ndarrays an ndarray of the same bits (train.array_ops): search computes them with
+        numpy, whose small operations cost a fraction of torch's."""
+        return None
 
     def reset_parameters(self, generator: torch.Generator) -> None:
         raise NotImplementedError
@@ -317,10 +329,14 @@ class HybridCostModel(CostNetwork):
         stage = torch.cat([emb.expand(sched.shape[0], -1, -1), sched], dim=-1)
         return self.trunk(stage)
 
+    def terms(self, pipeline_features, schedule_features):
+        return cost_terms(schedule_features, float(self.config.num_cores))
+
     def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
-                    pipeline_embedding: Tensor | None = None) -> Tensor:
+                    pipeline_embedding: Tensor | None = None, terms: Tensor | None = None) -> Tensor:
         coeff = self.coefficients(pipeline_features, schedule_features, pipeline_embedding)
-        terms = cost_terms(schedule_features, float(self.config.num_cores))
+        if terms is None:
+            terms = self.terms(pipeline_features, schedule_features)
         return (coeff * terms).sum(-1) * COST_SCALE
 
 
@@ -383,10 +399,14 @@ class ResidualCostModel(HybridCostModel):
             flags = [self.at_trust_region_bound(p, s).reshape(-1) for p, s in pairs]
         return float(torch.cat(flags).float().mean())
 
+    def terms(self, pipeline_features, schedule_features):
+        return analytical_terms(pipeline_features, schedule_features, float(self.config.num_cores), self.config.prior)
+
     def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
-                    pipeline_embedding: Tensor | None = None) -> Tensor:
+                    pipeline_embedding: Tensor | None = None, terms: Tensor | None = None) -> Tensor:
         coeff = self.coefficients(pipeline_features, schedule_features, pipeline_embedding)
-        terms = analytical_terms(pipeline_features, schedule_features, float(self.config.num_cores), self.config.prior)
+        if terms is None:
+            terms = self.terms(pipeline_features, schedule_features)
         return (coeff * terms).sum(-1) * COST_SCALE
 
 
@@ -410,10 +430,14 @@ class CalibratedCostModel(CostNetwork):
     def embed_pipeline(self, pipeline_features: Tensor) -> Tensor:
         return pipeline_features.new_zeros((pipeline_features.shape[0], 0))  # the terms need no embedding
 
+    def terms(self, pipeline_features, schedule_features):
+        return analytical_terms(pipeline_features, schedule_features, float(self.config.num_cores), self.config.prior)
+
     def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
-                    pipeline_embedding: Tensor | None = None) -> Tensor:
+                    pipeline_embedding: Tensor | None = None, terms: Tensor | None = None) -> Tensor:
         _check_inputs(pipeline_features, schedule_features)
-        terms = analytical_terms(pipeline_features, schedule_features, float(self.config.num_cores), self.config.prior)
+        if terms is None:
+            terms = self.terms(pipeline_features, schedule_features)
         return (self.analytical_coefficients * self.scales() * terms).sum(-1) * COST_SCALE
 
 
@@ -441,7 +465,7 @@ class MLPCostModel(CostNetwork):
         return self.pipeline_in(torch.log1p(flat.clamp_min(0)))
 
     def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
-                    pipeline_embedding: Tensor | None = None) -> Tensor:
+                    pipeline_embedding: Tensor | None = None, terms: Tensor | None = None) -> Tensor:
         _check_inputs(pipeline_features, schedule_features)
         emb = self.embed_pipeline(pipeline_features) if pipeline_embedding is None else pipeline_embedding
         h = F.relu(self.schedule_in(torch.log1p(schedule_features.clamp_min(0))) + emb)

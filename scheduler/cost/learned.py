@@ -53,13 +53,16 @@ class LearnedModel(CostModel):
 
     def predict(self, pipeline_features: np.ndarray, schedule_features: np.ndarray) -> PredictedCosts:
         pf, emb = self._inputs(pipeline_features)
-        sf = torch.as_tensor(np.asarray(schedule_features, dtype=np.float32))
-        if sf.ndim == 2:
-            sf = sf[None]
+        sf_array = np.asarray(schedule_features, dtype=np.float32)
+        if sf_array.ndim == 2:
+            sf_array = sf_array[None]
+        sf = torch.as_tensor(sf_array)
+        # the hand-designed terms in numpy: the bits torch computes, without its dispatch per small operation
+        terms = self.network.terms(pf.numpy(), sf_array)
         from train.model import MIN_RUNTIME
 
         with torch.no_grad():  # the total as the network's forward computes it
-            stages = self.network.stage_costs(pf, sf, emb)
+            stages = self.network.stage_costs(pf, sf, emb, None if terms is None else torch.from_numpy(terms))
             total = stages.sum(-1).clamp_min(MIN_RUNTIME)
         return PredictedCosts(total.double().numpy(), stages.double().numpy())
 
