@@ -94,6 +94,23 @@ def schedule_features(plan: Plan, target: CpuTarget, pending_parallel: frozenset
     return _Featurizer(plan, target, pending_parallel).run(parent, frozenset(parent_pending))
 
 
+def retiled_features(view: Plan, target: CpuTarget, pending_parallel: frozenset,
+                     sibling: dict[tuple[str, int], np.ndarray], func: str) -> dict[tuple[str, int], np.ndarray]:
+    """The features of a tiling sibling: `sibling`'s (those of the plan `view` was retiled from, Plan.retiled) with
+    `func`'s stages featurized over `view`. The tiling of a Func whose producers are not scheduled moves nothing
+    else: its readers read its region and layout, its producers' regions at coarser levels are over that region,
+    and its levels allocate nothing (what schedule_features would recompute of the others is the sibling's)."""
+    fz = _Featurizer(view, target, pending_parallel)
+    fp = view.funcs[func]
+    table = fz.alloc_table()
+    for ch in fp.chains:  # the new levels, which the walk from the root (the sibling's tree) does not meet
+        _alloc_walk(ch.head, view.funcs, fz.static.func_bpp, table)
+    out = dict(sibling)
+    for ch in fp.chains:
+        out[(func, ch.stage.index)] = fz.stage(fp, ch).astype(DTYPE)
+    return out
+
+
 def _alloc_walk(n: LoopNest, funcs: dict[str, FuncPlan], bpp: dict[str, int], table: dict[int, int]) -> int:
     """Bytes allocated at node n or inside it, recorded for every node of its subtree (a module function, not a
     recursive closure: a closure that calls itself is a reference cycle only the cyclic collector frees)."""

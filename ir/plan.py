@@ -296,6 +296,50 @@ class Plan:
             key = (old_lvl.chain.func, old_lvl.chain.stage.index, old_lvl.depth)
             fp.sliding = Sliding(old.sliding.dim, old.sliding.loop, self.levels[id(self.by_key[key])])
 
+    def retiled(self, func: str, heads: list[LoopNest]) -> "Plan":
+        """This plan with `func`'s stage chains planned afresh from `heads`: new chain heads at the same site, one
+        per stage in stage order, whose subtrees are `func`'s own levels only — a tiling sibling's (another tiling
+        of the same placement; retiled_heads finds them). Everything else is this plan's, node for node, so the
+        result is not the plan of any one tree: search featurizes `func`'s stages from it (whatever reads its
+        producers' regions, its loops' counts and its allocation's working sets gets the sibling's values: the
+        tiling of a Func whose producers are not scheduled changes no other Func's loops or regions) and plans the
+        sibling's own tree only if it expands it (scheduler.space). Raises ScheduleError for what Plan.extend
+        would reject of the new levels. Only for a partial plan of a target kind without limits to check."""
+        old = self.funcs[func]
+        assert not old.inlined and self._kind.check_limits is None and len(heads) == len(old.chains)
+        v = Plan.__new__(Plan)
+        v.dag, v.root, v.target, v._kind, v.complete = self.dag, self.root, self.target, self._kind, False
+        v.funcs, v.levels, v.parent = dict(self.funcs), dict(self.levels), dict(self.parent)
+        v.keys, v.by_key, v._walk = dict(self.keys), dict(self.by_key), self._walk
+        # region forms asked at `func`'s own levels depend on its tiling; the others on its region alone
+        v._memo = {k: r for k, r in self._memo.items() if k[1][0] != func}
+        v._chains = self._chains
+        v.replanned, v.changed = {func}, self.changed
+        site = old.site
+        assert site is not None
+        calls = _inlined_calls_cached(self.dag, frozenset(self._walk.inlined)) if self._walk is not None else {}
+        chains = []
+        for och, head in zip(old.chains, heads):
+            nodes = head.chain()
+            p = site
+            for depth, n in enumerate(nodes):
+                v._check_node(n, p)
+                v.parent[id(n)] = p
+                v.keys[id(n)] = key = (func, och.stage.index, depth)
+                v.by_key[key] = n
+                p = n
+            inner = nodes[-1]
+            if dict(inner.inlined) != calls.get((inner.func, inner.stage), {}):
+                raise ScheduleError(f"{inner.func}.s{inner.stage}: innermost level lists inlined "
+                                    f"{sorted(inner.inlined)}; rebuild it with the builder")
+            chains.append(Chain(func, och.stage, head, site, [], [], []))
+        fp = v.funcs[func] = FuncPlan(func, old.node, False, site, old.store, chains)
+        v._plan_func(fp)
+        for ch in fp.chains:
+            for lvl in ch.levels:
+                v._check_level_flags(fp, ch, lvl)
+        return v
+
     # -- public queries --------------------------------------------------------------------------
 
     def level(self, node: LoopNest) -> Level:
@@ -969,6 +1013,43 @@ def _inlined_calls_cached(dag: FunctionDAG, inlined: frozenset) -> dict:
     if r is None:
         r = cache[inlined] = inlined_calls(dag, set(inlined))
     return r
+
+
+def retiled_heads(old: LoopNest, new: LoopNest, func: str) -> list[LoopNest] | None:
+    """`new`'s chain heads of `func` in `old`'s order when the two trees differ only below those heads (`new` tiles
+    `func` otherwise at the same place: a tiling sibling, Plan.retiled), else None. Walks only where they differ."""
+    found_old: list[LoopNest] = []
+    found_new: list[LoopNest] = []
+    stack = [(old, new)]
+    while stack:
+        a, b = stack.pop()
+        if a is b:
+            continue
+        if a.func == func:
+            if b.func != func or a.stage != b.stage or not (_bare_chain(a) and _bare_chain(b)):
+                return None
+            found_old.append(a)
+            found_new.append(b)
+            continue
+        if a.func != b.func or a.stage != b.stage or a.size != b.size or a.kind is not b.kind or \
+                a.innermost != b.innermost or a.vectorized_loop != b.vectorized_loop or a.vector_dim != b.vector_dim \
+                or a.store_at != b.store_at or a.inlined != b.inlined or len(a.children) != len(b.children):
+            return None
+        stack.extend(zip(a.children, b.children))
+    if not found_old:
+        return None
+    order = sorted(range(len(found_old)), key=lambda i: found_old[i].stage)
+    return [found_new[i] for i in order]
+
+
+def _bare_chain(head: LoopNest) -> bool:
+    """Whether `head`'s subtree is its stage's levels alone: nothing else computed or stored inside."""
+    n = head
+    while not n.innermost:
+        if n.store_at or len(n.children) != 1 or (n.children[0].func, n.children[0].stage) != (n.func, n.stage):
+            return False
+        n = n.children[0]
+    return not n.store_at
 
 
 def describe(n: LoopNest) -> str:

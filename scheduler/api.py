@@ -70,8 +70,10 @@ def autoschedule(pipeline, target="host", model="champion", algorithm: str = "be
     `guide_margin` times cheaper than its own).
     mode: deprecated, kept for one release: mode="top-k" / "autotune" runs that strategy
     starting from `algorithm`. partial: {Func name: ir.builder.FuncDecision} the search must follow.
-    derivation: "incremental" (each child's plan and features derived from its parent's) or "fresh" (each
-    derived from scratch: the slow reference, same schedules; benchmarks and checks). register_tiles: offer
+    derivation: "incremental" (each child's plan and features derived from its parent's, a tiling sibling's
+    features from its first sibling's plan), "extend" (every child planned from its parent's plan), "fresh" (each
+    derived from scratch: the slow reference) or "checked" (tiling siblings derived both ways and compared); all give
+    the same schedules (benchmarks and checks). register_tiles: offer
     reductions register tiles (scheduler.tilings.register_tilings); False searches the space without them.
     register_tile_dims: 2 (register tiles unrolled along up to two dimensions besides the vector's) or 1.
     register_tile_vectors: 4 (register tiles up to four native vectors wide), 2 or 1.

@@ -66,6 +66,7 @@ class SearchStats:
     model: str = ""
     measured: dict[str, float] = field(default_factory=dict)  # top-k / autotune: fingerprint -> seconds
     replayed: int = 0  # successor lists and children taken from remembered states (SearchSpace.remember_replays)
+    retiled: int = 0  # tiling siblings featurized from their first sibling's plan, not planned (SearchSpace._retiled)
 
     @property
     def us_per_state(self) -> float:
@@ -77,7 +78,8 @@ class SearchStats:
         return (f"{self.algorithm} with {self.model}: {self.states_evaluated} states in {t(self.seconds)} "
                 f"({t(self.seconds / max(1, self.states_evaluated))}/state: enumerate {t(self.enumerate_s)}, "
                 f"featurize {t(self.featurize_s)}, model {t(self.model_s)}"
-                + (f"; {self.replayed} replayed" if self.replayed else "") + ")")
+                + (f"; {self.replayed} replayed" if self.replayed else "")
+                + (f"; {self.retiled} retiled" if self.retiled else "") + ")")
 
 
 @dataclass(frozen=True)
@@ -158,7 +160,8 @@ class BeamSearch:
         timing = [s.timing for s in spaces]
         stats = SearchStats(self.evaluated, time.perf_counter() - t0, sum(t.enumerate_s for t in timing),
                             sum(t.featurize_s for t in timing), sum(t.model_s for t in timing), passes, frozen,
-                            model=self.model.name, replayed=sum(s.replayed for s in spaces) - replayed_before)
+                            model=self.model.name, replayed=sum(s.replayed for s in spaces) - replayed_before,
+                            retiled=sum(t.retiled for t in timing))
         return SearchResult(finals[0], finals, stats)
 
     # -- one pass --------------------------------------------------------------------------------

@@ -30,14 +30,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from featurize.algorithm import access_classes
-from featurize.schedule import schedule_features
+from featurize.schedule import retiled_features, schedule_features
 from featurize.schema import SCHEDULE_INDEX
 from ir.builder import FuncDecision, ScheduleBuilder, StageSpec, readers
 from ir.errors import SchedlabError, ScheduleError
 from ir.expr import Var
 from ir.loopnest import LoopNest, common_path
-from ir.plan import Plan
-from ir.target import CpuTarget, get_target
+from ir.plan import Plan, retiled_heads
+from ir.target import CpuTarget, get_target, target_kind
 
 from . import tilings
 
@@ -58,13 +58,30 @@ class SearchError(SchedlabError):
     """The search found no legal schedule, or was asked something it cannot do."""
 
 
+class DeferredPlan:
+    """The plan of a child's tree, made from its parent's plan the first time it is asked for. A tiling sibling is
+    featurized from its first sibling's plan (Plan.retiled) and most of them are scored and dropped, never
+    expanded: they never pay for a plan of their own."""
+
+    __slots__ = ("parent", "tree", "_plan")
+
+    def __init__(self, parent: Plan, tree: LoopNest):
+        self.parent, self.tree, self._plan = parent, tree, None
+
+    def plan(self) -> Plan:
+        if self._plan is None:
+            self._plan = Plan.extend(self.parent, self.tree)
+            self.parent = None  # type: ignore[assignment]  # what it was made from need not live as long
+        return self._plan
+
+
 @dataclass(eq=False, frozen=True)
 class State:
     """A partial schedule: the first `num_decisions` of the 2N decisions taken. Immutable: what a search
     learns about a state (its cost, penalties) lives in the search's own tables."""
 
     tree: LoopNest
-    plan: Plan
+    planned: Plan | DeferredPlan  # `plan`, or how to make it when asked (a tiling sibling's: SearchSpace.realize)
     features: dict[tuple[str, int], np.ndarray]  # (func, stage) -> float32[41], scheduled stages only
     num_decisions: int = 0
     decisions: tuple[tuple[str, FuncDecision], ...] = ()  # per decided Func, as applied (root: with its tiling)
@@ -72,6 +89,11 @@ class State:
     pending: frozenset[str] = frozenset()  # root Funcs whose parallel tiling is still to be chosen
     parent: State | None = None
     order: int = 0  # tie-breaker: creation order, so that equal costs sort deterministically
+
+    @property
+    def plan(self) -> Plan:
+        p = self.planned
+        return p if type(p) is Plan else p.plan()
 
     def decision(self, func: str) -> FuncDecision | None:
         for f, d in reversed(self.decisions):
@@ -95,6 +117,23 @@ class Candidate:
     decision: FuncDecision | None
     tree: LoopNest
     pending: frozenset[str]
+
+
+_SLOW = object()  # SearchSpace._retiled: not a tiling sibling, derive it by Plan.extend
+
+
+def _same_derivation(c: Candidate, fast, slow) -> None:
+    """derivation="checked": a tiling sibling's (plan, features) from its first sibling equal Plan.extend's."""
+    where = f"{c.func} ({c.decision}): tiling sibling"
+    assert (fast is None) == (slow is None), f"{where} legal and acceptable {fast is not None} by retiling, " \
+                                             f"{slow is not None} by Plan.extend"
+    if fast is None:
+        return
+    a, b = fast[1], slow[1]
+    assert a.keys() == b.keys(), f"{where}: stages {sorted(a.keys() ^ b.keys())} differ"
+    for k in a:
+        assert a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]), f"{where}: features of {k} differ"
+    assert fast[0].plan().changed == slow[0].changed, f"{where}: changed Funcs differ"
 
 
 # entries per generation of remembered states (0: none; benchmarks/search_speed.py compares): ~30 KB each (a plan
@@ -149,6 +188,7 @@ class Timing:
     enumerate_s: float = 0.0
     featurize_s: float = 0.0
     model_s: float = 0.0
+    retiled: int = 0  # tiling siblings featurized from their first sibling's plan (SearchSpace._retiled)
 
 
 @dataclass
@@ -158,8 +198,10 @@ class SpaceOptions:
     root_or_inline_only: bool = False  # anderson2021 §6.5's pre-pass: only inline or compute_root
     frozen: dict[str, FuncDecision] = field(default_factory=dict)  # Funcs whose decision is fixed
     # how a child's plan and features are derived: "incremental" (Plan.extend and featurization memoized from
-    # the parent's; what searches use) or "fresh" (a new Plan and every stage featurized: the reference the
-    # incremental path must agree with, which tests and benchmarks/search_speed.py compare it to)
+    # the parent's, and a tiling sibling's features from its first sibling's plan, its own plan made only if it is
+    # expanded; what searches use), "extend" (every child by Plan.extend), "fresh" (a new Plan and every stage
+    # featurized: the reference the others must agree with, which tests and benchmarks/search_speed.py compare them
+    # to) or "checked" (incremental, every tiling sibling derived both ways and the two compared: for tests)
     derivation: str = "incremental"
     # a reduction's register tiles (scheduler.tilings.register_tilings) beside its other tilings; False gives the
     # space before they were offered (benchmarks/space_ab.py measures the two side by side)
@@ -186,7 +228,7 @@ class SpaceOptions:
                               f"native vectors wide a register tile may be)")
 
 
-DERIVATIONS = ("incremental", "fresh")
+DERIVATIONS = ("incremental", "extend", "fresh", "checked")
 REGISTER_TILE_DIMS = (1, 2)
 
 
@@ -235,6 +277,11 @@ class SearchSpace:
             raise SearchError(f"unknown derivation {self.options.derivation!r}; choose one of "
                               f"{', '.join(DERIVATIONS)}")
         self._fresh = self.options.derivation == "fresh"
+        # tiling siblings from their first sibling's plan (Plan.retiled): a space of a kind with limits to check
+        # plans every child
+        self._retile = self.options.derivation in ("incremental", "checked") and target_kind(self.target).check_limits is None
+        self._checked = self.options.derivation == "checked"
+        self._siblings: tuple[State | None, dict] = (None, {})  # the last parent realized: its first children
         self.builder = ScheduleBuilder(pipeline, self.target)
         self.nodes = list(self.dag.nodes)
         self.total_decisions = 2 * len(self.nodes)
@@ -311,14 +358,16 @@ class SearchSpace:
         s = c.parent
         self._counter += 1
         if c.decision is None:
-            return State(s.tree, s.plan, s.features, s.num_decisions + 1, s.decisions, s.inlined, s.pending,
+            return State(s.tree, s.planned, s.features, s.num_decisions + 1, s.decisions, s.inlined, s.pending,
                          parent=s, order=self._counter)
         key = ("child", id(s.tree), s.num_decisions, s.pending, id(c.tree), c.pending)
         hit = self._replays.get(key)
         if hit is not None:
             done = hit[1]
         else:
-            done = self._plan_and_featurize(c)
+            done = self._retiled(c) if self._retile else _SLOW
+            if done is _SLOW:
+                done = self._plan_and_featurize(c)
             self._replays.put(key, (s.tree, c.tree), done)
         if done is None:
             return None
@@ -348,6 +397,54 @@ class SearchSpace:
         if not self._acceptable(feats, None if self._fresh else plan.changed or set()):
             return None
         return plan, feats
+
+    # -- tiling siblings -------------------------------------------------------------------------
+
+    @staticmethod
+    def _sibling_key(c: Candidate) -> tuple:
+        """What tiling siblings share: the Func, its placement, its SIMD loops and the pending set."""
+        d = c.decision
+        return (c.func, d.kind, d.consumer, d.consumer_stage, d.level, d.store_level, c.pending,
+                tuple(sorted((k, sp.vectorize) for k, sp in d.specs.items())))
+
+    def _retiled(self, c: Candidate):
+        """(plan, features) of `c` from the first child of its parent placed the same way (Plan.retiled): only the
+        decided Func's stages are featurized, and its own plan is made when it is asked for (DeferredPlan). None
+        when it is illegal or pruned, _SLOW when it is no tiling sibling (it then becomes a first child)."""
+        s = c.parent
+        parent, firsts = self._siblings
+        if parent is not s:
+            firsts = {}
+            self._siblings = (s, firsts)
+        key = self._sibling_key(c)
+        first = firsts.get(key)
+        if first is None:
+            done = self._plan_and_featurize(c)
+            if done is not None:
+                firsts[key] = (c.tree, done[0], done[1])
+            return done
+        tree, plan, feats = first
+        t0 = time.perf_counter()
+        heads = retiled_heads(tree, c.tree, c.func)
+        if heads is None:
+            self.timing.enumerate_s += time.perf_counter() - t0
+            return _SLOW
+        try:
+            view = plan.retiled(c.func, heads)
+        except ScheduleError:
+            view = None
+        t1 = time.perf_counter()
+        self.timing.enumerate_s += t1 - t0
+        done = None
+        self.timing.retiled += 1
+        if view is not None:
+            out = retiled_features(view, self.target, c.pending, feats, c.func)
+            if self._acceptable(out, plan.changed or set()):
+                done = (DeferredPlan(s.plan, c.tree), out)
+        self.timing.featurize_s += time.perf_counter() - t1
+        if self._checked:
+            _same_derivation(c, done, self._plan_and_featurize(c))
+        return done
 
     def _try(self, s: State, func: str, d: FuncDecision, *, base: State | None = None,
              pending: frozenset[str] | None = None) -> Candidate | None:

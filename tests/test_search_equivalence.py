@@ -75,7 +75,45 @@ def test_every_strategy_finds_the_same_schedule_with_either_derivation(pipeline,
     assert a.stats.states_evaluated == b.stats.states_evaluated
 
 
+@pytest.mark.parametrize("pipeline", ["harris", "camera_pipe", "max_filter", "random:0", "random:2"])
+def test_tiling_siblings_from_their_first_sibling_equal_extended_ones(pipeline):
+    """A child placed as an earlier child of the same parent, but tiled otherwise, is featurized from that sibling's
+    plan (Plan.retiled). derivation="checked" derives each such sibling both ways and compares legality,
+    acceptability and every feature bit for bit; the search finds what searching with Plan.extend alone finds."""
+    p = _pipeline(pipeline)
+    kw = dict(model="analytical", algorithm="beam", beam_size=4, passes=2, seed=1)
+    checked = autoschedule(p, TARGET, derivation="checked", **kw)
+    extended = autoschedule(p, TARGET, derivation="extend", **kw)
+    assert checked.stats.retiled > 0 and extended.stats.retiled == 0
+    assert checked.loopnest.fingerprint == extended.loopnest.fingerprint
+    assert checked.predicted_cost == extended.predicted_cost
+    assert checked.stats.states_evaluated == extended.stats.states_evaluated
+
+
+def test_a_tiling_sibling_is_planned_only_when_asked():
+    """A retiled sibling's State holds a DeferredPlan: no plan of its own until something asks for it, then the
+    plan Plan.extend gives its tree, made once."""
+    from scheduler.space import DeferredPlan
+
+    from .test_plan_extend import _structure
+
+    p = _pipeline("random:0")
+    space = make_space(p, TARGET)
+    s, deferred = space.initial(), []
+    while not deferred and not space.is_complete(s):
+        children = space.expand(s)
+        deferred = [c for c in children if isinstance(c.planned, DeferredPlan)]
+        s = children[0]
+    assert deferred, "no tiling sibling on the way down"
+    c = deferred[-1]
+    assert c.planned._plan is None
+    plan = c.plan
+    assert c.plan is plan and c.planned._plan is plan
+    assert _structure(plan) == _structure(Plan(p.dag, c.tree, space.target, complete=False))
+
+
 def test_an_unknown_derivation_is_a_one_line_error():
     p = get_app("unsharp").build("small")
-    with pytest.raises(SearchError, match="unknown derivation 'symbolic'; choose one of incremental, fresh"):
+    with pytest.raises(SearchError, match="unknown derivation 'symbolic'; choose one of incremental, extend, fresh, "
+                                          "checked"):
         make_space(p, TARGET, SpaceOptions(derivation="symbolic"))

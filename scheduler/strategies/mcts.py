@@ -350,7 +350,8 @@ class MCTS(SearchStrategy):
             finals = [Scored(self._state(x), x.cost) for x in cheapest]
             timing = self.space.timing
             stats = SearchStats(self.evaluated, time.perf_counter() - t0, timing.enumerate_s, timing.featurize_s,
-                                timing.model_s, sum(t.iterations for t in self.trees), model=self.model.name)
+                                timing.model_s, sum(t.iterations for t in self.trees), model=self.model.name,
+                                retiled=timing.retiled)
             self.final = Scored(final, self.cost[self.node_of[final]])
             self.result = SearchResult(finals[0], finals, stats)
         return self.result

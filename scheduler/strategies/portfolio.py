@@ -58,7 +58,8 @@ class Portfolio(Beam):
                 stats, states_evaluated=stats.states_evaluated + g.states_evaluated,
                 seconds=stats.seconds + g.seconds + time.perf_counter() - t0,
                 enumerate_s=stats.enumerate_s + g.enumerate_s, featurize_s=stats.featurize_s + g.featurize_s,
-                model_s=stats.model_s + g.model_s + timing.model_s, replayed=stats.replayed + g.replayed)
+                model_s=stats.model_s + g.model_s + timing.model_s, replayed=stats.replayed + g.replayed,
+                retiled=stats.retiled + g.retiled)
         best = own.best
         led_best = min(led_finals, key=lambda x: (x.cost, x.state.order), default=None)
         if led_best is not None and led_best.cost * self.config.guide_margin < best.cost:
