@@ -32,6 +32,7 @@ MAX_VECTOR = 64  # lanes of one SIMD loop
 # chains remembered per DAG during search (Plan.extend): beam and dropout searches plan the same stage with the
 # same region forms and level shapes again and again (86 % of chains in a data-generation batch)
 CHAIN_MEMO_LIMIT = 20_000
+LOOP_MEMO_LIMIT = 50_000  # loops remembered per DAG during search (Plan._derive_chain)
 
 Region = list[tuple[Lin, Lin]]  # inclusive (lo, hi) forms per dimension
 _MISSING = object()  # a memo miss (None is a region: nothing reads the Func there)
@@ -697,11 +698,23 @@ class Plan:
             below[depth] = t
             t = [a * b for a, b in zip(t, nodes[depth].size)]
         levels = []
+        memo = None if self._chains is None else dag_loop_memo(self.dag)
         for depth, n in enumerate(nodes):
             loops = []
             tiles = below[depth]
             for j, l in enumerate(stage.loop):
-                loop = self._loop(fp.name, stage, n, depth, j, l.name, l.pure, bases[j], exts[j], bound[j], tiles[j])
+                if memo is None:
+                    loop = self._loop(fp.name, stage, n, depth, j, l.name, l.pure, bases[j], exts[j], bound[j],
+                                      tiles[j])
+                else:  # siblings tiled otherwise along another loop share this one's forms
+                    key = (fp.name, stage.index, depth, j, n.size[j], bases[j], exts[j], bound[j], tiles[j])
+                    loop = memo.get(key)
+                    if loop is None:
+                        loop = self._loop(fp.name, stage, n, depth, j, l.name, l.pure, bases[j], exts[j], bound[j],
+                                          tiles[j])
+                        if len(memo) >= LOOP_MEMO_LIMIT:
+                            memo.clear()
+                        memo[key] = loop
                 loops.append(loop)
             levels.append((loops, loop_order(stage, n, fp.layout)))
             bases = [lp.base for lp in loops]
@@ -994,6 +1007,12 @@ def _unplanned(fp: FuncPlan) -> FuncPlan:
 def dag_chain_memo(dag: FunctionDAG) -> dict:
     """The search-wide memo of Plan._derive_chain results for `dag` (values only: no ids, no pins)."""
     return dag.analysis("ir.plan.chains", dict)
+
+
+def dag_loop_memo(dag: FunctionDAG) -> dict:
+    """The search-wide memo of Plan._loop results for `dag`, by everything a loop's forms derive from: a chain
+    tiled anew along one loop keeps the forms of the others (values only: no ids, no pins)."""
+    return dag.analysis("ir.plan.loops", dict)
 
 
 def _geometry(n: LoopNest) -> tuple:
