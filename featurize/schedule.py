@@ -33,6 +33,7 @@ _F = {name: i for i, name in enumerate(SCHEDULE_FEATURES)}
 _WS = np.array([_F[k] for k in ("working_set", "working_set_at_production", "working_set_at_realization",
                                 "working_set_at_task", "working_set_at_root")])
 _WS_ROOT = _F["working_set_at_root"]
+_TASK_READS = np.array([_F["unique_bytes_read_per_task"], _F["unique_lines_read_per_task"]])
 # indices as module constants: stage() fills a list of Python floats by these (a dict look-up and a numpy item
 # assignment per feature cost more than the arithmetic)
 _N = len(SCHEDULE_FEATURES)
@@ -209,9 +210,10 @@ class _Featurizer:
 
     def run(self, parent=None, parent_pending: frozenset = frozenset()) -> dict[tuple[str, int], np.ndarray]:
         redo = changed = sibling_key = shared = None
+        task_only: set[str] = set()
         if parent is not None and self.plan.changed is not None:
             changed = set(self.plan.changed) | (self.pending ^ parent_pending)
-            redo = self.affected(changed)
+            redo, task_only = self.affected(changed)
             sibling_key = self.sibling_key(parent, changed, parent_pending)
             hit = self._siblings_memo.get(sibling_key)
             if hit is not None and hit[0] is parent:
@@ -228,7 +230,7 @@ class _Featurizer:
                         else:
                             self.feats[key] = self.stage(fp, ch)
                     else:
-                        v = self.feats[key] = self.patch_working_sets(parent[key], fp, ch)
+                        v = self.feats[key] = self.patch_working_sets(parent[key], fp, ch, name in task_only)
                         if v.dtype == DTYPE:
                             final.add(key)
         for name, fp in self.plan.funcs.items():
@@ -285,10 +287,13 @@ class _Featurizer:
         v[_WS_ROOT] = ws
         return v
 
-    def affected(self, changed: set[str]) -> set[str]:
-        """Funcs whose features may differ from the parent plan's, given the Funcs scheduled differently."""
+    def affected(self, changed: set[str]) -> tuple[set[str], set[str]]:
+        """(Funcs whose features may differ from the parent plan's, Funcs of which only the reads per task may),
+        given the Funcs scheduled differently. A stage that reads a changed Func's producer only through Funcs
+        stored inside its task (not inlined) reads that producer in its task's footprint, not in its loads."""
         plan, dag = self.plan, self.dag
         out = set(changed)
+        task_only: set[str] = set()
         # a stage's footprint of a producer includes what the producer's other readers need there, so a
         # changed Func also moves its producers' regions, and with them their other readers' features
         # (inputs too: a footprint of an input spans what all its scheduled readers read of it)
@@ -298,30 +303,43 @@ class _Featurizer:
                 roots.update(dag.node(f).producers)
         input_readers = self.static.input_readers
         for f in roots:
-            pending = [f]
-            seen: set[str] = set()
+            pending = [(f, False)]
+            seen: dict[str, bool] = {}  # Func -> reached through a Func stored inside a task only
             while pending:  # readers, looking through inlined Funcs and Funcs computed inside a task
-                g = pending.pop()
-                if g in seen:
+                g, in_task = pending.pop()
+                was = seen.get(g)
+                if was is not None and (not was or in_task):
                     continue
-                seen.add(g)
+                seen[g] = in_task
                 consumers = dag.node(g).consumers if g in dag else input_readers.get(g, ())
                 for c in consumers:
                     cp = plan.funcs.get(c)
                     if cp is None:
                         continue
-                    out.add(c)
-                    if cp.inlined or not cp.store.is_root or not cp.site.is_root:
-                        pending.append(c)
-        return out
+                    (task_only if in_task else out).add(c)
+                    if cp.inlined:
+                        pending.append((c, in_task))
+                    elif not cp.store.is_root or not cp.site.is_root:
+                        pending.append((c, True))
+        return out, task_only - out
 
-    def patch_working_sets(self, old: np.ndarray, fp: FuncPlan, ch: Chain) -> np.ndarray:
-        """The parent's features with this plan's working sets: the parent's array itself where none moved
-        (no caller writes feature arrays in place; search shares a state's with its children already)."""
+    def patch_working_sets(self, old: np.ndarray, fp: FuncPlan, ch: Chain, task_reads: bool = False) -> np.ndarray:
+        """The parent's features with this plan's working sets (and with `task_reads`, its reads per task): the
+        parent's array itself where none moved (no caller writes feature arrays in place; search shares a state's
+        with its children already)."""
         table = self.alloc_table()
         head = ch.head
         ws = [float(table[id(head)]), float(table[id(ch.site)]), float(table[id(fp.store)]),
               float(table[id(self.root_head(head))]), float(table[id(self.plan.root)])]
+        if task_reads and ch.site.is_root:
+            reads = [0.0] * _N
+            self.task_reads(reads, fp, ch)
+            now = [reads[_UNIQUE_BYTES_TASK], reads[_UNIQUE_LINES_TASK]]
+            if now != old[_TASK_READS].tolist() or old.dtype != DTYPE:
+                v = old.astype(np.float64)
+                v[_TASK_READS] = np.array(now, dtype=np.float64)
+                v[_WS] = np.array(ws, dtype=np.float64)
+                return v
         if old.dtype != DTYPE:
             v = old.astype(np.float64)
             v[_WS] = np.array(ws, dtype=np.float64)
@@ -439,8 +457,12 @@ class _Featurizer:
         else:
             v[_BYTES_TASK] = v[_BYTES_REAL]
             v[_INNER_BYTES_TASK] = v[_INNER_BYTES_REAL]
-        # data streamed into one task: producers stored at root (or inputs), looking through Funcs
-        # computed inside the task
+        self.task_reads(v, fp, ch)
+
+    def task_reads(self, v: list[float], fp: FuncPlan, ch: Chain) -> None:
+        """Unique bytes and lines read per task of a stage computed at root: the data streamed into one task,
+        producers stored at root (or inputs), looking through Funcs stored inside the task."""
+        head = ch.head
         bytes_, lines = 0, 0
         seen: set[str] = set()
         funcs, func_producers = self.plan.funcs, self.static.func_producers

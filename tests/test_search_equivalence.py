@@ -63,6 +63,26 @@ def test_incremental_features_equal_fresh_ones_on_500_search_states():
     assert all(n > 0 for n in per_pipeline.values()), per_pipeline
 
 
+def test_stages_that_read_a_change_only_through_their_task_patch_their_reads_per_task(monkeypatch):
+    """A stage that reaches a changed Func's producer only through Funcs stored inside its task gets the parent's
+    features with its reads per task and working sets recomputed, not a featurization: camera_pipe's stages do (its
+    demosaic Funcs are computed inside the tasks of the stages reading them), and every child's features still
+    equal a fresh featurization's."""
+    import featurize.schedule as fs
+
+    task_only = []
+    affected = fs._Featurizer.affected
+
+    def counted(self, changed):
+        full, only = affected(self, changed)
+        task_only.append(len(only))
+        return full, only
+
+    monkeypatch.setattr(fs._Featurizer, "affected", counted)
+    assert _children_checked(_pipeline("camera_pipe"), "camera_pipe") > 0
+    assert sum(n > 0 for n in task_only) > 10, task_only
+
+
 @pytest.mark.parametrize("pipeline", ["unsharp", "harris", "iir_blur", "max_filter", "random:1", "random:3"])
 @pytest.mark.parametrize("algorithm", ["greedy", "beam", "hierarchical", "dropout", "mcts"])
 def test_every_strategy_finds_the_same_schedule_with_either_derivation(pipeline, algorithm):
