@@ -95,16 +95,26 @@ def schedule_features(plan: Plan, target: CpuTarget, pending_parallel: frozenset
     return _Featurizer(plan, target, pending_parallel).run(parent, frozenset(parent_pending))
 
 
+def allocations(plan: Plan) -> dict[int, int]:
+    """id(node) -> bytes allocated at the node or inside it, for every node of `plan`'s tree (what the working-set
+    features sum)."""
+    table: dict[int, int] = {}
+    _alloc_walk(plan.root, plan.funcs, _static_facts(plan.dag).func_bpp, table)
+    return table
+
+
 def retiled_features(view: Plan, target: CpuTarget, pending_parallel: frozenset,
-                     sibling: dict[tuple[str, int], np.ndarray], func: str) -> dict[tuple[str, int], np.ndarray]:
-    """The features of a tiling sibling: `sibling`'s (those of the plan `view` was retiled from, Plan.retiled) with
-    `func`'s stages featurized over `view`. The tiling of a Func whose producers are not scheduled moves nothing
-    else: its readers read its region and layout, its producers' regions at coarser levels are over that region,
-    and its levels allocate nothing (what schedule_features would recompute of the others is the sibling's)."""
+                     sibling: dict[tuple[str, int], np.ndarray], func: str,
+                     sibling_allocations: dict[int, int]) -> dict[tuple[str, int], np.ndarray]:
+    """The features of a tiling sibling: `sibling`'s (those of the plan `view` was retiled from, Plan.retiled, whose
+    allocations() are `sibling_allocations`) with `func`'s stages featurized over `view`. The tiling of a Func whose
+    producers are not scheduled moves nothing else: its readers read its region and layout, its producers' regions
+    at coarser levels are over that region, and its levels allocate nothing (what schedule_features would recompute
+    of the others is the sibling's)."""
     fz = _Featurizer(view, target, pending_parallel)
     fp = view.funcs[func]
-    table = fz.alloc_table()
-    for ch in fp.chains:  # the new levels, which the walk from the root (the sibling's tree) does not meet
+    table = fz._alloc = dict(sibling_allocations)
+    for ch in fp.chains:  # the new levels, which the sibling's tree does not have
         _alloc_walk(ch.head, view.funcs, fz.static.func_bpp, table)
     out = dict(sibling)
     for ch in fp.chains:

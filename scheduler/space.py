@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from featurize.algorithm import access_classes
-from featurize.schedule import retiled_features, schedule_features
+from featurize.schedule import allocations, retiled_features, schedule_features
 from featurize.schema import SCHEDULE_INDEX
 from ir.builder import FuncDecision, ScheduleBuilder, StageSpec, readers
 from ir.errors import SchedlabError, ScheduleError
@@ -421,9 +421,9 @@ class SearchSpace:
         if first is None:
             done = self._plan_and_featurize(c)
             if done is not None:
-                firsts[key] = (c.tree, done[0], done[1])
+                firsts[key] = [c.tree, done[0], done[1], None]
             return done
-        tree, plan, feats = first
+        tree, plan, feats, allocated = first
         t0 = time.perf_counter()
         heads = retiled_heads(tree, c.tree, c.func)
         if heads is None:
@@ -438,7 +438,9 @@ class SearchSpace:
         done = None
         self.timing.retiled += 1
         if view is not None:
-            out = retiled_features(view, self.target, c.pending, feats, c.func)
+            if allocated is None:
+                allocated = first[3] = allocations(plan)
+            out = retiled_features(view, self.target, c.pending, feats, c.func, allocated)
             if self._acceptable(out, plan.changed or set()):
                 done = (DeferredPlan(s.plan, c.tree), out)
         self.timing.featurize_s += time.perf_counter() - t1
