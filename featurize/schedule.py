@@ -233,12 +233,11 @@ class _Featurizer:
             if not fp.inlined:
                 for ch in fp.chains:
                     key = (name, ch.stage.index)
-                    if redo is None or name in redo or key not in parent:
-                        if shared is not None and key in shared:
-                            self.feats[key] = shared[key]
-                            final.add(key)
-                        else:
-                            self.feats[key] = self.stage(fp, ch)
+                    if shared is not None and key in shared:  # (the recomputed and the patched reads per task)
+                        self.feats[key] = shared[key]
+                        final.add(key)
+                    elif redo is None or name in redo or key not in parent:
+                        self.feats[key] = self.stage(fp, ch)
                     else:
                         v = self.feats[key] = self.patch_working_sets(parent[key], fp, ch, name in task_only)
                         if v.dtype == DTYPE:
@@ -258,8 +257,8 @@ class _Featurizer:
             if len(memo) > _MEMO_LIMIT:
                 memo.clear()
             funcs = self.plan.funcs
-            memo[sibling_key] = (parent, {k: out[k] for k in out if k[0] in redo and k[0] not in changed
-                                          and not funcs[k[0]].inlined})
+            memo[sibling_key] = (parent, {k: out[k] for k in out if (k[0] in redo or k[0] in task_only)
+                                          and k[0] not in changed and not funcs[k[0]].inlined})
         return out
 
     def sibling_key(self, parent: dict, changed: set[str], parent_pending: frozenset) -> tuple:
@@ -845,7 +844,8 @@ class _Memo:
         # (func, stage, inlined, SIMD loop, unrolled extents, producer layouts) -> load counts (no ids: no pins)
         self.counts: dict[tuple, dict[str, float]] = {}
         # (id(parent features), changed Funcs' placement, pending sets) -> (parent features, {stage: features}):
-        # the stages a child recomputed besides its changed Funcs, shared with its siblings (_Featurizer.run)
+        # the stages a child recomputed (or patched the reads per task of) besides its changed Funcs, shared with its
+        # siblings (_Featurizer.run)
         self.siblings: dict[tuple, tuple] = {}
         # (producer, id(stage), id(loops of its head level), inlined, dense dim) -> (stage, loops, (bytes, lines)):
         # a footprint per task of a stage with nothing computed inside its levels (_Featurizer.task_features)

@@ -279,7 +279,8 @@ class SearchSpace:
         self._fresh = self.options.derivation == "fresh"
         # tiling siblings from their first sibling's plan (Plan.retiled): a space of a kind with limits to check
         # plans every child
-        self._retile = self.options.derivation in ("incremental", "checked") and target_kind(self.target).check_limits is None
+        self._retile = (self.options.derivation in ("incremental", "checked")
+                        and target_kind(self.target).check_limits is None)
         self._checked = self.options.derivation == "checked"
         self._siblings: tuple[State | None, dict] = (None, {})  # the last parent realized: its first children
         self.builder = ScheduleBuilder(pipeline, self.target)

@@ -163,9 +163,10 @@ def check_prior(prior) -> None:
 
 
 def pages_faulted(schedule_features, threshold: float = MMAP_THRESHOLD):
-    """Prior 2's page-fault term per stage, [..., S] (a tensor or an ndarray, as given): pages faulted in per run of the pipeline, where
-    allocations of at least `threshold` bytes are mapped fresh at every realization and smaller ones reuse the
-    heap. A Func's update stages repeat its allocation's row: they are charged with it (as Halide's term is)."""
+    """Prior 2's page-fault term per stage, [..., S] (a tensor or an ndarray, as given): pages faulted in per run of
+    the pipeline, where allocations of at least `threshold` bytes are mapped fresh at every realization and smaller
+    ones reuse the heap. A Func's update stages repeat its allocation's row: they are charged with it (as Halide's
+    term is)."""
     xp = array_ops(schedule_features)
     x = xp.clamp_min(schedule_features, 0)
     nbytes = x[..., SCHEDULE_INDEX["bytes_at_realization"]]
