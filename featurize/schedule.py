@@ -949,7 +949,7 @@ def _matmul(outer, inner):
     for i in range(rows):
         row = []
         for j in range(cols):
-            acc: Fraction | None = Fraction(0)
+            acc: Fraction | int | None = 0
             for k in range(mid):
                 a, b = outer[i][k], inner[k][j]
                 if a == 0 or b == 0:

@@ -28,7 +28,7 @@ from .symbolic import Lin, const
 from .types import Type
 
 Box = tuple[tuple[int, int], ...]  # inclusive (min, max) per dimension
-Jacobian = tuple[tuple[Optional[Fraction], ...], ...]  # [producer dim][stage loop dim]
+Jacobian = tuple[tuple[Optional[Fraction | int], ...], ...]  # [producer dim][stage loop dim]: ints where whole
 
 MAX_REGION_POINTS = 1 << 31
 
@@ -385,7 +385,7 @@ def _make_stage(f: Func, index: int) -> Stage:
                 else:
                     accesses[key] = [n.target.name, kind, n.args, 1, n.type]
     acc = tuple(
-        Access(name, kind, args, tuple(tuple(derivative(a, v) for v in loop_names) for a in args), cnt, t)
+        Access(name, kind, args, tuple(tuple(_whole(derivative(a, v)) for v in loop_names) for a in args), cnt, t)
         for name, kind, args, cnt, t in accesses.values())
     from .relation import build_relation
 
@@ -440,6 +440,12 @@ def derivative(e: Expr, var: str) -> Fraction | None:
         dt, df = derivative(e.t, var), derivative(e.f, var)
         return dt if dt == df and not _uses(e.cond, var) else None
     return None
+
+
+def _whole(d: Fraction | None) -> Fraction | int | None:
+    """A derivative that is a whole number as an int (equal and hashing alike, but ints multiply and hash in C:
+    featurization composes Jacobians through inlined Funcs for every new set of them a search meets)."""
+    return int(d) if d is not None and d.denominator == 1 else d
 
 
 def _uses(e: Expr, var: str) -> bool:
