@@ -411,7 +411,8 @@ class SearchSpace:
     def _retiled(self, c: Candidate):
         """(plan, features) of `c` from the first child of its parent placed the same way (Plan.retiled): only the
         decided Func's stages are featurized, and its own plan is made when it is asked for (DeferredPlan). None
-        when it is illegal or pruned, _SLOW when it is no tiling sibling (it then becomes a first child)."""
+        when it is illegal or pruned; _SLOW when its tree differs from that child's elsewhere too (realize then plans
+        it with Plan.extend)."""
         s = c.parent
         parent, firsts = self._siblings
         if parent is not s:
