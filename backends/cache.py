@@ -22,8 +22,6 @@ from ir.hot import cache_root  # one rule for where compiled artifacts live (the
 KERNEL_KINDS = ("halide", "numba", "llvm", "cuda")  # cache_dir kinds that hold one entry per compiled kernel
 
 
-
-
 def cache_dir(kind: str) -> Path:
     d = cache_root() / kind
     d.mkdir(parents=True, exist_ok=True)

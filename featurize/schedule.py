@@ -205,11 +205,9 @@ class _Featurizer:
 
     def alloc_table(self) -> dict[int, int]:
         """id(node) -> alloc_in of every node, walked once per plan (working_set_at_root needs them all anyway)."""
-        table = self._alloc
-        if table is None:
-            table = self._alloc = {}
-            _alloc_walk(self.plan.root, self.plan.funcs, self.static.func_bpp, table)
-        return table
+        if self._alloc is None:
+            self._alloc = allocations(self.plan)
+        return self._alloc
 
     def extents(self, region: Region | None, cap) -> list[int]:
         if region is None:

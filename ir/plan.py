@@ -318,7 +318,7 @@ class Plan:
         v.replanned, v.changed = {func}, self.changed
         site = old.site
         assert site is not None
-        calls = _inlined_calls_cached(self.dag, frozenset(self._walk.inlined)) if self._walk is not None else {}
+        calls = _inlined_calls_cached(self.dag, frozenset(self._walk.inlined))
         chains = []
         for och, head in zip(old.chains, heads):
             nodes = head.chain()
@@ -329,10 +329,7 @@ class Plan:
                 v.keys[id(n)] = key = (func, och.stage.index, depth)
                 v.by_key[key] = n
                 p = n
-            inner = nodes[-1]
-            if dict(inner.inlined) != calls.get((inner.func, inner.stage), {}):
-                raise ScheduleError(f"{inner.func}.s{inner.stage}: innermost level lists inlined "
-                                    f"{sorted(inner.inlined)}; rebuild it with the builder")
+            _check_inlined_calls(nodes[-1], calls)
             chains.append(Chain(func, och.stage, head, site, [], [], []))
         fp = v.funcs[func] = FuncPlan(func, old.node, False, site, old.store, chains)
         v._plan_func(fp)
@@ -611,11 +608,7 @@ class Plan:
         if parent is not None and parent._walk is not None and inlined == parent._walk.inlined.keys():
             nodes = [n for n in nodes if id(n) not in parent.keys]
         for n in nodes:
-            want = calls.get((n.func, n.stage), {})
-            have = dict(n.inlined)
-            if have != want:
-                raise ScheduleError(f"{n.func}.s{n.stage}: innermost level lists inlined {sorted(have.items())} "
-                                    f"but calls {sorted(want.items())}; rebuild it with the builder")
+            _check_inlined_calls(n, calls)
 
     # -- loops of each stage ---------------------------------------------------------------------
 
@@ -1024,6 +1017,15 @@ def _inlined_func_plans(dag: FunctionDAG) -> dict[str, FuncPlan]:
     """One FuncPlan per inlined Func of `dag`, shared by every plan: an inlined Func has no loops, regions or
     storage of its own, so its plan is the same in every schedule (and nothing writes to it)."""
     return dag.analysis("ir.plan.inlined_func_plans", dict)
+
+
+def _check_inlined_calls(n: LoopNest, calls: dict) -> None:
+    """An innermost level must list exactly the inlined Funcs its stage calls (`calls`: inlined_calls), with counts."""
+    want = calls.get((n.func, n.stage), {})
+    have = dict(n.inlined)
+    if have != want:
+        raise ScheduleError(f"{n.func}.s{n.stage}: innermost level lists inlined {sorted(have.items())} "
+                            f"but calls {sorted(want.items())}; rebuild it with the builder")
 
 
 def _inlined_calls_cached(dag: FunctionDAG, inlined: frozenset) -> dict:

@@ -122,6 +122,16 @@ class Candidate:
 _SLOW = object()  # SearchSpace._retiled: not a tiling sibling, derive it by Plan.extend
 
 
+@dataclass(eq=False)
+class _FirstSibling:
+    """The first child of a placement (SearchSpace._retiled): what its tiling siblings are derived from."""
+
+    tree: LoopNest
+    plan: Plan
+    features: dict[tuple[str, int], np.ndarray]
+    allocations: dict[int, int] | None = None  # featurize.schedule.allocations(plan), once a sibling needs it
+
+
 def _same_derivation(c: Candidate, fast, slow) -> None:
     """derivation="checked": a tiling sibling's (plan, features) from its first sibling equal Plan.extend's."""
     where = f"{c.func} ({c.decision}): tiling sibling"
@@ -282,7 +292,8 @@ class SearchSpace:
         self._retile = (self.options.derivation in ("incremental", "checked")
                         and target_kind(self.target).check_limits is None)
         self._checked = self.options.derivation == "checked"
-        self._siblings: tuple[State | None, dict] = (None, {})  # the last parent realized: its first children
+        # the last parent realized and its first child of each placement (_sibling_key)
+        self._siblings: tuple[State | None, dict[tuple, _FirstSibling]] = (None, {})
         self.builder = ScheduleBuilder(pipeline, self.target)
         self.nodes = list(self.dag.nodes)
         self.total_decisions = 2 * len(self.nodes)
@@ -423,11 +434,11 @@ class SearchSpace:
         if first is None:
             done = self._plan_and_featurize(c)
             if done is not None:
-                firsts[key] = [c.tree, done[0], done[1], None]
+                firsts[key] = _FirstSibling(c.tree, done[0], done[1])
             return done
-        tree, plan, feats, allocated = first
+        plan = first.plan
         t0 = time.perf_counter()
-        heads = retiled_heads(tree, c.tree, c.func)
+        heads = retiled_heads(first.tree, c.tree, c.func)
         if heads is None:
             self.timing.enumerate_s += time.perf_counter() - t0
             return _SLOW
@@ -440,9 +451,9 @@ class SearchSpace:
         done = None
         self.timing.retiled += 1
         if view is not None:
-            if allocated is None:
-                allocated = first[3] = allocations(plan)
-            out = retiled_features(view, self.target, c.pending, feats, c.func, allocated)
+            if first.allocations is None:
+                first.allocations = allocations(plan)
+            out = retiled_features(view, self.target, c.pending, first.features, c.func, first.allocations)
             if self._acceptable(out, plan.changed or set()):
                 done = (DeferredPlan(s.plan, c.tree), out)
         self.timing.featurize_s += time.perf_counter() - t1
