@@ -166,7 +166,7 @@ class _Featurizer:
         """Iterations of node n's own loops (1 at the root)."""
         if n.is_root:
             return 1
-        return math.prod(lp.count for lp in self.plan.level(n).loops)
+        return math.prod([lp.count for lp in self.plan.level(n).loops])
 
     def runs(self, n: LoopNest) -> int:
         """How many times the body of node n executes in one run of the pipeline."""
@@ -180,7 +180,7 @@ class _Featurizer:
     def tasks(self, n: LoopNest) -> int:
         """Parallel tasks of a parallel level."""
         lvl = self.plan.level(n)
-        return math.prod(lp.count for lp in lvl.loops if lp.pure)
+        return math.prod([lp.count for lp in lvl.loops if lp.pure])
 
     def outer_parallelism(self, n: LoopNest) -> int:
         """Parallel tasks of the parallel levels enclosing (or being) node n."""
@@ -376,7 +376,7 @@ class _Featurizer:
 
         realizations = self.runs(store)
         productions = self.runs(site)
-        per_production = math.prod(lp.count for lvl in ch.levels for lp in lvl.loops)
+        per_production = math.prod([lp.count for lvl in ch.levels for lp in lvl.loops])
         if fp.sliding is not None:
             per_realization = math.prod(
                 fp.storage_extents[l.func_dim] if l.pure else l.rvar.extent for l in stage.loop)
@@ -394,16 +394,16 @@ class _Featurizer:
         inode = inner.node
         sizes = inode.size
         v[_INNERMOST_EXTENT] = float(math.prod(sizes))
-        pure_extent = math.prod(s for s, l in zip(sizes, stage.loop) if l.pure)
+        pure_extent = math.prod([s for s, l in zip(sizes, stage.loop) if l.pure])
         v[_INNERMOST_PURE_EXTENT] = float(pure_extent)
         vec = inode.vectorized_loop
         unrolled = [j for j, l in enumerate(stage.loop) if l.pure and j != vec] if inode.unrolled else None
-        v[_UNROLLED_EXTENT] = float(math.prod(sizes[j] for j in unrolled) if unrolled else 1)
+        v[_UNROLLED_EXTENT] = float(math.prod([sizes[j] for j in unrolled]) if unrolled else 1)
 
         if head.parallel:
             inner_par = self.tasks(head)
         elif site.is_root and fp.name in self.pending:
-            inner_par = min(math.prod(lp.count for lp in ch.levels[0].loops if lp.pure), 8 * self.target.cores)
+            inner_par = min(math.prod([lp.count for lp in ch.levels[0].loops if lp.pure]), 8 * self.target.cores)
         else:
             inner_par = 1
         v[_INNER_PAR] = float(inner_par)
@@ -670,8 +670,8 @@ class _Featurizer:
             unrolled = []
         loads = _loads(self.dag, self.inlined_set, stage)
         dense_dim = self.dense_dim
-        key = (stage.func, stage.index, self.inlined_set, vec, tuple((j, inner.size[j]) for j in unrolled),
-               tuple(dense_dim(p) for p, _, _ in loads))
+        key = (stage.func, stage.index, self.inlined_set, vec, tuple([(j, inner.size[j]) for j in unrolled]),
+               tuple([dense_dim(p) for p, _, _ in loads]))
         memo = self._counts_memo
         counts = memo.get(key)
         if counts is not None:

@@ -148,7 +148,7 @@ class ScheduleBuilder:
             site_path = [tree]
             store_path = site_path
         else:
-            chain = _find_chain(tree, d.consumer, d.consumer_stage, func)
+            chain = _find_chain(plan, d.consumer, d.consumer_stage, func)
             if not 0 <= d.level < len(chain) - 1:
                 raise ScheduleError(f"compute_at({func!r}, {d.consumer!r}, level={d.level}): {d.consumer} has "
                                     f"levels 0..{len(chain) - 2} to compute at (the innermost computes points)")
@@ -268,12 +268,14 @@ def _for_update(spec: StageSpec, stage: Stage) -> StageSpec:
                      unroll={k: v for k, v in spec.unroll.items() if k in pure}, parallel=spec.parallel)
 
 
-def _find_chain(tree: LoopNest, consumer: str, stage: int, func: str) -> list[LoopNest]:
-    try:
-        return tree.find_chain(consumer, stage)
-    except KeyError:
+def _find_chain(plan: Plan, consumer: str, stage: int, func: str) -> list[LoopNest]:
+    """The levels of `consumer`'s stage in the plan's tree, from the plan's index of chain heads (LoopNest.find_chain
+    walks the tree with nested generators)."""
+    head = plan.by_key.get((consumer, stage, 0))
+    if head is None:
         raise ScheduleError(f"{func}: cannot compute at {consumer}.s{stage}, which is not computed (yet); "
-                            "compute_at needs a consumer that is computed, not inlined") from None
+                            "compute_at needs a consumer that is computed, not inlined")
+    return head.chain()
 
 
 def _insert(tree: LoopNest, site_path: list[LoopNest], store_path: list[LoopNest], heads: list[LoopNest],
@@ -362,7 +364,7 @@ def _annotated(n: LoopNest, calls: dict) -> LoopNest:
     if n.innermost:
         want = tuple(sorted(calls.get((n.func, n.stage), {}).items()))
         return n if want == n.inlined else n.replace(inlined=want)
-    kids = tuple(_annotated(c, calls) for c in n.children)
+    kids = tuple([_annotated(c, calls) for c in n.children])
     return n if all(a is b for a, b in zip(kids, n.children)) else n.with_children(kids)
 
 

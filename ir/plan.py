@@ -653,7 +653,7 @@ class Plan:
             derived = self._derive_chain(fp, ch.stage, nodes)
         else:  # search: the same region forms and level shapes give the same loops, whatever the tree around
             key = (fp.name, ch.stage.index, tuple(fp.region), fp.layout,
-                   tuple((n.size, n.innermost, n.vectorized_loop, n.unrolled) for n in nodes))
+                   tuple([(n.size, n.innermost, n.vectorized_loop, n.unrolled) for n in nodes]))
             derived = memo.get(key)
             if derived is None:
                 derived = self._derive_chain(fp, ch.stage, nodes)

@@ -384,7 +384,7 @@ class SearchSpace:
         if done is None:
             return None
         plan, feats = done
-        decisions = tuple((f, x) for f, x in s.decisions if f != c.func) + ((c.func, c.decision),)
+        decisions = tuple([(f, x) for f, x in s.decisions if f != c.func]) + ((c.func, c.decision),)
         inlined = s.inlined | {c.func} if c.decision.kind == "inline" else s.inlined
         return State(c.tree, plan, feats, s.num_decisions + 1, decisions, inlined, c.pending, parent=s,
                      order=self._counter)
@@ -511,11 +511,12 @@ class SearchSpace:
         tiled = node.name in self._tileable
         heads: list[LoopNest] = []  # each computed reader's head
         offered: set[int] = set()  # the levels of the readers' own loops, offered here (or skipped as not shrinking)
+        by_key = s.plan.by_key  # the chain heads, indexed (LoopNest.find_chain walks the tree)
         for consumer, cstage in sorted(readers(self.dag, node.name, set(s.inlined))):
-            try:
-                chain = s.tree.find_chain(consumer, cstage)
-            except KeyError:
+            head = by_key.get((consumer, cstage, 0))
+            if head is None:
                 continue
+            chain = head.chain()
             heads.append(chain[0])
             offered.update(id(n) for n in chain)
             previous = None
