@@ -4,9 +4,10 @@ cProfile sees a Cython build of a hot module (ir.hot) as one opaque call, so pro
 Python (SCHEDLAB_COMPILED=0), which is slower and spends its time differently. py-spy samples the native stacks
 instead (`--native`), where a compiled function shows as its own frame: this runs the searches of
 `benchmarks/search_speed.py` (same pipelines, algorithms and model) in a child process under `py-spy record`, keeps
-the samples taken inside the search loop (`search._pass`: model loading, pipeline features and warm-up excluded),
+the samples taken inside the search loop (`search._pass`: imports, model loading and pipeline features excluded),
 and prints each function's share of them, inclusive (it or what it calls is running) and self (it is running), as
 `module.function`. Shares are of samples, so they hold however fast the machine is; a share under ~0.5 % is noise.
+Above ~200 samples a second py-spy's native unwinding slows the child many times over (the shares still hold).
 
     pip install py-spy                                                    # in the dev extra
     python benchmarks/profile_search.py --apps unsharp,harris --random 1 --algorithms beam --beam-size 8 --passes 2
@@ -30,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.search_speed import ALGORITHMS, csv, pipelines, warm_up  # noqa: E402
+from benchmarks.search_speed import ALGORITHMS, csv, pipelines  # noqa: E402
 
 ROOT_FRAME = "search._pass"  # a search pass: what every search strategy's time is spent under
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^():]*)(?::\d+)?\)$")
@@ -124,7 +125,6 @@ def worker(a) -> int:
     from scheduler import autoschedule, load_model
 
     model = load_model(a.model, get_target(a.target))
-    warm_up(model, a.target)
     built = [(name, build()) for name, _, build in pipelines(a.apps, a.size, a.random, a.seed, a.random_stages)]
     for name, p in built:
         cached_pipeline_features(p.dag)
