@@ -138,11 +138,10 @@ def worker(a) -> int:
     return 0
 
 
-def py_spy() -> str:
-    exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    if not Path(exe).is_file():
-        raise SystemExit("profile_search: py-spy is not installed; pip install py-spy (the dev extra has it)")
-    return exe
+def py_spy() -> Path | None:
+    """The py-spy executable: on the PATH or beside this Python (a virtual environment's bin); None if neither."""
+    exe = Path(shutil.which("py-spy") or Path(sys.executable).with_name("py-spy"))
+    return exe if exe.is_file() else None
 
 
 def main(argv=None) -> int:
@@ -180,13 +179,15 @@ def main(argv=None) -> int:
         return worker(a)
 
     exe = py_spy()
+    if exe is None:
+        raise SystemExit("profile_search: py-spy is not installed; pip install py-spy (the dev extra has it)")
     with tempfile.TemporaryDirectory(prefix="profile-search-") as tmp:
         raw = a.raw or Path(tmp) / "stacks.txt"
         child = [sys.executable, str(Path(__file__).resolve()), "--worker", "--apps", ",".join(a.apps),
                  "--size", a.size, "--random", str(a.random), "--random-stages", str(a.random_stages),
                  "--seed", str(a.seed), "--algorithms", ",".join(a.algorithms), "--beam-size", str(a.beam_size),
                  "--passes", str(a.passes), "--model", a.model, "--target", a.target]
-        cmd = [exe, "record", "--native", "--rate", str(a.rate), "--format", "raw", "--output", str(raw), "--",
+        cmd = [str(exe), "record", "--native", "--rate", str(a.rate), "--format", "raw", "--output", str(raw), "--",
                *child]
         r = subprocess.run(cmd, cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True)
         print(r.stdout.strip())

@@ -269,13 +269,11 @@ def _for_update(spec: StageSpec, stage: Stage) -> StageSpec:
 
 
 def _find_chain(plan: Plan, consumer: str, stage: int, func: str) -> list[LoopNest]:
-    """The levels of `consumer`'s stage in the plan's tree, from the plan's index of chain heads (LoopNest.find_chain
-    walks the tree with nested generators)."""
-    head = plan.by_key.get((consumer, stage, 0))
-    if head is None:
+    chain = plan.stage_levels(consumer, stage)
+    if chain is None:
         raise ScheduleError(f"{func}: cannot compute at {consumer}.s{stage}, which is not computed (yet); "
                             "compute_at needs a consumer that is computed, not inlined")
-    return head.chain()
+    return chain
 
 
 def _insert(tree: LoopNest, site_path: list[LoopNest], store_path: list[LoopNest], heads: list[LoopNest],

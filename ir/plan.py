@@ -346,6 +346,12 @@ class Plan:
     def func(self, name: str) -> FuncPlan:
         return self.funcs[name]
 
+    def stage_levels(self, func: str, stage: int) -> list[LoopNest] | None:
+        """The nodes of `func`'s stage chain, outermost first, from the plan's index of chain heads (no walk of the
+        tree, as LoopNest.find_chain makes); None where the stage is not computed (unscheduled or inlined)."""
+        head = self.by_key.get((func, stage, 0))
+        return None if head is None else head.chain()
+
     def innermost_nodes(self) -> list[LoopNest]:
         """The innermost levels of the tree, in pre-order (LoopNest.nodes()'s order), as the plan's walk found them."""
         assert self._walk is not None

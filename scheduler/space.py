@@ -511,12 +511,11 @@ class SearchSpace:
         tiled = node.name in self._tileable
         heads: list[LoopNest] = []  # each computed reader's head
         offered: set[int] = set()  # the levels of the readers' own loops, offered here (or skipped as not shrinking)
-        by_key = s.plan.by_key  # the chain heads, indexed (LoopNest.find_chain walks the tree)
+        plan = s.plan
         for consumer, cstage in sorted(readers(self.dag, node.name, set(s.inlined))):
-            head = by_key.get((consumer, cstage, 0))
-            if head is None:
+            chain = plan.stage_levels(consumer, cstage)
+            if chain is None:
                 continue
-            chain = head.chain()
             heads.append(chain[0])
             offered.update(id(n) for n in chain)
             previous = None

@@ -367,6 +367,22 @@ def blur_pipeline(size=512):
     return Pipeline([by], {by: (size, size)})
 
 
+def test_compute_at_a_stage_that_is_not_computed_is_a_clear_error():
+    from ir.builder import FuncDecision
+
+    p = blur_pipeline(64)
+    b = ScheduleBuilder(p)
+    at_by = FuncDecision("at", "by", 0, 0, specs={0: StageSpec()})
+    with pytest.raises(ScheduleError, match=r"^bx: cannot compute at by.s0, which is not computed \(yet\); "
+                                            "compute_at needs a consumer that is computed, not inlined$"):
+        b.place(LoopNest(), "bx", at_by, frozenset())  # by is not placed yet
+    tree = b.place(LoopNest(), "by", FuncDecision("root", specs={0: StageSpec(tiles=[{"x": 8, "y": 8}])}),
+                   frozenset())
+    assert b.place(tree, "bx", at_by, frozenset()).find_chain("bx")[0].func == "bx"
+    with pytest.raises(ScheduleError, match=r"^bx: cannot compute at by.s1, which is not computed"):
+        b.place(tree, "bx", FuncDecision("at", "by", 1, 0, specs={0: StageSpec()}), frozenset())  # by has no s1
+
+
 def test_plan_rejects_loop_kinds_the_target_does_not_have():
     from ir.target import get_target
 

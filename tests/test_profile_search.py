@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -66,8 +65,7 @@ def test_a_real_search_profile_sees_inside_the_compiled_modules(tmp_path):
     """py-spy records a beam search of harris (~1-2 s: a ~0.1 s greedy one gave no sample in a pass under a loaded
     CI run); its samples land in the search's own functions. Skipped where py-spy is missing or may not read the
     child's memory (a container without ptrace)."""
-    exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    if not Path(exe).is_file():
+    if profile_search.py_spy() is None:
         pytest.skip("py-spy is not installed (the dev extra has it)")
     raw = tmp_path / "stacks.txt"
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "profile_search.py"), "--apps", "harris",
