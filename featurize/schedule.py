@@ -21,6 +21,11 @@ from fractions import Fraction
 
 import numpy as np
 
+try:
+    import cython
+except ImportError:  # pure Python without Cython: the typing decorators do nothing
+    from ir.cython_pure import cython
+
 from ir.dag import FunctionDAG, Stage
 from ir.loopnest import LoopNest
 from ir.plan import Chain, FuncPlan, Plan, Region
@@ -103,6 +108,7 @@ def allocations(plan: Plan) -> dict[int, int]:
     return table
 
 
+@cython.locals(view="Plan", fp="FuncPlan", ch="Chain")
 def retiled_features(view: Plan, target: CpuTarget, pending_parallel: frozenset,
                      sibling: dict[tuple[str, int], np.ndarray], func: str,
                      sibling_allocations: dict[int, int]) -> dict[tuple[str, int], np.ndarray]:
@@ -122,6 +128,7 @@ def retiled_features(view: Plan, target: CpuTarget, pending_parallel: frozenset,
     return out
 
 
+@cython.locals(n="LoopNest", c="LoopNest")
 def _alloc_walk(n: LoopNest, funcs: dict[str, FuncPlan], bpp: dict[str, int], table: dict[int, int]) -> int:
     """Bytes allocated at node n or inside it, recorded for every node of its subtree (a module function, not a
     recursive closure: a closure that calls itself is a reference cycle only the cyclic collector frees)."""
@@ -162,12 +169,14 @@ class _Featurizer:
 
     # -- tree arithmetic -------------------------------------------------------------------------
 
+    @cython.locals(lp="Loop", n="LoopNest")
     def iters(self, n: LoopNest) -> int:
         """Iterations of node n's own loops (1 at the root)."""
-        if n.is_root:
+        if n.func is None:
             return 1
         return math.prod([lp.count for lp in self.plan.level(n).loops])
 
+    @cython.locals(n="LoopNest", p="LoopNest")
     def runs(self, n: LoopNest) -> int:
         """How many times the body of node n executes in one run of the pipeline."""
         k = self._runs.get(id(n))
@@ -177,25 +186,28 @@ class _Featurizer:
             self._runs[id(n)] = k
         return k
 
+    @cython.locals(lvl="Level", lp="Loop", n="LoopNest")
     def tasks(self, n: LoopNest) -> int:
         """Parallel tasks of a parallel level."""
         lvl = self.plan.level(n)
         return math.prod([lp.count for lp in lvl.loops if lp.pure])
 
+    @cython.locals(m="LoopNest")
     def outer_parallelism(self, n: LoopNest) -> int:
         """Parallel tasks of the parallel levels enclosing (or being) node n."""
         k = 1
         m: LoopNest | None = n
         while m is not None:
-            if not m.is_root and m.parallel:
+            if m.func is not None and m.parallel:
                 k *= self.tasks(m)
             m = self.parent[id(m)]
         return k
 
+    @cython.locals(m="LoopNest")
     def root_head(self, n: LoopNest) -> LoopNest:
         """The child of the root whose subtree holds n (the task site of Halide's featurization)."""
         m = n
-        while not self.parent[id(m)].is_root:  # type: ignore[union-attr]
+        while self.parent[id(m)].func is not None:  # type: ignore[union-attr]
             m = self.parent[id(m)]  # type: ignore[assignment]
         return m
 
@@ -216,6 +228,7 @@ class _Featurizer:
 
     # -- the walk --------------------------------------------------------------------------------
 
+    @cython.locals(fp="FuncPlan", ch="Chain")
     def run(self, parent=None, parent_pending: frozenset = frozenset()) -> dict[tuple[str, int], np.ndarray]:
         redo = changed = sibling_key = shared = None
         task_only: set[str] = set()
@@ -259,6 +272,7 @@ class _Featurizer:
                                           and k[0] not in changed and not funcs[k[0]].inlined})
         return out
 
+    @cython.locals(fp="FuncPlan")
     def sibling_key(self, parent: dict, changed: set[str], parent_pending: frozenset) -> tuple:
         """What the features of the other recomputed stages depend on among the children of one parent: the
         changed Funcs' placement (site, storage, layout, regions), not their own loops. Children that differ
@@ -294,6 +308,7 @@ class _Featurizer:
         v[_WS_ROOT] = ws
         return v
 
+    @cython.locals(plan="Plan", cp="FuncPlan")
     def affected(self, changed: set[str]) -> tuple[set[str], set[str]]:
         """(Funcs whose features may differ from the parent plan's, Funcs of which only the reads per task may),
         given the Funcs scheduled differently. A stage that reads a changed Func's producer only through Funcs
@@ -326,10 +341,11 @@ class _Featurizer:
                     (task_only if in_task else out).add(c)
                     if cp.inlined:
                         pending.append((c, in_task))
-                    elif not cp.store.is_root or not cp.site.is_root:
+                    elif cp.store.func is not None or cp.site.func is not None:
                         pending.append((c, True))
         return out, task_only - out
 
+    @cython.locals(fp="FuncPlan", ch="Chain")
     def patch_working_sets(self, old: np.ndarray, fp: FuncPlan, ch: Chain, task_reads: bool = False) -> np.ndarray:
         """The parent's features with this plan's working sets (and with `task_reads`, its reads per task): the
         parent's array itself where none moved (no caller writes feature arrays in place; search shares a state's
@@ -338,7 +354,7 @@ class _Featurizer:
         head = ch.head
         ws = [float(table[id(head)]), float(table[id(ch.site)]), float(table[id(fp.store)]),
               float(table[id(self.root_head(head))]), float(table[id(self.plan.root)])]
-        if task_reads and ch.site.is_root:
+        if task_reads and ch.site.func is None:
             reads = [0.0] * _N
             self.task_reads(reads, fp, ch)
             now = [reads[_UNIQUE_BYTES_TASK], reads[_UNIQUE_LINES_TASK]]
@@ -363,6 +379,8 @@ class _Featurizer:
         v[_WS] = new
         return v
 
+    @cython.locals(fp="FuncPlan", ch="Chain", inner="Level", lvl="Level", lp="Loop", site="LoopNest", store="LoopNest",
+                   head="LoopNest", inode="LoopNest")
     def stage(self, fp: FuncPlan, ch: Chain) -> np.ndarray:
         """The stage's features as float64. Filled in a list of Python floats, one array at the end: float(x) is the
         double a float64 item assignment stores, and Python float arithmetic on what is read back is the float64
@@ -379,7 +397,7 @@ class _Featurizer:
         per_production = math.prod([lp.count for lvl in ch.levels for lp in lvl.loops])
         if fp.sliding is not None:
             per_realization = math.prod(
-                fp.storage_extents[l.func_dim] if l.pure else l.rvar.extent for l in stage.loop)
+                [fp.storage_extents[l.func_dim] if l.pure else l.rvar.extent for l in stage.loop])
             per_production = per_realization * realizations / productions
         else:
             per_realization = per_production * productions / realizations
@@ -402,7 +420,7 @@ class _Featurizer:
 
         if head.parallel:
             inner_par = self.tasks(head)
-        elif site.is_root and fp.name in self.pending:
+        elif site.func is None and fp.name in self.pending:
             inner_par = min(math.prod([lp.count for lp in ch.levels[0].loops if lp.pure]), 8 * self.target.cores)
         else:
             inner_par = 1
@@ -442,10 +460,11 @@ class _Featurizer:
         bits = self.static.narrowest_bits[(stage.func, stage.index)]
         return self.target.vector_bytes // (bits // 8) if bits else self.target.vector_bytes
 
+    @cython.locals(fp="FuncPlan", ch="Chain", lvl="Level", lp="Loop", head="LoopNest")
     def task_features(self, v: list[float], fp: FuncPlan, ch: Chain) -> None:
         bpp = fp.node.bytes_per_point
         inner_dim = fp.layout[0] if fp.layout else 0
-        if not ch.site.is_root:
+        if ch.site.func is not None:
             v[_BYTES_TASK] = v[_BYTES_REAL]
             v[_INNER_BYTES_TASK] = v[_INNER_BYTES_REAL]
             return
@@ -466,6 +485,7 @@ class _Featurizer:
             v[_INNER_BYTES_TASK] = v[_INNER_BYTES_REAL]
         self.task_reads(v, fp, ch)
 
+    @cython.locals(fp="FuncPlan", ch="Chain", pp="FuncPlan", head="LoopNest")
     def task_reads(self, v: list[float], fp: FuncPlan, ch: Chain) -> None:
         """Unique bytes and lines read per task of a stage computed at root: the data streamed into one task,
         producers stored at root (or inputs), looking through Funcs stored inside the task."""
@@ -486,7 +506,7 @@ class _Featurizer:
                 continue
             seen.add(p)
             pp = funcs.get(p)
-            if pp is not None and (pp.inlined or not pp.store.is_root):
+            if pp is not None and (pp.inlined or pp.store.func is not None):
                 pending.extend(func_producers[p])
                 continue
             if alone:
@@ -506,6 +526,7 @@ class _Featurizer:
 
     # -- loads -----------------------------------------------------------------------------------
 
+    @cython.locals(n="LoopNest")
     def region_footprint(self, producer: str, n: LoopNest) -> tuple[int, int]:
         """Footprint of the region of `producer` read during one iteration of node n. A Func's is memoized
         on the identity of the plan's region forms (Plan.extend passes unchanged ones on to its children)."""
@@ -528,6 +549,7 @@ class _Featurizer:
         self._regions_memo[key] = (reg, r)
         return r
 
+    @cython.locals(fp="FuncPlan", ch="Chain")
     def _input_region_at(self, name: str, n: LoopNest) -> list[int]:
         inp = self.dag.inputs[name]
         cap = self.static.cap[name]
@@ -552,6 +574,7 @@ class _Featurizer:
             return [1] * inp.dimensions
         return [Plan._extent(lo, hi, c) for (lo, hi), c in zip(box, cap)]
 
+    @cython.locals(fp="FuncPlan")
     def dense_dim(self, producer: str) -> int | None:
         """The producer's innermost storage dimension, or None if it is not scheduled yet."""
         if producer in self.dag.inputs:
@@ -575,6 +598,7 @@ class _Featurizer:
             lines //= max(extents) if extents else 1
         return b, max(lines, 1)
 
+    @cython.locals(fp="FuncPlan", ch="Chain", inner="Level", pp="FuncPlan")
     def load_features(self, v: list[float], fp: FuncPlan, ch: Chain, realizations: int) -> None:
         stage = ch.stage
         inner = ch.levels[-1]
@@ -627,6 +651,7 @@ class _Featurizer:
         v[_NEW_BYTES_REAL] = float(b_new)
         v[_NEW_LINES_REAL] = float(l_new)
 
+    @cython.locals(fp="FuncPlan", store="LoopNest")
     def new_reads(self, v: list[float], fp: FuncPlan, stage: Stage, vec_regions, b_real: float,
                   l_real: float) -> tuple[float, float]:
         """(bytes, lines) a realization reads that the previous one did not. Consecutive iterations of the store_at
@@ -637,7 +662,7 @@ class _Featurizer:
         data-dependent index inflates the box (max_filter's slices) but not what the loads touch. Never more than
         the unique bytes and lines read per realization."""
         store = fp.store
-        k = 1 if store is None or store.is_root else self.iters(store)
+        k = 1 if store is None or store.func is None else self.iters(store)
         parent = None if k <= 1 else self.parent[id(store)]
         if parent is None:
             return b_real, l_real
@@ -659,6 +684,7 @@ class _Featurizer:
             return b_real, l_real
         return b_loop / k, min(l_real, max(l_loop / k, 1.0))
 
+    @cython.locals(inner="LoopNest")
     def load_counts(self, stage: Stage, inner: LoopNest) -> dict[str, float]:
         """Loads per point by kind, memoized per DAG on everything they depend on: the stage, the inlined
         Funcs, the SIMD loop, the unrolled extents and the storage layouts of the producers."""
@@ -690,6 +716,7 @@ class _Featurizer:
         memo[key] = counts
         return counts
 
+    @cython.locals(ch="Chain", inner="Level")
     def vector_regions(self, ch: Chain) -> list[tuple[str, list[int]]]:
         """(producer, static extents) of the regions one SIMD vector reads, memoized on the identity of the
         loop lists vector_env derives from (shared with the parent plan's where the chain was not replanned)."""
@@ -707,6 +734,7 @@ class _Featurizer:
         self._vectors_memo[key] = (stage, loops, outer, regions)
         return regions
 
+    @cython.locals(ch="Chain", inner="Level", lp="Loop")
     def vector_env(self, ch: Chain) -> dict[str, tuple[Lin, Lin]]:
         """Loop boxes of one SIMD vector: the whole SIMD loop, one point of every other loop."""
         inner = ch.levels[-1]
@@ -758,6 +786,7 @@ class _Featurizer:
                         out.setdefault(f, []).append((n, k))
         return out
 
+    @cython.locals(fp="FuncPlan")
     def inlined(self, fp: FuncPlan) -> np.ndarray:
         node = fp.node
         calls = 0.0

@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .hot import HOT_MODULES, build_path, compiled_dir, enabled, source_path
+from .hot import HOT_MODULES, ROOT, build_path, compiled_dir, current_build, enabled, module_source, source_path
 
 KEEP_OTHER_BUILDS = 3  # per module, besides the current source's
 
@@ -19,8 +19,9 @@ KEEP_OTHER_BUILDS = 3  # per module, besides the current source's
 @dataclass(frozen=True)
 class ModuleStatus:
     module: str
-    # "compiled" (imported from its build), "built" (a current build, not imported yet), "stale" (only builds of
-    # other versions of its source), "none" (never built), "no source"
+    # "compiled" (imported from its build), "built" (a current build, not imported yet), "held" (a current build that
+    # runs pure Python until the hot modules it cimports have theirs), "stale" (only builds of other versions of its
+    # source), "none" (never built), "no source"
     state: str
     path: Path | None
 
@@ -30,7 +31,7 @@ def status() -> list[ModuleStatus]:
     out = []
     for m in HOT_MODULES:
         try:
-            built = build_path(m, source_path(m).read_bytes())
+            built = build_path(m, module_source(m))
         except OSError:  # a tree without that package
             out.append(ModuleStatus(m, "no source", None))
             continue
@@ -38,7 +39,7 @@ def status() -> list[ModuleStatus]:
         if mod is not None and getattr(mod, "__file__", "") == str(built):
             out.append(ModuleStatus(m, "compiled", built))
         elif built.is_file():
-            out.append(ModuleStatus(m, "built", built))
+            out.append(ModuleStatus(m, "built" if current_build(m) is not None else "held", built))
         elif any(compiled_dir().glob(f"{m}-*")):
             out.append(ModuleStatus(m, "stale", None))
         else:
@@ -55,7 +56,7 @@ def build(modules=HOT_MODULES, *, force: bool = False, quiet: bool = False, jobs
     for m in modules:
         if m not in HOT_MODULES:
             raise ValueError(f"{m} is not a hot module; choose from {', '.join(HOT_MODULES)}")
-    todo = [m for m in modules if force or not build_path(m, source_path(m).read_bytes()).is_file()]
+    todo = [m for m in modules if force or not build_path(m, module_source(m)).is_file()]
     if len(todo) <= 1 or jobs == 1:
         return [m for m in todo if _build_one(m, quiet)]
     from concurrent.futures import ProcessPoolExecutor
@@ -75,7 +76,7 @@ def _build_one(m: str, quiet: bool) -> bool:
     from setuptools.command.build_ext import build_ext
 
     src = source_path(m)
-    source = src.read_bytes()
+    source = module_source(m)
     target = build_path(m, source)
     out_dir = target.parent
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -84,13 +85,14 @@ def _build_one(m: str, quiet: bool) -> bool:
     with tempfile.TemporaryDirectory(prefix="schedlab-cython-") as tmp:
         # cythonize the source in place (its package path names the module) into a private build directory
         ext = cythonize([Extension(m, [str(src)], extra_compile_args=["-O2"])], build_dir=tmp, language_level=3,
+                        include_path=[str(ROOT)],
                         quiet=True, compiler_directives={"annotation_typing": False, "binding": True})
         cmd = build_ext(Distribution({"name": "schedlab-compiled", "ext_modules": ext}))
         cmd.build_lib = os.path.join(tmp, "lib")
         cmd.build_temp = os.path.join(tmp, "tmp")
         cmd.ensure_finalized()
         cmd.run()
-        if src.read_bytes() != source:
+        if module_source(m) != source:
             return False  # edited while compiling: the build would be of neither version
         part = target.with_name(f"{target.name}.{os.getpid()}.tmp")
         shutil.copyfile(cmd.get_ext_fullpath(m), part)

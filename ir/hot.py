@@ -18,6 +18,7 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -46,6 +47,23 @@ def source_path(module: str) -> Path:
     return ROOT.joinpath(*module.split(".")).with_suffix(".py")
 
 
+def declarations_path(module: str) -> Path:
+    """The module's augmenting .pxd: Cython reads its extension types and typed locals when it compiles the .py."""
+    return source_path(module).with_suffix(".pxd")
+
+
+def module_source(module: str) -> bytes:
+    """What a build of `module` is compiled from: its .py, and the .pxd declarations of every hot module (a module
+    may cimport another's extension types, so a change to any declarations makes every build stale). OSError when
+    the .py is missing."""
+    parts = [source_path(module).read_bytes()]
+    for m in HOT_MODULES:
+        pxd = declarations_path(m)
+        if pxd.is_file():
+            parts.append(f"\0{m}.pxd\0".encode() + pxd.read_bytes())
+    return b"".join(parts)
+
+
 def digest(source: bytes) -> str:
     h = hashlib.sha256(RECIPE.encode())
     h.update(sys.implementation.cache_tag.encode())
@@ -65,18 +83,46 @@ def build_path(module: str, source: bytes) -> Path:
     return compiled_dir() / f"{module}-{digest(source)}{suffix}"
 
 
+def typed_imports(module: str) -> tuple[str, ...]:
+    """The hot modules whose extension types `module`'s .pxd cimports (`from ir.plan cimport ...`): its build
+    reads their objects as C structs, so it runs only where theirs do."""
+    pxd = declarations_path(module)
+    if not pxd.is_file():
+        return ()
+    found = []
+    for line in pxd.read_text().splitlines():
+        m = re.match(r"\s*(?:from\s+([\w.]+)\s+cimport\b|cimport\s+([\w.]+))", line)
+        name = m and (m.group(1) or m.group(2))
+        if name in HOT_MODULES and name not in found:
+            found.append(name)
+    return tuple(found)
+
+
+def current_build(module: str, _seen: frozenset = frozenset()) -> Path | None:
+    """The build this process may import for `module`: the one of its source as it is, and only when every hot
+    module it cimports runs its own current build too (a build that cimported a module running as pure Python would
+    fail to import). None: import the .py."""
+    try:
+        built = build_path(module, module_source(module))
+    except OSError:
+        return None
+    if not built.is_file():
+        return None
+    for dep in typed_imports(module):
+        loaded = sys.modules.get(dep)
+        if dep in _seen or (loaded is not None and not _from_build(dep)) or current_build(dep, _seen | {module}) is None:
+            return None
+    return built
+
+
 class _Finder:
     """A meta path finder for HOT_MODULES: the build of the source as it is, or nothing (the .py is imported)."""
 
     def find_spec(self, fullname: str, path=None, target=None):
         if fullname not in HOT_MODULES or not enabled():
             return None
-        src = source_path(fullname)
-        try:
-            built = build_path(fullname, src.read_bytes())
-        except OSError:
-            return None
-        if not built.is_file():
+        built = current_build(fullname)
+        if built is None:
             return None
         loader = importlib.machinery.ExtensionFileLoader(fullname, str(built))
         return importlib.util.spec_from_file_location(fullname, str(built), loader=loader)

@@ -33,10 +33,19 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
-from dataclasses import dataclass, fields, replace
+from dataclasses import FrozenInstanceError
 from typing import Iterator
 
+try:
+    import cython
+except ImportError:  # pure Python without Cython: the typing decorators do nothing
+    from .cython_pure import cython
+
 FORMAT = 2  # 2: a "kind" per level; 1 (booleans parallel / unrolled) still loads
+
+
+_FIELDS = ("func", "stage", "size", "children", "inlined", "store_at", "innermost", "kind", "vector_dim",
+           "vectorized_loop")
 
 
 class LoopKind(enum.Enum):
@@ -54,27 +63,65 @@ class LoopKind(enum.Enum):
         return f"LoopKind.{self.name}"
 
 
-@dataclass(frozen=True, slots=True)
 class LoopNest:
-    func: str | None = None  # the Func whose stage these loops iterate; None at the root
-    stage: int = 0  # which stage of it (0 = pure definition)
-    size: tuple[int, ...] = ()  # iterations of each loop at this level: the number of tiles
-    children: tuple["LoopNest", ...] = ()  # in execution order: producers computed here, then the next level
-    inlined: tuple[tuple[str, int], ...] = ()  # Funcs inlined into this innermost loop, with calls per point
-    store_at: tuple[str, ...] = ()  # Funcs allocated once per iteration of this level
-    innermost: bool = False  # the level that computes points; it has no children
-    kind: LoopKind = LoopKind.SERIAL  # how this level's loops run
-    vector_dim: int = -1  # the Func dimension stored innermost and run as SIMD lanes (-1: none)
-    vectorized_loop: int = -1  # at the innermost level, the loop index run as SIMD lanes (-1: none)
+    """One level of the loop tree: a frozen value, compared and hashed by its fields (a plain slotted class, not a
+    dataclass: ir/loopnest.pxd declares it as a Cython extension type, whose fields the compiled hot modules read
+    as struct members; Cython's own dataclass takes no `slots`)."""
 
-    def __post_init__(self):
-        kind = self.kind if isinstance(self.kind, LoopKind) else LoopKind(self.kind)
-        if kind is LoopKind.SERIAL and self.vectorized_loop >= 0:
+    __slots__ = _FIELDS
+
+    def __init__(self, func: str | None = None, stage: int = 0, size: tuple[int, ...] = (),
+                 children: tuple["LoopNest", ...] = (), inlined: tuple[tuple[str, int], ...] = (),
+                 store_at: tuple[str, ...] = (), innermost: bool = False, kind: LoopKind = LoopKind.SERIAL,
+                 vector_dim: int = -1, vectorized_loop: int = -1):
+        kind = kind if isinstance(kind, LoopKind) else LoopKind(kind)
+        if kind is LoopKind.SERIAL and vectorized_loop >= 0:
             kind = LoopKind.VECTORIZED
-        elif kind is LoopKind.VECTORIZED and self.vectorized_loop < 0:
+        elif kind is LoopKind.VECTORIZED and vectorized_loop < 0:
             kind = LoopKind.SERIAL  # a VECTORIZED level with no SIMD loop runs serially
-        if kind is not self.kind:
-            object.__setattr__(self, "kind", kind)
+        _fill(self, func, stage, size, children, inlined, store_at, innermost, kind, vector_dim, vectorized_loop)
+
+    # func: the Func whose stage these loops iterate; None at the root
+    # stage: which stage of it (0 = pure definition)
+    # size: iterations of each loop at this level: the number of tiles
+    # children: in execution order: producers computed here, then the next level
+    # inlined: Funcs inlined into this innermost loop, with calls per point
+    # store_at: Funcs allocated once per iteration of this level
+    # innermost: the level that computes points; it has no children
+    # kind: how this level's loops run
+    # vector_dim: the Func dimension stored innermost and run as SIMD lanes (-1: none)
+    # vectorized_loop: at the innermost level, the loop index run as SIMD lanes (-1: none)
+
+    def _fields(self) -> tuple:
+        return (self.func, self.stage, self.size, self.children, self.inlined, self.store_at, self.innermost,
+                self.kind, self.vector_dim, self.vectorized_loop)
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __ne__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() != other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (f"LoopNest(func={self.func!r}, stage={self.stage!r}, size={self.size!r}, children={self.children!r}, "
+                f"inlined={self.inlined!r}, store_at={self.store_at!r}, innermost={self.innermost!r}, "
+                f"kind={self.kind!r}, vector_dim={self.vector_dim!r}, vectorized_loop={self.vectorized_loop!r})")
+
+    def __setattr__(self, name, value):
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name):
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __reduce__(self):
+        return (LoopNest, self._fields())
 
     # -- queries ---------------------------------------------------------------------------------
 
@@ -108,6 +155,7 @@ class LoopNest:
             if p is not None and (p.is_root or (p.func, p.stage) != (n.func, n.stage)):
                 yield n, p
 
+    @cython.locals(n="LoopNest", nxt="LoopNest")
     def chain(self) -> list["LoopNest"]:
         """This node and the deeper levels of the same stage, outermost first."""
         out = [self]
@@ -120,6 +168,7 @@ class LoopNest:
             n = nxt
         return out
 
+    @cython.locals(c="LoopNest")
     def next_level(self) -> "LoopNest | None":
         for c in self.children:
             if (c.func, c.stage) == (self.func, self.stage):
@@ -294,17 +343,25 @@ class LoopNest:
 
     def replace(self, **kw) -> "LoopNest":
         if "kind" in kw or "vectorized_loop" in kw:  # the kind is normalized on construction
-            return replace(self, **kw)
+            return LoopNest(**{**dict(zip(_FIELDS, self._fields())), **kw})
         return self._copy(kw)
 
     def _copy(self, changes: dict) -> "LoopNest":
-        """This node with some fields (not kind or vectorized_loop, whose pairing __post_init__ normalizes)
-        changed: the search copies nodes on every placement, and dataclasses.replace costs 10x this."""
-        new = object.__new__(LoopNest)
-        for name in _FIELDS:
-            object.__setattr__(new, name, changes.pop(name) if name in changes else getattr(self, name))
+        """This node with some fields (not kind or vectorized_loop, whose pairing the constructor normalizes)
+        changed: the search copies nodes on every placement, and constructing one anew costs several times this."""
+        func = changes.pop("func", self.func)
+        stage = changes.pop("stage", self.stage)
+        size = changes.pop("size", self.size)
+        children = changes.pop("children", self.children)
+        inlined = changes.pop("inlined", self.inlined)
+        store_at = changes.pop("store_at", self.store_at)
+        innermost = changes.pop("innermost", self.innermost)
+        vector_dim = changes.pop("vector_dim", self.vector_dim)
         if changes:
             raise TypeError(f"LoopNest has no field(s) {', '.join(sorted(changes))}")
+        new = LoopNest.__new__(LoopNest)
+        _fill(new, func, stage, size, children, inlined, store_at, innermost, self.kind, vector_dim,
+              self.vectorized_loop)
         return new
 
     def replace_node(self, target: "LoopNest", new: "LoopNest") -> "LoopNest":
@@ -320,7 +377,26 @@ class LoopNest:
         return self.with_children(kids) if changed else self
 
 
-_FIELDS = tuple(f.name for f in fields(LoopNest))
+@cython.locals(n="LoopNest")
+def _fill(n, func, stage, size, children, inlined, store_at, innermost, kind, vector_dim, vectorized_loop) -> None:
+    """Set every field of a new node: as struct members when compiled (the extension type's fields are read-only to
+    Python), through object.__setattr__ as Python (the class refuses assignment: a node is a frozen value)."""
+    if cython.compiled:
+        n.func, n.stage, n.size, n.children, n.inlined = func, stage, size, children, inlined
+        n.store_at, n.innermost, n.kind, n.vector_dim, n.vectorized_loop = (store_at, innermost, kind, vector_dim,
+                                                                            vectorized_loop)
+    else:
+        put = object.__setattr__
+        put(n, "func", func)
+        put(n, "stage", stage)
+        put(n, "size", size)
+        put(n, "children", children)
+        put(n, "inlined", inlined)
+        put(n, "store_at", store_at)
+        put(n, "innermost", innermost)
+        put(n, "kind", kind)
+        put(n, "vector_dim", vector_dim)
+        put(n, "vectorized_loop", vectorized_loop)
 
 
 def common_path(paths: list[list[LoopNest]]) -> list[LoopNest]:

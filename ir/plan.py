@@ -17,6 +17,11 @@ import weakref
 from dataclasses import dataclass, field
 from itertools import repeat
 
+try:
+    import cython
+except ImportError:  # pure Python without Cython: the typing decorators do nothing
+    from .cython_pure import cython
+
 from .bounds import Env
 from .dag import FunctionDAG, Node, Stage
 from .errors import ScheduleError
@@ -38,19 +43,40 @@ Region = list[tuple[Lin, Lin]]  # inclusive (lo, hi) forms per dimension
 _MISSING = object()  # a memo miss (None is a region: nothing reads the Func there)
 
 
-@dataclass(slots=True)
 class Loop:
-    """One loop of one level of a stage."""
+    """One loop of one level of a stage.
 
-    name: str  # the stage's loop variable (a pure Var or an RVar)
-    pure: bool
-    count: int  # iterations at most
-    count_form: Lin  # iterations at run time (const(count) unless the region's size is only known then)
-    index: Lin  # the iteration number: a symbol in [0, count - 1], or 0 for a single iteration
-    base: Lin  # first coordinate of the box one iteration covers
-    ext: Lin  # extent of that box: const(tile), or a form when tails are guarded or sizes vary
-    tile: int  # static bound of ext
-    tail: str  # "exact" (tiles divide), "shift" (last tile shifted inwards), "guard" (last tile clipped)
+    Plain slotted classes, not dataclasses, here and below: ir/plan.pxd declares them as Cython extension types,
+    whose fields the compiled hot modules read as struct members (Cython's own dataclass takes no `slots`)."""
+
+    __slots__ = ("name", "pure", "count", "count_form", "index", "base", "ext", "tile", "tail")
+
+    def __init__(self, name: str, pure: bool, count: int, count_form: Lin, index: Lin, base: Lin, ext: Lin, tile: int,
+                 tail: str):
+        self.name = name  # the stage's loop variable (a pure Var or an RVar)
+        self.pure = pure
+        self.count = count  # iterations at most
+        self.count_form = count_form  # iterations at run time (const(count) unless the region's size is only known then)
+        self.index = index  # the iteration number: a symbol in [0, count - 1], or 0 for a single iteration
+        self.base = base  # first coordinate of the box one iteration covers
+        self.ext = ext  # extent of that box: const(tile), or a form when tails are guarded or sizes vary
+        self.tile = tile  # static bound of ext
+        self.tail = tail  # "exact" (tiles divide), "shift" (last tile shifted inwards), "guard" (last tile clipped)
+
+    def _fields(self) -> tuple:
+        return (self.name, self.pure, self.count, self.count_form, self.index, self.base, self.ext, self.tile,
+                self.tail)
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # mutable, compared by value (as the dataclass it was)
+
+    def __repr__(self) -> str:
+        return (f"Loop(name={self.name!r}, pure={self.pure!r}, count={self.count!r}, count_form={self.count_form!r}, "
+                f"index={self.index!r}, base={self.base!r}, ext={self.ext!r}, tile={self.tile!r}, tail={self.tail!r})")
 
     @property
     def static(self) -> bool:
@@ -80,42 +106,60 @@ class Level:
     def __repr__(self) -> str:
         return f"Level({describe(self.node)}, depth={self.depth}, loops={self.loops!r}, order={self.order})"
 
+    @cython.locals(l="Loop")
     def box(self) -> Env:
         """The box of loop coordinates one iteration of this level covers."""
         return {l.name: (l.base, l.base + l.ext - 1) for l in self.loops}
 
 
-@dataclass(slots=True, weakref_slot=True)
 class Chain:
     """All levels of one stage, computed at `site`."""
 
-    func: str
-    stage: Stage
-    head: LoopNest
-    site: LoopNest
-    bounds: Region  # per loop: the range the stage iterates at its site
-    extents: list[int]  # static bound of each loop's range
-    exact: list[bool]  # whether that range's size is the same at every site iteration
-    levels: list[Level] = field(default_factory=list)
+    __slots__ = ("func", "stage", "head", "site", "bounds", "extents", "exact", "levels", "__weakref__")
+
+    def __init__(self, func: str, stage: Stage, head: LoopNest, site: LoopNest, bounds: Region, extents: list[int],
+                 exact: list[bool], levels: list[Level] | None = None):
+        self.func = func
+        self.stage = stage
+        self.head = head
+        self.site = site
+        self.bounds = bounds  # per loop: the range the stage iterates at its site
+        self.extents = extents  # static bound of each loop's range
+        self.exact = exact  # whether that range's size is the same at every site iteration
+        self.levels = [] if levels is None else levels
+
+    def __repr__(self) -> str:
+        return (f"Chain(func={self.func!r}, stage={self.stage!r}, head={self.head!r}, site={self.site!r}, "
+                f"bounds={self.bounds!r}, extents={self.extents!r}, exact={self.exact!r}, levels={self.levels!r})")
 
 
-@dataclass(slots=True)
 class FuncPlan:
-    name: str
-    node: Node
-    inlined: bool = False
-    site: LoopNest | None = None  # compute site
-    store: LoopNest | None = None  # store site (the site, or a coarser level for sliding windows)
-    chains: list[Chain] = field(default_factory=list)
-    region: Region = field(default_factory=list)  # computed per site iteration
-    extents: list[int] = field(default_factory=list)
-    storage: Region = field(default_factory=list)  # covered by one allocation
-    storage_extents: list[int] = field(default_factory=list)
-    layout: tuple[int, ...] = ()  # dimensions from innermost (stride 1) outward
-    strides: tuple[int, ...] = ()
-    sliding: "Sliding | None" = None
-    # id(node) -> Level of every level of its chains, built when a child plan first reuses this plan as it is
-    level_ids: "dict[int, Level] | None" = field(default=None, compare=False, repr=False)
+    __slots__ = ("name", "node", "inlined", "site", "store", "chains", "region", "extents", "storage",
+                 "storage_extents", "layout", "strides", "sliding", "level_ids")
+
+    def __init__(self, name: str, node: Node, inlined: bool = False, site: LoopNest | None = None,
+                 store: LoopNest | None = None, chains: list[Chain] | None = None):
+        self.name = name
+        self.node = node
+        self.inlined = inlined
+        self.site = site  # compute site
+        self.store = store  # store site (the site, or a coarser level for sliding windows)
+        self.chains = [] if chains is None else chains
+        self.region: Region = []  # computed per site iteration
+        self.extents: list[int] = []
+        self.storage: Region = []  # covered by one allocation
+        self.storage_extents: list[int] = []
+        self.layout: tuple[int, ...] = ()  # dimensions from innermost (stride 1) outward
+        self.strides: tuple[int, ...] = ()
+        self.sliding: Sliding | None = None
+        # id(node) -> Level of every level of its chains, built when a child plan first reuses this plan as it is
+        self.level_ids: dict[int, Level] | None = None
+
+    def __repr__(self) -> str:
+        return (f"FuncPlan(name={self.name!r}, inlined={self.inlined!r}, site={self.site!r}, store={self.store!r}, "
+                f"chains={self.chains!r}, region={self.region!r}, extents={self.extents!r}, "
+                f"storage={self.storage!r}, storage_extents={self.storage_extents!r}, layout={self.layout!r}, "
+                f"strides={self.strides!r}, sliding={self.sliding!r})")
 
     @property
     def vector_dim(self) -> int:
@@ -126,18 +170,23 @@ class FuncPlan:
         return math.prod(self.storage_extents)
 
 
-@dataclass(slots=True)
 class Sliding:
     """A Func stored outside the loop it is computed in: each iteration computes only new rows."""
 
-    dim: int  # the Func dimension that advances
-    loop: Loop  # the one serial loop between storage and computation
-    level: Level
+    __slots__ = ("dim", "loop", "level")
+
+    def __init__(self, dim: int, loop: Loop, level: Level):
+        self.dim = dim  # the Func dimension that advances
+        self.loop = loop  # the one serial loop between storage and computation
+        self.level = level
+
+    def __repr__(self) -> str:
+        return f"Sliding(dim={self.dim!r}, loop={self.loop!r}, level={self.level!r})"
 
 
 class Plan:
     def __init__(self, dag: FunctionDAG, root: LoopNest, target: Target | None = None, complete: bool = True):
-        if not root.is_root:
+        if root.func is not None:
             raise ScheduleError("a LoopNest must start at the root (func None)")
         self.dag = dag
         self.root = root
@@ -167,6 +216,8 @@ class Plan:
         self._check_limits()
 
     @classmethod
+    @cython.locals(self="Plan", parent="Plan", fp="FuncPlan", old="FuncPlan", ch="Chain", och="Chain", lvl="Level",
+                   funcs="dict", old_funcs="dict", levels="dict", changed="set", stale="set")
     def extend(cls, parent: "Plan", root: LoopNest) -> "Plan":
         """The plan of `root`, a (partial) schedule that differs from `parent`'s by a few decisions —
         a successor during search. Funcs whose own levels and whose readers are unchanged keep their
@@ -261,6 +312,7 @@ class Plan:
             if why is not None:
                 raise ScheduleError(why)
 
+    @cython.locals(fp="FuncPlan", old="FuncPlan", parent="Plan", ch="Chain", och="Chain")
     def _same_geometry(self, fp: FuncPlan, old: FuncPlan, parent: "Plan") -> bool:
         if self.keys[id(fp.site)] != parent.keys[id(old.site)] or \
                 self.keys[id(fp.store)] != parent.keys[id(old.store)] or len(fp.chains) != len(old.chains):
@@ -273,6 +325,8 @@ class Plan:
                 return False
         return True
 
+    @cython.locals(fp="FuncPlan", old="FuncPlan", ch="Chain", och="Chain", olvl="Level", lvl="Level", old_lvl="Level",
+                   levels="dict")
     def _reuse(self, fp: FuncPlan, old: FuncPlan) -> None:
         fp.region, fp.extents = old.region, old.extents
         fp.storage, fp.storage_extents = old.storage, old.storage_extents
@@ -297,6 +351,7 @@ class Plan:
             key = (old_lvl.chain.func, old_lvl.chain.stage.index, old_lvl.depth)
             fp.sliding = Sliding(old.sliding.dim, old.sliding.loop, self.levels[id(self.by_key[key])])
 
+    @cython.locals(old="FuncPlan", v="Plan", och="Chain", fp="FuncPlan", ch="Chain", lvl="Level")
     def retiled(self, func: str, heads: list[LoopNest]) -> "Plan":
         """This plan with `func`'s stage chains planned afresh from `heads`: new chain heads at the same site, one
         per stage in stage order, whose subtrees are `func`'s own levels only — a tiling sibling's (another tiling
@@ -361,6 +416,7 @@ class Plan:
     def inlined(self) -> set[str]:
         return {f for f, p in self.funcs.items() if p.inlined}
 
+    @cython.locals(cp="FuncPlan", ch="Chain", n="LoopNest")
     def region_at(self, func: str, n: LoopNest) -> Region | None:
         """The region of `func` read during one iteration of node `n` (None if nothing there reads it).
 
@@ -373,7 +429,7 @@ class Plan:
             return hit
         node = self.dag.node(func)
         box: Region | None = None
-        if node.is_output and n.is_root:
+        if node.is_output and n.func is None:
             box = [(const(0), const(e - 1)) for e in self.dag.pipeline.output_sizes[func]]
         for c in node.consumers:
             cp = self.funcs.get(c)
@@ -447,6 +503,9 @@ class Plan:
             stored.update(sub.stored)
             innermost.extend(sub.innermost)
 
+    @cython.locals(parent="dict", keys="dict", by_key="dict", heads="list", inlined="dict", stored="dict",
+                   innermost="list", stack="list")
+    @cython.locals(n="LoopNest", p="LoopNest", root="LoopNest")
     def _index_subtree(self, head: LoopNest, checked: dict[int, tuple] | None, stored_above: dict) -> "_Subtree":
         """The index of a child of the root and everything below it, walked in pre-order; `stored_above` is what
         the walk found stored before this subtree (a Func stored twice raises where the walk meets the second)."""
@@ -484,6 +543,7 @@ class Plan:
                 stack.extend(zip(reversed(n.children), repeat(n)))
         return sub
 
+    @cython.locals(m="LoopNest")
     def _encloses(self, outer: LoopNest, n: LoopNest) -> bool:
         """Whether `outer` is a strict ancestor of node n."""
         m = self.parent[id(n)]
@@ -493,8 +553,9 @@ class Plan:
             m = self.parent[id(m)]
         return False
 
+    @cython.locals(n="LoopNest", c="LoopNest")
     def _check_node(self, n: LoopNest, p: LoopNest | None) -> None:
-        if n.is_root:
+        if n.func is None:
             if p is not None:
                 raise ScheduleError("only the root may have func None")
             if n.innermost or n.size or n.kind.value != "serial" or n.inlined:
@@ -541,6 +602,7 @@ class Plan:
             if c.func == n.func and c.stage != n.stage:
                 raise ScheduleError(f"{where}: stage {c.stage} of {n.func} is nested inside stage {n.stage}")
 
+    @cython.locals(parent="Plan", old="FuncPlan", fp="FuncPlan", funcs="dict", stored="dict", old_funcs="dict")
     def _group_chains(self, complete: bool, parent: "Plan | None" = None) -> None:
         """FuncPlans (unplanned) from the walk's chain heads. With `parent` (extend), a single-stage Func whose
         head, site and storage nodes are the parent's own gets the parent's FuncPlan object: extend keeps it as it
@@ -589,7 +651,7 @@ class Plan:
                 if pos != sorted(pos):
                     raise ScheduleError(f"{f}: its stages must be computed in order")
                 chains = [Chain(f, node.stages[h.stage], h, site, [], [], []) for h, _ in ordered]
-            if node.is_output and not site.is_root:
+            if node.is_output and site.func is not None:
                 raise ScheduleError(f"{f} is an output; outputs are computed at root")
             store = stored.get(f)
             if store is None:
@@ -618,6 +680,7 @@ class Plan:
 
     # -- loops of each stage ---------------------------------------------------------------------
 
+    @cython.locals(fp="FuncPlan", ch="Chain")
     def _plan_func(self, fp: FuncPlan) -> None:
         node = fp.node
         region = self.region_at(fp.name, fp.site)
@@ -651,6 +714,7 @@ class Plan:
         u = upper_diff(hi, lo)
         return cap if u == INF else int(min(u + 1, cap))
 
+    @cython.locals(fp="FuncPlan", ch="Chain", lvl="Level")
     def _plan_chain(self, fp: FuncPlan, ch: Chain, nodes: list[LoopNest]) -> None:
         if not nodes[-1].innermost:
             raise ScheduleError(f"{fp.name}.s{ch.stage.index}: its chain of levels does not end in an innermost level")
@@ -672,6 +736,7 @@ class Plan:
             ch.levels.append(lvl)
             self.levels[id(n)] = lvl
 
+    @cython.locals(fp="FuncPlan", lp="Loop", loop="Loop")
     def _derive_chain(self, fp: FuncPlan, stage: Stage, nodes: list[LoopNest]) -> tuple:
         """(bounds, extents, exact, [(loops, order) per level]) of one stage's chain of levels: what depends
         only on its Func's region forms, its layout and its levels' shapes."""
@@ -721,6 +786,7 @@ class Plan:
             bound = [lp.tile for lp in loops]
         return bounds, extents, exact, levels
 
+    @cython.locals(n="LoopNest")
     def _loop(self, func, stage: Stage, n: LoopNest, depth: int, j: int, name: str, pure: bool,
               pbase: Lin, pext: Lin, pbound: int, tile: int) -> Loop:
         # a tile wider than what its level splits is that whole extent: the inner level's last tile then
@@ -749,6 +815,7 @@ class Plan:
         return Loop(name, pure, count, runtime_count, i, pbase + i * tile, lmin(const(tile), pext - i * tile), tile,
                     "guard")
 
+    @cython.locals(ch="Chain", lvl="Level", fp="FuncPlan", n="LoopNest")
     def _stage_env_within(self, ch: Chain, n: LoopNest) -> Env | None:
         """Loop boxes of chain `ch` during one iteration of node n, or None if it runs outside n."""
         lvl = self.levels.get(id(n))
@@ -764,6 +831,7 @@ class Plan:
 
     # -- placement, sliding windows, annotations -------------------------------------------------
 
+    @cython.locals(fp="FuncPlan", lvl="Level")
     def _check_placement(self, fp: FuncPlan) -> None:
         """Every read of a Func happens inside its compute level, after it is computed there."""
         site = fp.site
@@ -797,6 +865,7 @@ class Plan:
         lvl = self.levels.get(id(site))
         return all(self._runs_inside(ch, site, lvl) for ch in chains)
 
+    @cython.locals(ch="Chain", lvl="Level")
     def _runs_inside(self, ch: Chain, site: LoopNest, lvl: Level | None) -> bool:
         """Whether stage chain `ch` runs inside the loops of `site` (whose level is `lvl`, None at the root): it is
         the chain `site` is a level of, or it is computed at `site` or inside it."""
@@ -808,6 +877,7 @@ class Plan:
         self._visit_readers(func, out, set())
         return out
 
+    @cython.locals(cp="FuncPlan")
     def _visit_readers(self, f: str, out: list[Chain], seen: set[str]) -> None:
         """_reading_chains' depth-first walk (a method: a closure that calls itself is a reference cycle)."""
         for c in self.dag.node(f).consumers:
@@ -884,11 +954,12 @@ class Plan:
                 for lvl in ch.levels:
                     self._check_level_flags(fp, ch, lvl)
 
+    @cython.locals(fp="FuncPlan", ch="Chain", lvl="Level")
     def _check_level_flags(self, fp: FuncPlan, ch: Chain, lvl: Level) -> None:
         n = lvl.node
         where = f"{fp.name}.s{ch.stage.index}"
         if n.parallel:
-            if not ch.site.is_root or lvl.depth != 0:
+            if ch.site.func is not None or lvl.depth != 0:
                 raise ScheduleError(f"{where}: only the outermost level of a Func computed at root runs in parallel")
             if n.innermost:
                 raise ScheduleError(f"{where}: the parallel level cannot also be the innermost; tile it first")
@@ -903,7 +974,7 @@ class Plan:
             if not 2 <= n.size[j] <= MAX_VECTOR:
                 raise ScheduleError(f"{where}: a SIMD loop needs 2 to {MAX_VECTOR} lanes, got {n.size[j]}")
         if n.unrolled:
-            k = math.prod(s for j, s in enumerate(n.size) if j != n.vectorized_loop and ch.stage.loop[j].pure)
+            k = math.prod([s for j, s in enumerate(n.size) if j != n.vectorized_loop and ch.stage.loop[j].pure])
             if k > UNROLL_LIMIT:
                 raise ScheduleError(f"{where}: unrolling {k} iterations exceeds {UNROLL_LIMIT}")
 
@@ -941,6 +1012,7 @@ def storage_layout(node: Node, vector_dim: int) -> tuple[int, ...]:
     return (vector_dim,) + tuple(d for d in dims if d != vector_dim)
 
 
+@cython.locals(n="LoopNest")
 def loop_order(stage: Stage, n: LoopNest, layout: tuple[int, ...]) -> tuple[int, ...]:
     """Loop indices of one level, outermost first: pure loops in storage order (the vectorized one
     innermost); RVars in RDom order, outside SIMD or unrolled loops and innermost otherwise."""
@@ -997,6 +1069,7 @@ def inlined_calls(dag: FunctionDAG, inlined: set[str]) -> dict[tuple[str, int], 
     return result
 
 
+@cython.locals(fp="FuncPlan", ch="Chain")
 def _unplanned(fp: FuncPlan) -> FuncPlan:
     """A fresh, unplanned FuncPlan on the same nodes as `fp` (what _group_chains builds for them)."""
     return FuncPlan(fp.name, fp.node, False, fp.site, fp.store,
@@ -1014,6 +1087,7 @@ def dag_loop_memo(dag: FunctionDAG) -> dict:
     return dag.analysis("ir.plan.loops", dict)
 
 
+@cython.locals(n="LoopNest")
 def _geometry(n: LoopNest) -> tuple:
     """What of a node shapes its own loops (not its children)."""
     return (n.func, n.stage, n.size, n.innermost, n.kind, n.vector_dim, n.vectorized_loop)
@@ -1025,6 +1099,7 @@ def _inlined_func_plans(dag: FunctionDAG) -> dict[str, FuncPlan]:
     return dag.analysis("ir.plan.inlined_func_plans", dict)
 
 
+@cython.locals(n="LoopNest")
 def _check_inlined_calls(n: LoopNest, calls: dict) -> None:
     """An innermost level must list exactly the inlined Funcs its stage calls (`calls`: inlined_calls), with counts."""
     want = calls.get((n.func, n.stage), {})
@@ -1042,6 +1117,7 @@ def _inlined_calls_cached(dag: FunctionDAG, inlined: frozenset) -> dict:
     return r
 
 
+@cython.locals(a="LoopNest", b="LoopNest")
 def retiled_heads(old: LoopNest, new: LoopNest, func: str) -> list[LoopNest] | None:
     """`new`'s chain heads of `func` in `old`'s order when the two trees differ only below those heads (`new` tiles
     `func` otherwise at the same place: a tiling sibling, Plan.retiled), else None. Walks only where they differ."""
@@ -1069,6 +1145,7 @@ def retiled_heads(old: LoopNest, new: LoopNest, func: str) -> list[LoopNest] | N
     return [found_new[i] for i in order]
 
 
+@cython.locals(n="LoopNest")
 def _bare_chain(head: LoopNest) -> bool:
     """Whether `head`'s subtree is its stage's levels alone: nothing else computed or stored inside."""
     n = head
@@ -1080,4 +1157,4 @@ def _bare_chain(head: LoopNest) -> bool:
 
 
 def describe(n: LoopNest) -> str:
-    return "root" if n.is_root else f"a level of {n.func}.s{n.stage}"
+    return "root" if n.func is None else f"a level of {n.func}.s{n.stage}"

@@ -527,7 +527,7 @@ class SearchSpace:
                 previous = ext
                 # a level some other reader runs outside of: every placement there would fail Plan's check
                 # (None, as _try would give, so the candidate lists and what draws from them stay the same)
-                inside = inside and s.plan.read_only_inside(node.name, chain[level])
+                inside = inside and _readers_inside(s.plan, node.name, chain[level])
                 for v in self._vector_choices(node, ext):
                     out.extend(self._at_level(s, node, consumer, cstage, level, ext, v, tiled, inside))
                     if self._can_slide(node, chain[level]):
@@ -686,3 +686,8 @@ def _pointwise(stage, a) -> bool:
     return all(isinstance(arg, Var) and isinstance(v, Var) and arg.name == v.name
                for arg, v in zip(a.args, stage.lhs))
 
+
+def _readers_inside(plan: Plan, func: str, site: LoopNest) -> bool:
+    """Plan.read_only_inside, as the placement rule asks it (a module function: tests turn the rule off here, since
+    the compiled Plan is an extension type whose methods cannot be patched)."""
+    return plan.read_only_inside(func, site)

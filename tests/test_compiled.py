@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _python(code: str, path: Path, **env: str) -> str:
     r = subprocess.run([sys.executable, "-c", code], cwd=path, capture_output=True, text=True, timeout=600,
-                       env={**os.environ, "PYTHONPATH": str(path), **env})
+                       env={**os.environ, "PYTHONPATH": str(path), "SCHEDLAB_COMPILED": "1", **env})
     assert r.returncode == 0, r.stderr[-2000:]
     return r.stdout.strip()
 
@@ -47,6 +47,29 @@ def test_a_build_is_used_only_for_the_source_it_was_built_from(tmp_path):
     status = _python("from ir.compiled import status; print([s.state for s in status() if s.module == "
                      "'ir.relation'][0])", src, **env)
     assert status == "stale"
+
+
+def test_a_build_that_cimports_another_runs_only_beside_that_ones_build(tmp_path):
+    """ir.plan's declarations cimport ir.loopnest's extension type: its build reads LoopNests as C structs, so it is
+    imported only while ir.loopnest runs its own current build too; after an edit of ir/loopnest.py both run as
+    Python (and import), and an edit of any .pxd makes every build stale."""
+    src, builds = tmp_path / "src", tmp_path / "compiled"
+    env = {"SCHEDLAB_COMPILED_DIR": str(builds)}
+    shutil.copytree(ROOT / "ir", src / "ir", ignore=shutil.ignore_patterns("__pycache__"))
+    assert _python("import ir.hot; print(ir.hot.typed_imports('ir.plan'))", src, **env) == "('ir.loopnest',)"
+    assert _python("from ir.compiled import build; print(sorted(build(['ir.loopnest', 'ir.plan'], quiet=True)))",
+                   src, **env) == "['ir.loopnest', 'ir.plan']"
+    where = ("import ir.plan, ir.hot; from ir.compiled import status; print(sorted(ir.hot.compiled_modules())); "
+             "print({s.module: s.state for s in status()}['ir.plan'])")
+    assert _python(where, src, **env).splitlines() == ["['ir.loopnest', 'ir.plan']", "compiled"]
+
+    loopnest = src / "ir" / "loopnest.py"
+    loopnest.write_text(loopnest.read_text() + "\nEDITED = True\n")
+    assert _python(where, src, **env).splitlines() == ["[]", "held"]  # ir.plan's build waits for ir.loopnest's
+
+    pxd = src / "ir" / "plan.pxd"
+    pxd.write_text(pxd.read_text() + "\n# edited\n")
+    assert _python(where, src, **env).splitlines() == ["[]", "stale"]
 
 
 def test_a_module_that_is_not_hot_is_refused_by_name():

@@ -188,7 +188,9 @@ def test_no_compute_at_a_level_another_reader_runs_outside(monkeypatch):
         if c.decision.store_level is None:  # (a sliding window may be refused for its own reasons)
             Plan.extend(c.parent.plan, c.tree)
 
-    monkeypatch.setattr(Plan, "read_only_inside", lambda self, func, site: True)  # the rule off
+    import scheduler.space as space_module
+
+    monkeypatch.setattr(space_module, "_readers_inside", lambda plan, func, site: True)  # the rule off
     unpruned = [c for c in candidates(SearchSpace(two_readers()), s) if c.decision.kind == "at"]
     assert unpruned
     for c in unpruned:

@@ -1,0 +1,42 @@
+# Cython declarations for ir/plan.py (an augmenting .pxd: ir.hot compiles the .py with it). The classes become
+# extension types, so the compiled hot modules read their fields as struct members instead of Python attribute
+# look-ups; pure Python runs the .py alone, the same classes with __slots__. Keep the fields in step with the .py.
+
+from ir.loopnest cimport LoopNest
+
+cdef class Loop:
+    cdef public str name
+    cdef public object pure, count, count_form, index, base, ext, tile
+    cdef public str tail
+
+cdef class Level:
+    cdef public LoopNest node
+    cdef public object _chain, depth
+    cdef public list loops
+    cdef public tuple order
+
+cdef class Chain:
+    cdef public str func
+    cdef public object stage
+    cdef public LoopNest head, site
+    cdef public list bounds, extents, exact, levels
+    cdef object __weakref__
+
+cdef class FuncPlan:
+    cdef public str name
+    cdef public object node, inlined
+    cdef public LoopNest site, store
+    cdef public list chains, region, extents, storage, storage_extents
+    cdef public tuple layout, strides
+    cdef public object sliding, level_ids
+
+cdef class Sliding:
+    cdef public object dim, loop, level
+
+cdef class Plan:
+    cdef public object dag, target, _kind, complete
+    cdef public LoopNest root
+    cdef public dict funcs, levels, parent, keys, by_key, _memo
+    cdef public object _walk, _chains, changed
+    cdef public set replanned
+    cdef object __weakref__
