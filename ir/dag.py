@@ -128,36 +128,29 @@ class Node:
     region: Box = ()
     consumers: tuple[str, ...] = ()  # Funcs that call this one (not itself)
     producers: tuple[str, ...] = ()  # Funcs and Inputs this one calls (not itself)
-    name: str = field(init=False)  # the Func's: read per node per search state, so a field, not a property
+    # what search and featurization read of the Func per node per state: fields set once, not properties
+    name: str = field(init=False)
+    dims: tuple[str, ...] = field(init=False, repr=False, compare=False)  # the pure Vars, in dimension order
+    dimensions: int = field(init=False, repr=False, compare=False)
+    type: Type | None = field(init=False, repr=False, compare=False)
+    bytes_per_point: int | None = field(init=False, repr=False, compare=False)  # None while the Func is untyped
+    # dimensions some update stores to at computed coordinates: always computed in full
+    update_dims: frozenset[int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        self.name = self.func.name
-
-    @property
-    def dims(self) -> tuple[str, ...]:
-        return self.func.args
-
-    @property
-    def dimensions(self) -> int:
-        return self.func.dimensions
-
-    @property
-    def type(self) -> Type:
-        return self.func.type  # type: ignore[return-value]
-
-    @property
-    def bytes_per_point(self) -> int:
-        return self.type.bytes
+        f = self.func
+        self.name = f.name
+        self.dims = f.args
+        self.dimensions = f.dimensions
+        self.type = f.type
+        self.bytes_per_point = None if self.type is None else self.type.bytes
+        self.update_dims = frozenset(d for s in self.stages[1:] for d, a in enumerate(s.lhs)
+                                     if not isinstance(a, Var))
 
     @property
     def inlinable(self) -> bool:
         """Inlining substitutes the definition into its callers: only single pure definitions."""
         return len(self.stages) == 1 and not self.is_output
-
-    @property
-    def update_dims(self) -> frozenset[int]:
-        """Dimensions some update stores to at computed coordinates: always computed in full."""
-        return frozenset(d for s in self.stages[1:] for d, a in enumerate(s.lhs) if not isinstance(a, Var))
 
     def region_extent(self, d: int) -> int:
         lo, hi = self.region[d]

@@ -25,9 +25,14 @@ wrapper stages (pure copies), as are 256 inlined calls per point; tilings follow
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field
 
 import numpy as np
+
+try:
+    import cython
+except ImportError:  # pure Python without Cython: the typing decorators do nothing
+    from ir.cython_pure import cython
 
 from featurize.algorithm import access_classes
 from featurize.schedule import allocations, retiled_features, schedule_features
@@ -75,20 +80,38 @@ class DeferredPlan:
         return self._plan
 
 
-@dataclass(eq=False, frozen=True)
 class State:
     """A partial schedule: the first `num_decisions` of the 2N decisions taken. Immutable: what a search
-    learns about a state (its cost, penalties) lives in the search's own tables."""
+    learns about a state (its cost, penalties) lives in the search's own tables. (A plain slotted class, not a
+    frozen dataclass: scheduler/space.pxd declares it as a Cython extension type, made and read as a C struct by
+    the compiled search.)"""
 
-    tree: LoopNest
-    planned: Plan | DeferredPlan  # `plan`, or how to make it when asked (a tiling sibling's: SearchSpace.realize)
-    features: dict[tuple[str, int], np.ndarray]  # (func, stage) -> float32[41], scheduled stages only
-    num_decisions: int = 0
-    decisions: tuple[tuple[str, FuncDecision], ...] = ()  # per decided Func, as applied (root: with its tiling)
-    inlined: frozenset[str] = frozenset()
-    pending: frozenset[str] = frozenset()  # root Funcs whose parallel tiling is still to be chosen
-    parent: State | None = None
-    order: int = 0  # tie-breaker: creation order, so that equal costs sort deterministically
+    __slots__ = ("tree", "planned", "features", "num_decisions", "decisions", "inlined", "pending", "parent", "order",
+                 "__weakref__")
+
+    def __init__(self, tree: LoopNest, planned: "Plan | DeferredPlan", features: dict[tuple[str, int], np.ndarray],
+                 num_decisions: int = 0, decisions: tuple[tuple[str, FuncDecision], ...] = (),
+                 inlined: frozenset[str] = frozenset(), pending: frozenset[str] = frozenset(),
+                 parent: "State | None" = None, order: int = 0):
+        _fill_state(self, tree, planned, features, num_decisions, decisions, inlined, pending, parent, order)
+
+    # tree: the LoopNest
+    # planned: `plan`, or how to make it when asked (a tiling sibling's: SearchSpace.realize)
+    # features: (func, stage) -> float32[41], scheduled stages only
+    # decisions: per decided Func, as applied (root: with its tiling)
+    # pending: root Funcs whose parallel tiling is still to be chosen
+    # order: tie-breaker: creation order, so that equal costs sort deterministically
+
+    def __setattr__(self, name, value):
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name):
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __repr__(self) -> str:
+        return (f"State(tree={self.tree!r}, planned={self.planned!r}, features={self.features!r}, "
+                f"num_decisions={self.num_decisions!r}, decisions={self.decisions!r}, inlined={self.inlined!r}, "
+                f"pending={self.pending!r}, parent={self.parent!r}, order={self.order!r})")
 
     @property
     def plan(self) -> Plan:
@@ -108,15 +131,42 @@ class State:
             s = s.parent
 
 
-@dataclass(eq=False)
 class Candidate:
     """A child before planning: the decision (None: phase 1 passed on) and the LoopNest it gives."""
 
-    parent: State
-    func: str
-    decision: FuncDecision | None
-    tree: LoopNest
-    pending: frozenset[str]
+    __slots__ = ("parent", "func", "decision", "tree", "pending")
+
+    def __init__(self, parent: State, func: str, decision: FuncDecision | None, tree: LoopNest,
+                 pending: frozenset[str]):
+        self.parent = parent
+        self.func = func
+        self.decision = decision
+        self.tree = tree
+        self.pending = pending
+
+    def __repr__(self) -> str:
+        return (f"Candidate(parent={self.parent!r}, func={self.func!r}, decision={self.decision!r}, "
+                f"tree={self.tree!r}, pending={self.pending!r})")
+
+
+@cython.locals(s="State")
+def _fill_state(s, tree, planned, features, num_decisions, decisions, inlined, pending, parent, order) -> None:
+    """Set every field of a new State: as struct members when compiled (read-only to Python), through
+    object.__setattr__ as Python (the class refuses assignment: a state is immutable)."""
+    if cython.compiled:
+        s.tree, s.planned, s.features, s.num_decisions, s.decisions = tree, planned, features, num_decisions, decisions
+        s.inlined, s.pending, s.parent, s.order = inlined, pending, parent, order
+    else:
+        put = object.__setattr__
+        put(s, "tree", tree)
+        put(s, "planned", planned)
+        put(s, "features", features)
+        put(s, "num_decisions", num_decisions)
+        put(s, "decisions", decisions)
+        put(s, "inlined", inlined)
+        put(s, "pending", pending)
+        put(s, "parent", parent)
+        put(s, "order", order)
 
 
 _SLOW = object()  # SearchSpace._retiled: not a tiling sibling, derive it by Plan.extend
@@ -345,6 +395,7 @@ class SearchSpace:
     def realize_all(self, candidates: list[Candidate]) -> list[State]:
         return [c for c in map(self.realize, candidates) if c is not None]
 
+    @cython.locals(s="State")
     def successors(self, s: State, shortcuts: bool = True) -> list[Candidate]:
         """The children of `s` as placed LoopNests, not yet planned or featurized: what hierarchical
         sampling buckets by structural hash before paying for the rest."""
@@ -365,6 +416,7 @@ class SearchSpace:
         self._replays.put(key, (s.tree,), [(c.func, c.decision, c.tree, c.pending) for c in out])
         return out
 
+    @cython.locals(c="Candidate", s="State")
     def realize(self, c: Candidate) -> State | None:
         """Plan and featurize a candidate; None when it is illegal or pruned."""
         s = c.parent
@@ -389,6 +441,7 @@ class SearchSpace:
         return State(c.tree, plan, feats, s.num_decisions + 1, decisions, inlined, c.pending, parent=s,
                      order=self._counter)
 
+    @cython.locals(c="Candidate", s="State", plan="Plan")
     def _plan_and_featurize(self, c: Candidate):
         """(plan, features) of a placed candidate; None when it is illegal or pruned."""
         s = c.parent
@@ -419,6 +472,7 @@ class SearchSpace:
         return (c.func, d.kind, d.consumer, d.consumer_stage, d.level, d.store_level, c.pending,
                 tuple(sorted((k, sp.vectorize) for k, sp in d.specs.items())))
 
+    @cython.locals(c="Candidate", s="State", plan="Plan", view="Plan")
     def _retiled(self, c: Candidate):
         """(plan, features) of `c` from the first child of its parent placed the same way (Plan.retiled): only the
         decided Func's stages are featurized, and its own plan is made when it is asked for (DeferredPlan). None
@@ -461,6 +515,7 @@ class SearchSpace:
             _same_derivation(c, done, self._plan_and_featurize(c))
         return done
 
+    @cython.locals(s="State", base="State")
     def _try(self, s: State, func: str, d: FuncDecision, *, base: State | None = None,
              pending: frozenset[str] | None = None) -> Candidate | None:
         """Decision `d` for `func` placed on `base` (default `s`); None when it cannot be placed."""
