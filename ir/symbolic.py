@@ -13,8 +13,13 @@ bound that is always sound.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field
 from typing import Callable, Iterable, Union
+
+try:
+    import cython
+except ImportError:  # pure Python without Cython: the typing decorators do nothing
+    from .cython_pure import cython
 
 INF = math.inf
 Number = Union[int, float]  # float only for +-inf
@@ -96,12 +101,37 @@ class MinMax:
 Atom = Union[Sym, FloorDiv, MinMax]
 
 
-@dataclass(frozen=True, slots=True)
 class Lin:
-    """const + sum(coef * atom): an affine form over atoms."""
+    """const + sum(coef * atom): an affine form over atoms. A frozen value, compared and hashed by (terms, const)
+    (a plain slotted class, not a dataclass: ir/symbolic.pxd declares it as a Cython extension type, which the
+    compiled hot modules make and read as a C struct)."""
 
-    terms: tuple[tuple[Atom, int], ...] = ()
-    const: int = 0
+    __slots__ = ("terms", "const")
+
+    def __init__(self, terms: tuple[tuple[Atom, int], ...] = (), const: int = 0):
+        _fill_lin(self, terms, const)
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.terms, self.const) == (other.terms, other.const)
+
+    def __ne__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.terms, self.const) != (other.terms, other.const)
+
+    def __hash__(self) -> int:
+        return hash((self.terms, self.const))
+
+    def __setattr__(self, name, value):
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name):
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __reduce__(self):
+        return (Lin, (self.terms, self.const))
 
     # -- construction ----------------------------------------------------------------------------
 
@@ -168,7 +198,8 @@ class Lin:
             coefs[a] = coefs.get(a, 0) + c
         return Lin._make(coefs, self.const + o.const)
 
-    __radd__ = __add__
+    def __radd__(self, o: "LinLike") -> "Lin":
+        return self.__add__(o)
 
     def __neg__(self) -> "Lin":
         return Lin(tuple([(a, -c) for a, c in self.terms]), -self.const)
@@ -199,13 +230,25 @@ class Lin:
             return Lin((), 0)
         return Lin(tuple([(a, c * k) for a, c in self.terms]), self.const * k)
 
-    __rmul__ = __mul__
+    def __rmul__(self, k: int) -> "Lin":
+        return self.__mul__(k)
 
     def __repr__(self) -> str:
         return to_code(self, lambda s: s.name)
 
 
 LinLike = Union[Lin, Sym, FloorDiv, MinMax, int]
+
+
+@cython.locals(x="Lin")
+def _fill_lin(x, terms, const) -> None:
+    """Set the fields of a new form: as struct members when compiled (read-only to Python), through
+    object.__setattr__ as Python (the class refuses assignment: a form is a frozen value)."""
+    if cython.compiled:
+        x.terms, x.const = terms, const
+    else:
+        object.__setattr__(x, "terms", terms)
+        object.__setattr__(x, "const", const)
 
 
 def _term_key(t: tuple) -> tuple:
