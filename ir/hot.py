@@ -110,7 +110,8 @@ def current_build(module: str, _seen: frozenset = frozenset()) -> Path | None:
         return None
     for dep in typed_imports(module):
         loaded = sys.modules.get(dep)
-        if dep in _seen or (loaded is not None and not _from_build(dep)) or current_build(dep, _seen | {module}) is None:
+        if dep in _seen or (loaded is not None and not _from_build(dep)) or \
+                current_build(dep, _seen | {module}) is None:
             return None
     return built
 

@@ -56,7 +56,7 @@ class Loop:
         self.name = name  # the stage's loop variable (a pure Var or an RVar)
         self.pure = pure
         self.count = count  # iterations at most
-        self.count_form = count_form  # iterations at run time (const(count) unless the region's size is only known then)
+        self.count_form = count_form  # iterations at run time (const(count) unless only then is the size known)
         self.index = index  # the iteration number: a symbol in [0, count - 1], or 0 for a single iteration
         self.base = base  # first coordinate of the box one iteration covers
         self.ext = ext  # extent of that box: const(tile), or a form when tails are guarded or sizes vary
