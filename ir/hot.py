@@ -1,13 +1,16 @@
 """The search's hot modules compiled by Cython, used only when built from the source file as it is now.
 
 Search spends its time in Python bookkeeping spread over a few modules (docs/scheduler.md, "Where the next
-factor must come from"); Cython compiles those modules as they are (pure-Python mode: no annotations read as C
-types, the same semantics) and removes the interpreter's dispatch around them. A compiled module that shadowed its
-source would make an edit that was not rebuilt silently do nothing, so the extensions never sit beside the sources:
-each lives in `$SCHEDLAB_COMPILED_DIR` (by default `<cache>/compiled`) as `<module>-<digest><EXT_SUFFIX>`, the
-digest being the sha256 of the exact source it was compiled from, and the import hook below serves it only when the
-source file on disk has that digest. Any other case (no build, a stale build, Cython absent, `SCHEDLAB_COMPILED=0`)
-imports the .py itself, so schedlab behaves the same either way, only slower.
+factor must come from"); Cython compiles those modules as they are (pure-Python mode: annotations are not read as C
+types) and removes the interpreter's dispatch around them. Where a module has an augmenting `.pxd` (ir/plan.pxd,
+...), its classes compile to extension types and the `@cython.locals` of its hot functions type their locals, so
+fields are read as C struct members (docs/scheduler.md, "Typed extension classes"); the .py stays plain Python with
+the same semantics. A compiled module that shadowed its source would make an edit that was not rebuilt silently do
+nothing, so the extensions never sit beside the sources: each lives in `$SCHEDLAB_COMPILED_DIR` (by default
+`<cache>/compiled`) as `<module>-<digest><EXT_SUFFIX>`, the digest being the sha256 of the exact source it was
+compiled from (its .py and every hot module's .pxd), and the import hook below serves it only when the sources on
+disk have that digest and the hot modules it cimports run their own builds. Any other case (no build, a stale build,
+Cython absent, `SCHEDLAB_COMPILED=0`) imports the .py itself, so schedlab behaves the same either way, only slower.
 
 Building and inspecting them: `ir.compiled` (`python -m ir.compiled build|status`).
 """

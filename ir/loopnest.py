@@ -40,6 +40,7 @@ try:
     import cython
 except ImportError:  # pure Python without Cython: the typing decorators do nothing
     from .cython_pure import cython
+from .cython_pure import set_frozen_fields
 
 FORMAT = 2  # 2: a "kind" per level; 1 (booleans parallel / unrolled) still loads
 
@@ -386,17 +387,8 @@ def _fill(n, func, stage, size, children, inlined, store_at, innermost, kind, ve
         n.store_at, n.innermost, n.kind, n.vector_dim, n.vectorized_loop = (store_at, innermost, kind, vector_dim,
                                                                             vectorized_loop)
     else:
-        put = object.__setattr__
-        put(n, "func", func)
-        put(n, "stage", stage)
-        put(n, "size", size)
-        put(n, "children", children)
-        put(n, "inlined", inlined)
-        put(n, "store_at", store_at)
-        put(n, "innermost", innermost)
-        put(n, "kind", kind)
-        put(n, "vector_dim", vector_dim)
-        put(n, "vectorized_loop", vectorized_loop)
+        set_frozen_fields(n, _FIELDS, (func, stage, size, children, inlined, store_at, innermost, kind, vector_dim,
+                                       vectorized_loop))
 
 
 def common_path(paths: list[list[LoopNest]]) -> list[LoopNest]:

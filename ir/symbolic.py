@@ -20,6 +20,7 @@ try:
     import cython
 except ImportError:  # pure Python without Cython: the typing decorators do nothing
     from .cython_pure import cython
+from .cython_pure import set_frozen_fields
 
 INF = math.inf
 Number = Union[int, float]  # float only for +-inf
@@ -247,8 +248,7 @@ def _fill_lin(x, terms, const) -> None:
     if cython.compiled:
         x.terms, x.const = terms, const
     else:
-        object.__setattr__(x, "terms", terms)
-        object.__setattr__(x, "const", const)
+        set_frozen_fields(x, ("terms", "const"), (terms, const))
 
 
 def _term_key(t: tuple) -> tuple:

@@ -33,6 +33,7 @@ try:
     import cython
 except ImportError:  # pure Python without Cython: the typing decorators do nothing
     from ir.cython_pure import cython
+from ir.cython_pure import set_frozen_fields
 
 from featurize.algorithm import access_classes
 from featurize.schedule import allocations, retiled_features, schedule_features
@@ -149,24 +150,19 @@ class Candidate:
                 f"tree={self.tree!r}, pending={self.pending!r})")
 
 
+_STATE_FIELDS = State.__slots__[:-1]  # (all but __weakref__)
+
+
 @cython.locals(s="State")
 def _fill_state(s, tree, planned, features, num_decisions, decisions, inlined, pending, parent, order) -> None:
     """Set every field of a new State: as struct members when compiled (read-only to Python), through
     object.__setattr__ as Python (the class refuses assignment: a state is immutable)."""
     if cython.compiled:
-        s.tree, s.planned, s.features, s.num_decisions, s.decisions = tree, planned, features, num_decisions, decisions
-        s.inlined, s.pending, s.parent, s.order = inlined, pending, parent, order
+        s.tree, s.planned, s.features, s.num_decisions = tree, planned, features, num_decisions
+        s.decisions, s.inlined, s.pending, s.parent, s.order = decisions, inlined, pending, parent, order
     else:
-        put = object.__setattr__
-        put(s, "tree", tree)
-        put(s, "planned", planned)
-        put(s, "features", features)
-        put(s, "num_decisions", num_decisions)
-        put(s, "decisions", decisions)
-        put(s, "inlined", inlined)
-        put(s, "pending", pending)
-        put(s, "parent", parent)
-        put(s, "order", order)
+        set_frozen_fields(s, _STATE_FIELDS, (tree, planned, features, num_decisions, decisions, inlined, pending,
+                                             parent, order))
 
 
 _SLOW = object()  # SearchSpace._retiled: not a tiling sibling, derive it by Plan.extend
