@@ -97,7 +97,7 @@ def test_schedules_are_deduplicated_by_fingerprint():
 def _differing_nodes(a: LoopNest, b: LoopNest) -> list[tuple[LoopNest, LoopNest]]:
     """(a node, b node) pairs that differ other than in their children, walking both trees in step."""
     out = []
-    if dataclasses.replace(a, children=()) != dataclasses.replace(b, children=()):
+    if a.replace(children=()) != b.replace(children=()):
         out.append((a, b))
     assert len(a.children) == len(b.children)
     for x, y in zip(a.children, b.children):
