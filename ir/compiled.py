@@ -86,7 +86,11 @@ def _build_one(m: str, quiet: bool) -> bool:
         # cythonize the source in place (its package path names the module) into a private build directory
         ext = cythonize([Extension(m, [str(src)], extra_compile_args=["-O2"])], build_dir=tmp, language_level=3,
                         include_path=[str(ROOT)],
-                        quiet=True, compiler_directives={"annotation_typing": False, "binding": True})
+                        quiet=True, compiler_directives={
+                            "annotation_typing": False, "binding": True,
+                            # a typed local or field that is None raises AttributeError, as in Python, when a field
+                            # of it is read (not a crash)
+                            "nonecheck": True})
         cmd = build_ext(Distribution({"name": "schedlab-compiled", "ext_modules": ext}))
         cmd.build_lib = os.path.join(tmp, "lib")
         cmd.build_temp = os.path.join(tmp, "tmp")

@@ -32,7 +32,7 @@ HOT_MODULES = (
     "featurize.schedule", "scheduler.space", "scheduler.search",
 )
 # Part of every digest: a change to how modules are compiled makes every earlier build stale.
-RECIPE = "cython-pure-python-mode/annotation_typing=False/binding=True/O2/v1"
+RECIPE = "cython-pure-python-mode/annotation_typing=False/binding=True/nonecheck=True/O2/v2"
 ROOT = Path(__file__).resolve().parent.parent  # the directory holding schedlab's packages
 
 
