@@ -2,6 +2,7 @@
 # featurizer and the DAG's static facts become extension types, and the plan's classes are cimported from
 # ir/plan.pxd, so the compiled module reads their fields as struct members. Keep the fields in step with the .py.
 
+from ir.dag cimport FunctionDAG
 from ir.loopnest cimport LoopNest
 from ir.plan cimport Chain, FuncPlan, Level, Loop, Plan
 
@@ -10,9 +11,13 @@ cdef class _StaticFacts:
     cdef public dict narrowest_bits, func_bpp, root_ext, bpp, cap, producers, func_producers, readers
     cdef public dict input_readers, reads
 
+cdef class _Memo:
+    cdef public dict regions, vectors, counts, siblings, tasks
+
 cdef class _Featurizer:
     cdef public Plan plan
-    cdef public object dag, target, pending, minimum, _alloc, _calls
+    cdef public FunctionDAG dag
+    cdef public object target, pending, minimum, _alloc, _calls
     cdef public _StaticFacts static
     cdef public dict parent, feats, _runs, _input_fp
     cdef public frozenset inlined_set

@@ -16,7 +16,8 @@ is assumed split into at most 8 x cores tasks.
 
 from __future__ import annotations
 
-import math
+import functools
+from math import prod
 from fractions import Fraction
 
 import numpy as np
@@ -134,7 +135,7 @@ def _alloc_walk(n: LoopNest, funcs: dict[str, FuncPlan], bpp: dict[str, int], ta
     recursive closure: a closure that calls itself is a reference cycle only the cyclic collector frees)."""
     k = 0
     for f in n.store_at:
-        k += bpp[f] * math.prod(funcs[f].storage_extents)
+        k += bpp[f] * prod(funcs[f].storage_extents)
     for c in n.children:
         k += _alloc_walk(c, funcs, bpp, table)
     table[id(n)] = k
@@ -142,6 +143,7 @@ def _alloc_walk(n: LoopNest, funcs: dict[str, FuncPlan], bpp: dict[str, int], ta
 
 
 class _Featurizer:
+    @cython.locals(plan="Plan", memo="_Memo")
     def __init__(self, plan: Plan, target: CpuTarget, pending: frozenset):
         self.plan = plan
         self.dag: FunctionDAG = plan.dag
@@ -174,7 +176,7 @@ class _Featurizer:
         """Iterations of node n's own loops (1 at the root)."""
         if n.func is None:
             return 1
-        return math.prod([lp.count for lp in self.plan.level(n).loops])
+        return prod([lp.count for lp in self.plan.level(n).loops])
 
     @cython.locals(n="LoopNest", p="LoopNest")
     def runs(self, n: LoopNest) -> int:
@@ -190,7 +192,7 @@ class _Featurizer:
     def tasks(self, n: LoopNest) -> int:
         """Parallel tasks of a parallel level."""
         lvl = self.plan.level(n)
-        return math.prod([lp.count for lp in lvl.loops if lp.pure])
+        return prod([lp.count for lp in lvl.loops if lp.pure])
 
     @cython.locals(m="LoopNest")
     def outer_parallelism(self, n: LoopNest) -> int:
@@ -394,9 +396,9 @@ class _Featurizer:
 
         realizations = self.runs(store)
         productions = self.runs(site)
-        per_production = math.prod([lp.count for lvl in ch.levels for lp in lvl.loops])
+        per_production = prod([lp.count for lvl in ch.levels for lp in lvl.loops])
         if fp.sliding is not None:
-            per_realization = math.prod(
+            per_realization = prod(
                 [fp.storage_extents[l.func_dim] if l.pure else l.rvar.extent for l in stage.loop])
             per_production = per_realization * realizations / productions
         else:
@@ -411,29 +413,29 @@ class _Featurizer:
 
         inode = inner.node
         sizes = inode.size
-        v[_INNERMOST_EXTENT] = float(math.prod(sizes))
-        pure_extent = math.prod([s for s, l in zip(sizes, stage.loop) if l.pure])
+        v[_INNERMOST_EXTENT] = float(prod(sizes))
+        pure_extent = prod([s for s, l in zip(sizes, stage.loop) if l.pure])
         v[_INNERMOST_PURE_EXTENT] = float(pure_extent)
         vec = inode.vectorized_loop
         unrolled = [j for j, l in enumerate(stage.loop) if l.pure and j != vec] if inode.unrolled else None
-        v[_UNROLLED_EXTENT] = float(math.prod([sizes[j] for j in unrolled]) if unrolled else 1)
+        v[_UNROLLED_EXTENT] = float(prod([sizes[j] for j in unrolled]) if unrolled else 1)
 
         if head.parallel:
             inner_par = self.tasks(head)
         elif site.func is None and fp.name in self.pending:
-            inner_par = min(math.prod([lp.count for lp in ch.levels[0].loops if lp.pure]), 8 * self.target.cores)
+            inner_par = min(prod([lp.count for lp in ch.levels[0].loops if lp.pure]), 8 * self.target.cores)
         else:
             inner_par = 1
         v[_INNER_PAR] = float(inner_par)
         v[_OUTER_PAR] = float(self.outer_parallelism(site))
 
         inner_dim = fp.layout[0] if fp.layout else 0
-        v[_BYTES_REAL] = float(bpp * math.prod(fp.storage_extents))
+        v[_BYTES_REAL] = float(bpp * prod(fp.storage_extents))
         v[_INNER_BYTES_REAL] = float(bpp * fp.storage_extents[inner_dim])
-        v[_BYTES_PROD] = float(bpp * math.prod(fp.extents))
+        v[_BYTES_PROD] = float(bpp * prod(fp.extents))
         v[_INNER_BYTES_PROD] = float(bpp * fp.extents[inner_dim])
         root_ext = self.static.root_ext[fp.name]
-        v[_BYTES_ROOT] = float(bpp * math.prod(root_ext))
+        v[_BYTES_ROOT] = float(bpp * prod(root_ext))
         v[_INNER_BYTES_ROOT] = float(bpp * root_ext[inner_dim])
 
         vsize = sizes[vec] if vec >= 0 else 1
@@ -475,7 +477,7 @@ class _Featurizer:
             for lp, l in zip(lvl.loops, ch.stage.loop):
                 if l.pure:
                     per_task[l.func_dim] = max(1, -(-per_task[l.func_dim] // lp.count))
-            v[_BYTES_TASK] = float(bpp * math.prod(per_task))
+            v[_BYTES_TASK] = float(bpp * prod(per_task))
             v[_INNER_BYTES_TASK] = float(bpp * per_task[inner_dim])
         elif fp.name in self.pending:
             v[_BYTES_TASK] = -(-v[_BYTES_REAL] // self.target.cores)
@@ -589,7 +591,7 @@ class _Featurizer:
         return self._footprint(producer, extents, self.dense_dim(producer))
 
     def _footprint(self, producer: str, extents: list[int], dense: int | None) -> tuple[int, int]:
-        b = self.static.bpp[producer] * math.prod(extents)
+        b = self.static.bpp[producer] * prod(extents)
         lines = 1
         for d, e in enumerate(extents):
             if d != dense:
@@ -638,7 +640,7 @@ class _Featurizer:
             elif pp is None:  # not scheduled yet: as if computed where this stage reads it
                 alloc += at_store[0]
             else:
-                alloc += self.static.func_bpp[p] * math.prod(pp.extents)
+                alloc += self.static.func_bpp[p] * prod(pp.extents)
         if stage.index > 0:
             bap = v[_BYTES_PROD]
             b_real += bap
@@ -819,7 +821,7 @@ class _Featurizer:
         v[_INNERMOST_PURE_EXTENT] = pure_extent or 0
         v[_INNER_PAR] = 1
         v[_OUTER_PAR] = outer
-        v[_BYTES_ROOT] = node.bytes_per_point * math.prod(self.static.root_ext[fp.name])
+        v[_BYTES_ROOT] = node.bytes_per_point * prod(self.static.root_ext[fp.name])
         v[_MINIMUM] = self.minimum[(fp.name, 0)]
         v[_WS_ROOT] = self.alloc_in(self.plan.root)
         return np.array(v, dtype=np.float64)
@@ -879,6 +881,7 @@ class _Memo:
         self.tasks: dict[tuple, tuple] = {}
 
 
+@cython.locals(dag="FunctionDAG")
 def _inlined_callers(dag: FunctionDAG, inlined: frozenset) -> dict[str, frozenset]:
     """Inlined Func -> itself and the Funcs that call it, directly or through other inlined Funcs: whose
     recomputation moves its features (_Featurizer.callers_redone). Depends only on which Funcs are inlined."""
@@ -901,8 +904,9 @@ def _inlined_callers(dag: FunctionDAG, inlined: frozenset) -> dict[str, frozense
     return out
 
 
+@cython.locals(dag="FunctionDAG")
 def _static_facts(dag: FunctionDAG) -> _StaticFacts:
-    return dag.analysis("featurize.static_facts", lambda: _StaticFacts(dag))
+    return dag.analysis("featurize.static_facts", functools.partial(_StaticFacts, dag))
 
 
 def points_computed_minimum(dag: FunctionDAG) -> dict[tuple[str, int], float]:
@@ -990,6 +994,7 @@ def _matmul(outer, inner):
     return tuple(out)
 
 
+@cython.locals(dag="FunctionDAG")
 def _loads(dag: FunctionDAG, inlined: frozenset, stage: Stage) -> list[tuple[str, tuple, int]]:
     """(producer, Jacobian w.r.t. the stage's loops, count) of the stage's loads, looking through inlined
     Funcs; loads of one producer with the same Jacobian are one entry (a stencil's taps), so chains of
@@ -1015,6 +1020,7 @@ def _loads(dag: FunctionDAG, inlined: frozenset, stage: Stage) -> list[tuple[str
     return out
 
 
+@cython.locals(dag="FunctionDAG")
 def _regions_read(dag: FunctionDAG, inlined: frozenset, stage: Stage, env) -> dict[str, Region]:
     """Regions of every (non-inlined) producer read by `stage` over the loop boxes `env`."""
     out: dict[str, Region] = {}

@@ -23,6 +23,14 @@ from .loopnest import LoopKind, LoopNest
 from .plan import Plan, _inlined_calls_cached
 from .target import Target, get_target
 
+try:
+    import cython
+except ImportError:  # pure Python without Cython: the typing decorators do nothing
+    from .cython_pure import cython
+
+# members read once: a member read off an Enum class is a slow attribute look-up, and search builds chains per child
+_SERIAL, _PARALLEL, _UNROLLED = LoopKind.SERIAL, LoopKind.PARALLEL, LoopKind.UNROLLED
+
 
 @dataclass
 class StageSpec:
@@ -141,6 +149,7 @@ class ScheduleBuilder:
             return annotate_inlined(tree, self.dag, set(inlined) | {func})
         return self._place(tree, func, d, set(inlined), plan)
 
+    @cython.locals(plan="Plan", tree="LoopNest", site="LoopNest")
     def _place(self, tree: LoopNest, func: str, d: FuncDecision, inlined: set[str],
                plan: Plan | None = None) -> LoopNest:
         plan = plan if plan is not None and plan.root is tree else Plan(self.dag, tree, complete=False)
@@ -202,7 +211,7 @@ class ScheduleBuilder:
         last = len(sizes) - 1
         for depth in range(last, -1, -1):
             innermost = depth == last
-            kind = outer_kind if depth == 0 else inner_kind if innermost else LoopKind.SERIAL
+            kind = outer_kind if depth == 0 else inner_kind if innermost else _SERIAL
             node = LoopNest(func=func, stage=stage.index, size=sizes[depth], children=() if innermost else (node,),
                             inlined=inlined if innermost else (), innermost=innermost, kind=kind, vector_dim=v,
                             vectorized_loop=vj if innermost else -1)
@@ -251,9 +260,9 @@ class ScheduleBuilder:
             below = [b * k for b, k in zip(below, level)]
         # the outermost level runs as many tiles as cover the region (the last one shifted or clipped)
         sizes[0] = [-(-full[j] // (below[j] // sizes[0][j])) if pure[j] else sizes[0][j] for j in range(len(names))]
-        inner_kind = LoopKind.UNROLLED if spec.unroll else LoopKind.SERIAL  # SERIAL + SIMD: VECTORIZED
-        outer_kind = (LoopKind.PARALLEL if spec.parallel else
-                      inner_kind if len(sizes) == 1 else LoopKind.SERIAL)
+        inner_kind = _UNROLLED if spec.unroll else _SERIAL  # SERIAL + SIMD: VECTORIZED
+        outer_kind = (_PARALLEL if spec.parallel else
+                      inner_kind if len(sizes) == 1 else _SERIAL)
         return tuple(tuple(z) for z in sizes), vj, inner_kind, outer_kind
 
 
@@ -276,6 +285,8 @@ def _find_chain(plan: Plan, consumer: str, stage: int, func: str) -> list[LoopNe
     return chain
 
 
+@cython.locals(tree="LoopNest", site="LoopNest", new="LoopNest", anc="LoopNest", store="LoopNest",
+               old_child="LoopNest", dag="FunctionDAG", plan="Plan")
 def _insert(tree: LoopNest, site_path: list[LoopNest], store_path: list[LoopNest], heads: list[LoopNest],
             func: str, dag: FunctionDAG, inlined: set[str], plan: Plan) -> LoopNest:
     """Put `heads` in the site's children before the first child that reads `func`, and `func` in the
@@ -283,11 +294,15 @@ def _insert(tree: LoopNest, site_path: list[LoopNest], store_path: list[LoopNest
     site = site_path[-1]
     reading = readers(dag, func, inlined)
     holders = _children_holding(plan, site, reading)
-    pos = next((i for i, c in enumerate(site.children) if id(c) in holders), None)
-    if pos is None and site.is_root and dag.node(func).is_output:
+    pos = None
+    for i, c in enumerate(site.children):
+        if id(c) in holders:
+            pos = i
+            break
+    if pos is None and site.func is None and dag.node(func).is_output:
         pos = len(site.children)
     if pos is None:
-        raise ScheduleError(f"{func}: nothing computed inside {'root' if site.is_root else site.func} reads it")
+        raise ScheduleError(f"{func}: nothing computed inside {'root' if site.func is None else site.func} reads it")
     kids = list(site.children[:pos]) + heads + list(site.children[pos:])
     new = site.with_children(kids)
     if store_path[-1] is site:
@@ -303,6 +318,7 @@ def _insert(tree: LoopNest, site_path: list[LoopNest], store_path: list[LoopNest
     return new
 
 
+@cython.locals(dag="FunctionDAG")
 def readers(dag: FunctionDAG, func: str, inlined: set[str]) -> set[tuple[str, int]]:
     """Stages that read `func`, directly or through inlined Funcs."""
     out: set[tuple[str, int]] = set()
@@ -328,6 +344,7 @@ def _direct_readers(dag: FunctionDAG) -> dict[str, tuple[tuple[str, int], ...]]:
     return dag.analysis("ir.builder.direct_readers", compute)
 
 
+@cython.locals(plan="Plan", site="LoopNest", fp="FuncPlan", ch="Chain", own="Level", m="LoopNest", p="LoopNest")
 def _children_holding(plan: Plan, site: LoopNest, stages: set[tuple[str, int]]) -> set[int]:
     """Ids of the children of `site` whose subtrees compute one of `stages`: the next level of the stage when
     `site` is one of its levels, else its chain head walked up the plan's parent links (the tree's depth, not

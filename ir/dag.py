@@ -70,6 +70,19 @@ class Stage:
     accesses: tuple[Access, ...]
     op_histogram: Counter = field(repr=False)
     relations: dict = field(default_factory=dict, repr=False)  # producer -> ir.relation.Relation
+    # per loop, (name, Func dimension, None) for a pure loop or (name, -1, its RDom interval as constant forms):
+    # what loop_env reads, made once (search asks it of every region it derives)
+    env_loops: tuple = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        self.env_loops = tuple((l.name, l.func_dim, None) if l.pure else
+                               (l.name, -1, (const(l.rvar.min), const(l.rvar.min + l.rvar.extent - 1)))
+                               for l in self.loop)
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "env_loops" not in state:  # pickled before the field existed
+            self.__post_init__()
 
     @property
     def is_update(self) -> bool:
@@ -96,12 +109,8 @@ class Stage:
     def loop_env(self, region: tuple[tuple[Lin, Lin], ...]) -> Env:
         """Loop variable intervals when the Func's region is `region` (pure dims) and RDoms in full."""
         env: Env = {}
-        for l in self.loop:
-            if l.pure:
-                env[l.name] = region[l.func_dim]
-            else:
-                lo, hi = l.rdom_range
-                env[l.name] = (const(lo), const(hi))
+        for name, d, rdom in self.env_loops:
+            env[name] = region[d] if rdom is None else rdom
         return env
 
     def footprint(self, env: Env) -> list[tuple[Lin | None, Lin | None]]:
@@ -166,6 +175,12 @@ class InputNode:
 
 
 class FunctionDAG:
+    """The pipeline's Funcs as nodes with their stages, regions and access relations, and the analyses derived
+    from them (a plain slotted class: ir/dag.pxd declares it as a Cython extension type, so the compiled hot modules
+    look up nodes and analyses by C calls)."""
+
+    __slots__ = ("pipeline", "nodes", "_by_name", "inputs", "_analyses", "__weakref__")
+
     def __init__(self, pipeline):
         self.pipeline = pipeline
         self.nodes: tuple[Node, ...] = tuple(self._node(f, pipeline) for f in pipeline.funcs)
@@ -176,11 +191,17 @@ class FunctionDAG:
         self._link()
         self._infer_regions()
 
-    def __getstate__(self) -> dict:
+    def __reduce__(self):
         """Pickled without its analyses: they are recomputed on demand, and a searched DAG's memos (plans'
         chains, featurization tables) made a pipeline's pickle ~4 MB that every Ray task receiving it spent
-        ~0.3 s unpickling."""
-        return {**self.__dict__, "_analyses": {}}
+        ~0.3 s unpickling. The state follows the new object (its pipeline refers back to it)."""
+        return (_empty_dag, (), {"pipeline": self.pipeline, "nodes": self.nodes, "_by_name": self._by_name,
+                                 "inputs": self.inputs})
+
+    def __setstate__(self, state: dict) -> None:
+        self.pipeline, self.nodes = state["pipeline"], state["nodes"]
+        self._by_name, self.inputs = state["_by_name"], state["inputs"]
+        self._analyses = {}
 
     # -- derived analyses ------------------------------------------------------------------------
 
@@ -328,6 +349,11 @@ class FunctionDAG:
             if not changed:
                 return box
         raise PipelineError(f"{n.name}: the regions its updates touch do not converge")  # pragma: no cover
+
+
+def _empty_dag() -> FunctionDAG:
+    """A FunctionDAG for unpickling to fill (FunctionDAG.__setstate__)."""
+    return FunctionDAG.__new__(FunctionDAG)
 
 
 def _hmin(a, b):

@@ -4,3 +4,4 @@
 
 cdef class LoopNest:
     cdef readonly object func, stage, size, children, inlined, store_at, innermost, kind, vector_dim, vectorized_loop
+    cdef readonly bint parallel, unrolled

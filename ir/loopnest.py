@@ -46,7 +46,8 @@ FORMAT = 2  # 2: a "kind" per level; 1 (booleans parallel / unrolled) still load
 
 
 _FIELDS = ("func", "stage", "size", "children", "inlined", "store_at", "innermost", "kind", "vector_dim",
-           "vectorized_loop")
+           "vectorized_loop")  # the value: compared, hashed and pickled
+_DERIVED = ("parallel", "unrolled")  # what search reads of `kind` per node per state: set on construction
 
 
 class LoopKind(enum.Enum):
@@ -64,22 +65,30 @@ class LoopKind(enum.Enum):
         return f"LoopKind.{self.name}"
 
 
+# the members as module constants: a member read off an Enum class is a slow attribute look-up (and `.value` a
+# Python-level property), and constructing and hashing nodes reads them on every placement
+_SERIAL, _PARALLEL = LoopKind.SERIAL, LoopKind.PARALLEL
+_VECTORIZED, _UNROLLED = LoopKind.VECTORIZED, LoopKind.UNROLLED
+KIND_VALUES: dict[LoopKind, str] = {k: k.value for k in LoopKind}
+_KIND_BYTES: dict[LoopKind, bytes] = {k: v.encode() for k, v in KIND_VALUES.items()}
+
+
 class LoopNest:
     """One level of the loop tree: a frozen value, compared and hashed by its fields (a plain slotted class, not a
     dataclass: ir/loopnest.pxd declares it as a Cython extension type, whose fields the compiled hot modules read
     as struct members; Cython's own dataclass takes no `slots`)."""
 
-    __slots__ = _FIELDS
+    __slots__ = _FIELDS + _DERIVED
 
     def __init__(self, func: str | None = None, stage: int = 0, size: tuple[int, ...] = (),
                  children: tuple["LoopNest", ...] = (), inlined: tuple[tuple[str, int], ...] = (),
                  store_at: tuple[str, ...] = (), innermost: bool = False, kind: LoopKind = LoopKind.SERIAL,
                  vector_dim: int = -1, vectorized_loop: int = -1):
         kind = kind if isinstance(kind, LoopKind) else LoopKind(kind)
-        if kind is LoopKind.SERIAL and vectorized_loop >= 0:
-            kind = LoopKind.VECTORIZED
-        elif kind is LoopKind.VECTORIZED and vectorized_loop < 0:
-            kind = LoopKind.SERIAL  # a VECTORIZED level with no SIMD loop runs serially
+        if kind is _SERIAL and vectorized_loop >= 0:
+            kind = _VECTORIZED
+        elif kind is _VECTORIZED and vectorized_loop < 0:
+            kind = _SERIAL  # a VECTORIZED level with no SIMD loop runs serially
         _fill(self, func, stage, size, children, inlined, store_at, innermost, kind, vector_dim, vectorized_loop)
 
     # func: the Func whose stage these loops iterate; None at the root
@@ -92,6 +101,8 @@ class LoopNest:
     # kind: how this level's loops run
     # vector_dim: the Func dimension stored innermost and run as SIMD lanes (-1: none)
     # vectorized_loop: at the innermost level, the loop index run as SIMD lanes (-1: none)
+    # parallel: kind is PARALLEL, this level's pure loops run as one fused parallel loop (CPU)
+    # unrolled: kind is UNROLLED, at the innermost level the pure non-SIMD loops are fully unrolled
 
     def _fields(self) -> tuple:
         return (self.func, self.stage, self.size, self.children, self.inlined, self.store_at, self.innermost,
@@ -125,16 +136,6 @@ class LoopNest:
         return (LoopNest, self._fields())
 
     # -- queries ---------------------------------------------------------------------------------
-
-    @property
-    def parallel(self) -> bool:
-        """This level's pure loops run as one fused parallel loop (CPU)."""
-        return self.kind is LoopKind.PARALLEL
-
-    @property
-    def unrolled(self) -> bool:
-        """At the innermost level, the pure non-SIMD loops are fully unrolled."""
-        return self.kind is LoopKind.UNROLLED
 
     def kinds(self) -> set[LoopKind]:
         """Every loop kind used in this tree."""
@@ -318,7 +319,7 @@ class LoopNest:
         if depth > 0:
             for c in self.children:
                 h.update(repr(tuple(int(s > 1) for s in c.size) if depth == 1 else c.size).encode())
-                h.update(c.kind.value.encode())
+                h.update(_KIND_BYTES[c.kind])
             h.update(repr(self.vectorized_loop).encode())
         if depth > 1:
             for c in self.children:
@@ -386,9 +387,10 @@ def _fill(n, func, stage, size, children, inlined, store_at, innermost, kind, ve
         n.func, n.stage, n.size, n.children, n.inlined = func, stage, size, children, inlined
         n.store_at, n.innermost, n.kind, n.vector_dim, n.vectorized_loop = (store_at, innermost, kind, vector_dim,
                                                                             vectorized_loop)
+        n.parallel, n.unrolled = kind is _PARALLEL, kind is _UNROLLED
     else:
-        set_frozen_fields(n, _FIELDS, (func, stage, size, children, inlined, store_at, innermost, kind, vector_dim,
-                                       vectorized_loop))
+        set_frozen_fields(n, _FIELDS + _DERIVED, (func, stage, size, children, inlined, store_at, innermost, kind,
+                                                  vector_dim, vectorized_loop, kind is _PARALLEL, kind is _UNROLLED))
 
 
 def common_path(paths: list[list[LoopNest]]) -> list[LoopNest]:

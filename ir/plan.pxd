@@ -2,6 +2,7 @@
 # extension types, so the compiled hot modules read their fields as struct members instead of Python attribute
 # look-ups; pure Python runs the .py alone, the same classes with __slots__. Keep the fields in step with the .py.
 
+from ir.dag cimport FunctionDAG
 from ir.loopnest cimport LoopNest
 
 cdef class Loop:
@@ -34,7 +35,8 @@ cdef class Sliding:
     cdef public object dim, loop, level
 
 cdef class Plan:
-    cdef public object dag, target, _kind, complete
+    cdef public FunctionDAG dag
+    cdef public object target, _kind, complete
     cdef public LoopNest root
     cdef public dict funcs, levels, parent, keys, by_key, _memo
     cdef public object _walk, _chains, changed

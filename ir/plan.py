@@ -12,8 +12,8 @@ A tree that is not a valid schedule of its pipeline raises `ScheduleError` with 
 
 from __future__ import annotations
 
-import math
-import weakref
+from math import prod
+from weakref import ref as weak_ref
 from dataclasses import dataclass, field
 from itertools import repeat
 
@@ -25,7 +25,7 @@ except ImportError:  # pure Python without Cython: the typing decorators do noth
 from .bounds import Env
 from .dag import FunctionDAG, Node, Stage
 from .errors import ScheduleError
-from .loopnest import LoopNest
+from .loopnest import KIND_VALUES, LoopNest
 from .symbolic import INF, Lin, Sym, const, exact_diff, floordiv, lmax, lmin, monotonicity, upper_diff
 from .target import Target, get_target, target_kind
 
@@ -94,7 +94,7 @@ class Level:
 
     def __init__(self, node: LoopNest, chain: "Chain", depth: int, loops: list[Loop], order: tuple[int, ...]):
         self.node = node
-        self._chain = weakref.ref(chain)
+        self._chain = weak_ref(chain)
         self.depth = depth
         self.loops = loops  # in the stage's loop order (pure Vars, then RVars)
         self.order = order  # loop indices from outermost to innermost within this level
@@ -167,7 +167,7 @@ class FuncPlan:
 
     @property
     def allocation_points(self) -> int:
-        return math.prod(self.storage_extents)
+        return prod(self.storage_extents)
 
 
 class Sliding:
@@ -558,12 +558,12 @@ class Plan:
         if n.func is None:
             if p is not None:
                 raise ScheduleError("only the root may have func None")
-            if n.innermost or n.size or n.kind.value != "serial" or n.inlined:
+            if n.innermost or n.size or KIND_VALUES[n.kind] != "serial" or n.inlined:
                 raise ScheduleError("the root node carries no loops or annotations")
             return
         if n.func not in self.dag:
             raise ScheduleError(f"the loop nest schedules {n.func}, which is not a Func of the pipeline")
-        if n.kind.value not in self._kind.loop_kinds:
+        if KIND_VALUES[n.kind] not in self._kind.loop_kinds:
             raise ScheduleError(f"{n.func}.s{n.stage}: {n.kind.value} loops are not legal on {self.target.name}, a "
                                 f"{self._kind.name} target (legal: {', '.join(sorted(self._kind.loop_kinds))})")
         node = self.dag.node(n.func)
@@ -602,7 +602,8 @@ class Plan:
             if c.func == n.func and c.stage != n.stage:
                 raise ScheduleError(f"{where}: stage {c.stage} of {n.func} is nested inside stage {n.stage}")
 
-    @cython.locals(parent="Plan", old="FuncPlan", fp="FuncPlan", funcs="dict", stored="dict", old_funcs="dict")
+    @cython.locals(parent="Plan", old="FuncPlan", fp="FuncPlan", funcs="dict", stored="dict", old_funcs="dict",
+                   dag="FunctionDAG")
     def _group_chains(self, complete: bool, parent: "Plan | None" = None) -> None:
         """FuncPlans (unplanned) from the walk's chain heads. With `parent` (extend), a single-stage Func whose
         head, site and storage nodes are the parent's own gets the parent's FuncPlan object: extend keeps it as it
@@ -627,9 +628,9 @@ class Plan:
                     raise ScheduleError(f"{f} has update definitions and cannot be inlined")
                 fp = inlined_plans[f] = FuncPlan(f, node, inlined=True)
             self.funcs[f] = fp
-        stored, funcs, dag_node = walk.stored, self.funcs, self.dag.node
+        stored, funcs, dag = walk.stored, self.funcs, self.dag
         for f, hs in heads.items():
-            node = dag_node(f)
+            node = dag.node(f)
             head, site = hs[0]
             if len(hs) == 1 and len(node.stages) == 1 and head.stage == 0:  # the common case, checked at once
                 old = old_funcs.get(f)
@@ -974,7 +975,7 @@ class Plan:
             if not 2 <= n.size[j] <= MAX_VECTOR:
                 raise ScheduleError(f"{where}: a SIMD loop needs 2 to {MAX_VECTOR} lanes, got {n.size[j]}")
         if n.unrolled:
-            k = math.prod([s for j, s in enumerate(n.size) if j != n.vectorized_loop and ch.stage.loop[j].pure])
+            k = prod([s for j, s in enumerate(n.size) if j != n.vectorized_loop and ch.stage.loop[j].pure])
             if k > UNROLL_LIMIT:
                 raise ScheduleError(f"{where}: unrolling {k} iterations exceeds {UNROLL_LIMIT}")
 
@@ -1076,11 +1077,13 @@ def _unplanned(fp: FuncPlan) -> FuncPlan:
                     [Chain(fp.name, ch.stage, ch.head, ch.site, [], [], []) for ch in fp.chains])
 
 
+@cython.locals(dag="FunctionDAG")
 def dag_chain_memo(dag: FunctionDAG) -> dict:
     """The search-wide memo of Plan._derive_chain results for `dag` (values only: no ids, no pins)."""
     return dag.analysis("ir.plan.chains", dict)
 
 
+@cython.locals(dag="FunctionDAG")
 def dag_loop_memo(dag: FunctionDAG) -> dict:
     """The search-wide memo of Plan._loop results for `dag`, by everything a loop's forms derive from: a chain
     tiled anew along one loop keeps the forms of the others (values only: no ids, no pins)."""
@@ -1093,6 +1096,7 @@ def _geometry(n: LoopNest) -> tuple:
     return (n.func, n.stage, n.size, n.innermost, n.kind, n.vector_dim, n.vectorized_loop)
 
 
+@cython.locals(dag="FunctionDAG")
 def _inlined_func_plans(dag: FunctionDAG) -> dict[str, FuncPlan]:
     """One FuncPlan per inlined Func of `dag`, shared by every plan: an inlined Func has no loops, regions or
     storage of its own, so its plan is the same in every schedule (and nothing writes to it)."""
@@ -1109,6 +1113,7 @@ def _check_inlined_calls(n: LoopNest, calls: dict) -> None:
                             f"but calls {sorted(want.items())}; rebuild it with the builder")
 
 
+@cython.locals(dag="FunctionDAG")
 def _inlined_calls_cached(dag: FunctionDAG, inlined: frozenset) -> dict:
     cache = dag.analysis("ir.plan.inlined_calls", dict)  # inlined set -> calls
     r = cache.get(inlined)

@@ -186,18 +186,19 @@ class Lin:
 
     # -- arithmetic ------------------------------------------------------------------------------
 
+    @cython.locals(f="Lin")
     def __add__(self, o: "LinLike") -> "Lin":
         if type(o) is int:
             return Lin(self.terms, self.const + o) if o else self
-        o = Lin.of(o)
-        if not o.terms:
-            return Lin(self.terms, self.const + o.const)
+        f = o if type(o) is Lin else Lin.of(o)
+        if not f.terms:
+            return Lin(self.terms, self.const + f.const)
         if not self.terms:
-            return Lin(o.terms, self.const + o.const)
+            return Lin(f.terms, self.const + f.const)
         coefs = dict(self.terms)
-        for a, c in o.terms:
+        for a, c in f.terms:
             coefs[a] = coefs.get(a, 0) + c
-        return Lin._make(coefs, self.const + o.const)
+        return Lin._make(coefs, self.const + f.const)
 
     def __radd__(self, o: "LinLike") -> "Lin":
         return self.__add__(o)
@@ -205,18 +206,19 @@ class Lin:
     def __neg__(self) -> "Lin":
         return Lin(tuple([(a, -c) for a, c in self.terms]), -self.const)
 
+    @cython.locals(f="Lin")
     def __sub__(self, o: "LinLike") -> "Lin":
         if type(o) is int:
             return Lin(self.terms, self.const - o) if o else self
-        o = Lin.of(o)
-        if not o.terms:
-            return Lin(self.terms, self.const - o.const)
+        f = o if type(o) is Lin else Lin.of(o)
+        if not f.terms:
+            return Lin(self.terms, self.const - f.const)
         if not self.terms:
-            return Lin(tuple([(a, -c) for a, c in o.terms]), self.const - o.const)
+            return Lin(tuple([(a, -c) for a, c in f.terms]), self.const - f.const)
         coefs = dict(self.terms)
-        for a, c in o.terms:
+        for a, c in f.terms:
             coefs[a] = coefs.get(a, 0) - c
-        return Lin._make(coefs, self.const - o.const)
+        return Lin._make(coefs, self.const - f.const)
 
     def __rsub__(self, o: "LinLike") -> "Lin":
         return Lin.of(o) - self
@@ -309,21 +311,23 @@ def halide_div(x: LinLike, k: int) -> Lin:
     return -floordiv(x, -k)
 
 
+@cython.locals(af="Lin", bf="Lin")
 def minmax(kind: str, a: LinLike, b: LinLike) -> Lin:
-    a, b = Lin.of(a), Lin.of(b)
-    if a.is_const and b.is_const:
-        return const(min(a.const, b.const) if kind == "min" else max(a.const, b.const))
-    if a == b:
-        return a
+    af = a if type(a) is Lin else Lin.of(a)
+    bf = b if type(b) is Lin else Lin.of(b)
+    if not af.terms and not bf.terms:
+        return const(min(af.const, bf.const) if kind == "min" else max(af.const, bf.const))
+    if af == bf:
+        return af
     # drop an argument that can never win
-    both = _sym_upper_diffs(a, b)
-    ab, ba = both if both is not None else (upper_diff(a, b), upper_diff(b, a))
+    both = _sym_upper_diffs(af, bf)
+    ab, ba = both if both is not None else (upper_diff(af, bf), upper_diff(bf, af))
     if ab <= 0:  # a <= b always
-        return a if kind == "min" else b
+        return af if kind == "min" else bf
     if ba <= 0:
-        return b if kind == "min" else a
+        return bf if kind == "min" else af
     args: list[Lin] = []
-    for x in (a, b):
+    for x in (af, bf):
         atom = _single_atom(x)
         if isinstance(atom, MinMax) and atom.kind == kind:
             args.extend(atom.args)
@@ -335,6 +339,7 @@ def minmax(kind: str, a: LinLike, b: LinLike) -> Lin:
     return Lin(((MinMax(kind, tuple(uniq)), 1),), 0)
 
 
+@cython.locals(a="Lin", b="Lin", x="Lin")
 def _sym_upper_diffs(a: Lin, b: Lin) -> tuple[int, int] | None:
     """(upper_diff(a, b), upper_diff(b, a)) when a and b are sums of symbols with finite ranges (a tile's base and
     extent forms): _upper's answer for such a difference is its range, found here without building the form
@@ -383,6 +388,7 @@ _EXPANSION_BUDGET = 64
 _UPPER_MEMO: dict = {}  # h - l -> upper_diff: search asks the same differences of every candidate
 
 
+@cython.locals(d="Lin")
 def upper_diff(h: LinLike, l: LinLike) -> Number:
     """A static upper bound on h - l over every value the symbols can take (INF if none is known)."""
     d = Lin.of(h) - Lin.of(l)
@@ -396,16 +402,15 @@ def upper_diff(h: LinLike, l: LinLike) -> Number:
     return r
 
 
+@cython.locals(hf="Lin", lf="Lin", d="Lin")
 def exact_diff(h: LinLike, l: LinLike) -> int | None:
     """h - l if it is the same number for every value of the symbols, else None."""
-    if type(h) is not Lin:
-        h = Lin.of(h)
-    if type(l) is not Lin:
-        l = Lin.of(l)
-    if h.terms == l.terms:  # the common case: the same unknowns on both sides
-        return h.const - l.const
-    d = h - l
-    return d.const if d.is_const else None
+    hf = h if type(h) is Lin else Lin.of(h)
+    lf = l if type(l) is Lin else Lin.of(l)
+    if hf.terms == lf.terms:  # the common case: the same unknowns on both sides
+        return hf.const - lf.const
+    d = hf - lf
+    return None if d.terms else d.const
 
 
 def _upper(d: Lin, budget: list[int]) -> Number:

@@ -24,7 +24,7 @@ wrapper stages (pure copies), as are 256 inlined calls per point; tilings follow
 
 from __future__ import annotations
 
-import time
+from time import perf_counter
 from dataclasses import FrozenInstanceError, dataclass, field
 
 import numpy as np
@@ -441,20 +441,20 @@ class SearchSpace:
     def _plan_and_featurize(self, c: Candidate):
         """(plan, features) of a placed candidate; None when it is illegal or pruned."""
         s = c.parent
-        t0 = time.perf_counter()
+        t0 = perf_counter()
         try:
             plan = (Plan(self.dag, c.tree, self.target, complete=False) if self._fresh else
                     Plan.extend(s.plan, c.tree))
         except ScheduleError:
-            self.timing.enumerate_s += time.perf_counter() - t0
+            self.timing.enumerate_s += perf_counter() - t0
             return None
-        t1 = time.perf_counter()
+        t1 = perf_counter()
         self.timing.enumerate_s += t1 - t0
         if self._fresh:
             feats = schedule_features(plan, self.target, c.pending)
         else:
             feats = schedule_features(plan, self.target, c.pending, parent=s.features, parent_pending=s.pending)
-        self.timing.featurize_s += time.perf_counter() - t1
+        self.timing.featurize_s += perf_counter() - t1
         if not self._acceptable(feats, None if self._fresh else plan.changed or set()):
             return None
         return plan, feats
@@ -487,16 +487,16 @@ class SearchSpace:
                 firsts[key] = _FirstSibling(c.tree, done[0], done[1])
             return done
         plan = first.plan
-        t0 = time.perf_counter()
+        t0 = perf_counter()
         heads = retiled_heads(first.tree, c.tree, c.func)
         if heads is None:
-            self.timing.enumerate_s += time.perf_counter() - t0
+            self.timing.enumerate_s += perf_counter() - t0
             return _SLOW
         try:
             view = plan.retiled(c.func, heads)
         except ScheduleError:
             view = None
-        t1 = time.perf_counter()
+        t1 = perf_counter()
         self.timing.enumerate_s += t1 - t0
         done = None
         self.timing.retiled += 1
@@ -506,7 +506,7 @@ class SearchSpace:
             out = retiled_features(view, self.target, c.pending, first.features, c.func, first.allocations)
             if self._acceptable(out, plan.changed or set()):
                 done = (DeferredPlan(s.plan, c.tree), out)
-        self.timing.featurize_s += time.perf_counter() - t1
+        self.timing.featurize_s += perf_counter() - t1
         if self._checked:
             _same_derivation(c, done, self._plan_and_featurize(c))
         return done
@@ -516,13 +516,13 @@ class SearchSpace:
              pending: frozenset[str] | None = None) -> Candidate | None:
         """Decision `d` for `func` placed on `base` (default `s`); None when it cannot be placed."""
         base = base or s
-        t0 = time.perf_counter()
+        t0 = perf_counter()
         try:
             tree = self.builder.place(base.tree, func, d, base.inlined, plan=base.plan)
         except ScheduleError:
             return None
         finally:
-            self.timing.enumerate_s += time.perf_counter() - t0
+            self.timing.enumerate_s += perf_counter() - t0
         return Candidate(s, func, d, tree, s.pending if pending is None else pending)
 
     def _acceptable(self, feats, changed: set[str] | None) -> bool:

@@ -320,3 +320,25 @@ def test_a_pickled_dag_leaves_its_analyses_behind_and_recomputes_them_alike():
     assert len(pickle.dumps(p)) < 100_000
     after = featurize(q, ln)
     assert np.array_equal(before.schedule, after.schedule) and np.array_equal(before.pipeline, after.pipeline)
+    assert q.dag.pipeline is q  # the pipeline refers back to its own DAG, unpickled as one object
+
+
+def test_pickles_of_the_dict_based_dag_and_of_stages_without_env_loops_still_load():
+    """Before stop 84 a FunctionDAG pickled its __dict__ and a Stage had no env_loops: such state loads as now."""
+    from generator.apps import get_app
+    from ir.dag import FunctionDAG, Stage
+    from ir.symbolic import const
+
+    p = get_app("unsharp").build("small")
+    out = p.output_names[0]
+    old = {"pipeline": p, "nodes": p.dag.nodes, "_by_name": {n.name: n for n in p.dag.nodes}, "inputs": p.dag.inputs,
+           "_analyses": {"stale": 1}}
+    d = FunctionDAG.__new__(FunctionDAG)
+    d.__setstate__(old)
+    assert d._analyses == {} and d.node(out) is p.dag.node(out) and out in d
+    stage = p.dag.stage(out, 0)
+    state = {k: v for k, v in vars(stage).items() if k != "env_loops"}
+    s = Stage.__new__(Stage)
+    s.__setstate__(state)
+    region = tuple((const(lo), const(hi)) for lo, hi in p.dag.node(out).region)
+    assert s.env_loops == stage.env_loops and s.loop_env(region) == stage.loop_env(region)

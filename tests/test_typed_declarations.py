@@ -41,10 +41,14 @@ def source_fields(module: str, cls: str) -> set[str]:
     consts = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
               for t in node.targets if isinstance(t, ast.Name)}
     body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
+    def names(value) -> tuple:  # a tuple literal, a module-level tuple's name, or a sum of those
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+            return names(value.left) + names(value.right)
+        return names(consts[value.id]) if isinstance(value, ast.Name) else tuple(ast.literal_eval(value))
+
     for node in body.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__slots__" for t in node.targets):
-            value = consts[node.value.id] if isinstance(node.value, ast.Name) else node.value
-            return set(ast.literal_eval(value))
+            return set(names(node.value))
     found = set()
     for node in ast.walk(body):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
@@ -63,8 +67,8 @@ def _class_names(module: str, cls: str) -> set[str]:
 
 
 def test_the_typed_modules_are_the_search_core():
-    assert {"ir.symbolic", "ir.loopnest", "ir.plan", "featurize.schedule", "scheduler.space"} <= set(TYPED)
-    assert typed_imports("featurize.schedule") == ("ir.loopnest", "ir.plan")
+    assert {"ir.symbolic", "ir.dag", "ir.loopnest", "ir.plan", "featurize.schedule", "scheduler.space"} <= set(TYPED)
+    assert typed_imports("featurize.schedule") == ("ir.dag", "ir.loopnest", "ir.plan")
 
 
 @pytest.mark.parametrize("module", TYPED)
