@@ -36,13 +36,15 @@ def revision_tree(rev: str, error: Callable[[str], None]) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run_worker(tree: Path, script: Path, args: list[str], what: str, env: dict[str, str] | None = None) -> list[dict]:
-    """`script --worker *args` run with `tree`'s packages first on the path (and `env` added to the environment); the
-    JSON of each line it prints as 'RESULT {...}'. A worker that prints none ends the benchmark with its stderr's
-    tail, naming `what` it ran."""
+def run_worker(tree: Path, script: Path, args: list[str], what: str, env: dict[str, str] | None = None,
+               launcher: list[str] | None = None) -> list[dict]:
+    """`script --worker *args` run with `tree`'s packages first on the path (and `env` added to the environment), under
+    `launcher` if given (a command that runs the Python process, e.g. valgrind with its options); the JSON of each
+    line it prints as 'RESULT {...}'. A worker that prints none ends the benchmark with its stderr's tail, naming
+    `what` it ran."""
     env = dict(os.environ, **(env or {}), PYTHONPATH=str(tree))
-    r = subprocess.run([sys.executable, str(script), "--worker", *args], cwd=tree, env=env, capture_output=True,
-                       text=True)
+    r = subprocess.run([*(launcher or []), sys.executable, str(script), "--worker", *args], cwd=tree, env=env,
+                       capture_output=True, text=True)
     results = [json.loads(x[7:]) for x in r.stdout.splitlines() if x.startswith("RESULT ")]
     if not results:
         raise SystemExit(f"{script.stem}: {what} under {tree} failed:\n{r.stderr[-2000:]}")

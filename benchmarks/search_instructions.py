@@ -23,11 +23,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +45,7 @@ class Count:
 
 
 def worker(a) -> int:
-    """Set up (and, unless --setup-only, search) under this process's code; one RESULT line."""
+    """Set up (and with `--worker search`, search) under this process's code; one RESULT line."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from search_speed import pipelines, warm_up
 
@@ -78,18 +77,23 @@ def instructions_executed(valgrind_stderr: str) -> int | None:
 
 def count(tree: Path, a, what: str, algorithm: str = "") -> Count:
     """One worker under cachegrind with `tree`'s packages first on the path."""
-    args = ["--worker", what, "--apps", ",".join(a.apps), "--random", str(a.random), "--seed", str(a.seed),
-            "--model", a.model, "--target", a.target, "--beam-size", str(a.beam_size), "--passes", str(a.passes)]
+    import ab
+
+    args = [what, "--apps", ",".join(a.apps), "--random", str(a.random), "--seed", str(a.seed), "--model", a.model,
+            "--target", a.target, "--beam-size", str(a.beam_size), "--passes", str(a.passes)]
     if algorithm:
         args += ["--algorithm", algorithm]
-    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0")
-    r = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-                        sys.executable, str(Path(__file__).resolve()), *args], cwd=tree, env=env,
-                       capture_output=True, text=True)
-    executed = instructions_executed(r.stderr)
-    results = [json.loads(x[7:]) for x in r.stdout.splitlines() if x.startswith("RESULT ")]
-    if r.returncode != 0 or executed is None or not results:
-        raise SystemExit(f"search_instructions: {what} {algorithm} under {tree} failed:\n{r.stderr[-2000:]}")
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "cachegrind.log"
+        results = ab.run_worker(tree, Path(__file__).resolve(), args, f"{what} {algorithm}".strip(),
+                                {"PYTHONHASHSEED": "0"}, launcher=["valgrind", "--tool=cachegrind", "--cache-sim=no",
+                                                                   "--cachegrind-out-file=/dev/null",
+                                                                   f"--log-file={log}"])
+        summary = log.read_text() if log.is_file() else ""
+    executed = instructions_executed(summary)
+    if executed is None:
+        raise SystemExit(f"search_instructions: {what} {algorithm} under {tree}: no instruction count from "
+                         f"valgrind:\n{summary[-2000:]}")
     return Count(executed, results[0]["states"], results[0]["compiled"])
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from .dag import FunctionDAG, Stage
 from .errors import ScheduleError
-from .loopnest import LoopKind, LoopNest
+from .loopnest import PARALLEL, SERIAL, UNROLLED, LoopNest
 from .plan import Plan, _inlined_calls_cached
 from .target import Target, get_target
 
@@ -27,9 +27,6 @@ try:
     import cython
 except ImportError:  # pure Python without Cython: the typing decorators do nothing
     from .cython_pure import cython
-
-# members read once: a member read off an Enum class is a slow attribute look-up, and search builds chains per child
-_SERIAL, _PARALLEL, _UNROLLED = LoopKind.SERIAL, LoopKind.PARALLEL, LoopKind.UNROLLED
 
 
 @dataclass
@@ -211,7 +208,7 @@ class ScheduleBuilder:
         last = len(sizes) - 1
         for depth in range(last, -1, -1):
             innermost = depth == last
-            kind = outer_kind if depth == 0 else inner_kind if innermost else _SERIAL
+            kind = outer_kind if depth == 0 else inner_kind if innermost else SERIAL
             node = LoopNest(func=func, stage=stage.index, size=sizes[depth], children=() if innermost else (node,),
                             inlined=inlined if innermost else (), innermost=innermost, kind=kind, vector_dim=v,
                             vectorized_loop=vj if innermost else -1)
@@ -260,9 +257,9 @@ class ScheduleBuilder:
             below = [b * k for b, k in zip(below, level)]
         # the outermost level runs as many tiles as cover the region (the last one shifted or clipped)
         sizes[0] = [-(-full[j] // (below[j] // sizes[0][j])) if pure[j] else sizes[0][j] for j in range(len(names))]
-        inner_kind = _UNROLLED if spec.unroll else _SERIAL  # SERIAL + SIMD: VECTORIZED
-        outer_kind = (_PARALLEL if spec.parallel else
-                      inner_kind if len(sizes) == 1 else _SERIAL)
+        inner_kind = UNROLLED if spec.unroll else SERIAL  # SERIAL + SIMD: VECTORIZED
+        outer_kind = (PARALLEL if spec.parallel else
+                      inner_kind if len(sizes) == 1 else SERIAL)
         return tuple(tuple(z) for z in sizes), vj, inner_kind, outer_kind
 
 

@@ -65,10 +65,10 @@ class LoopKind(enum.Enum):
         return f"LoopKind.{self.name}"
 
 
-# the members as module constants: a member read off an Enum class is a slow attribute look-up (and `.value` a
-# Python-level property), and constructing and hashing nodes reads them on every placement
-_SERIAL, _PARALLEL = LoopKind.SERIAL, LoopKind.PARALLEL
-_VECTORIZED, _UNROLLED = LoopKind.VECTORIZED, LoopKind.UNROLLED
+# the members as module constants (here and in ir.builder): a member read off an Enum class is a slow attribute
+# look-up (and `.value` a Python-level property), and constructing and hashing nodes reads them on every placement
+SERIAL, PARALLEL = LoopKind.SERIAL, LoopKind.PARALLEL
+VECTORIZED, UNROLLED = LoopKind.VECTORIZED, LoopKind.UNROLLED
 KIND_VALUES: dict[LoopKind, str] = {k: k.value for k in LoopKind}
 _KIND_BYTES: dict[LoopKind, bytes] = {k: v.encode() for k, v in KIND_VALUES.items()}
 
@@ -85,10 +85,10 @@ class LoopNest:
                  store_at: tuple[str, ...] = (), innermost: bool = False, kind: LoopKind = LoopKind.SERIAL,
                  vector_dim: int = -1, vectorized_loop: int = -1):
         kind = kind if isinstance(kind, LoopKind) else LoopKind(kind)
-        if kind is _SERIAL and vectorized_loop >= 0:
-            kind = _VECTORIZED
-        elif kind is _VECTORIZED and vectorized_loop < 0:
-            kind = _SERIAL  # a VECTORIZED level with no SIMD loop runs serially
+        if kind is SERIAL and vectorized_loop >= 0:
+            kind = VECTORIZED
+        elif kind is VECTORIZED and vectorized_loop < 0:
+            kind = SERIAL  # a VECTORIZED level with no SIMD loop runs serially
         _fill(self, func, stage, size, children, inlined, store_at, innermost, kind, vector_dim, vectorized_loop)
 
     # func: the Func whose stage these loops iterate; None at the root
@@ -387,10 +387,10 @@ def _fill(n, func, stage, size, children, inlined, store_at, innermost, kind, ve
         n.func, n.stage, n.size, n.children, n.inlined = func, stage, size, children, inlined
         n.store_at, n.innermost, n.kind, n.vector_dim, n.vectorized_loop = (store_at, innermost, kind, vector_dim,
                                                                             vectorized_loop)
-        n.parallel, n.unrolled = kind is _PARALLEL, kind is _UNROLLED
+        n.parallel, n.unrolled = kind is PARALLEL, kind is UNROLLED
     else:
         set_frozen_fields(n, _FIELDS + _DERIVED, (func, stage, size, children, inlined, store_at, innermost, kind,
-                                                  vector_dim, vectorized_loop, kind is _PARALLEL, kind is _UNROLLED))
+                                                  vector_dim, vectorized_loop, kind is PARALLEL, kind is UNROLLED))
 
 
 def common_path(paths: list[list[LoopNest]]) -> list[LoopNest]:

@@ -5,3 +5,5 @@
 cdef class Lin:
     cdef readonly tuple terms
     cdef readonly object const
+
+cdef Lin _as_lin(object v)  # a C function: the arithmetic converts its operands with it

@@ -190,7 +190,7 @@ class Lin:
     def __add__(self, o: "LinLike") -> "Lin":
         if type(o) is int:
             return Lin(self.terms, self.const + o) if o else self
-        f = o if type(o) is Lin else Lin.of(o)
+        f = _as_lin(o)
         if not f.terms:
             return Lin(self.terms, self.const + f.const)
         if not self.terms:
@@ -210,7 +210,7 @@ class Lin:
     def __sub__(self, o: "LinLike") -> "Lin":
         if type(o) is int:
             return Lin(self.terms, self.const - o) if o else self
-        f = o if type(o) is Lin else Lin.of(o)
+        f = _as_lin(o)
         if not f.terms:
             return Lin(self.terms, self.const - f.const)
         if not self.terms:
@@ -241,6 +241,12 @@ class Lin:
 
 
 LinLike = Union[Lin, Sym, FloorDiv, MinMax, int]
+
+
+def _as_lin(v: LinLike) -> Lin:
+    """`v` as a form: itself when it is one, the common case, tested before paying Lin.of's call (compiled, a C
+    function: ir/symbolic.pxd)."""
+    return v if type(v) is Lin else Lin.of(v)
 
 
 @cython.locals(x="Lin")
@@ -313,8 +319,8 @@ def halide_div(x: LinLike, k: int) -> Lin:
 
 @cython.locals(af="Lin", bf="Lin")
 def minmax(kind: str, a: LinLike, b: LinLike) -> Lin:
-    af = a if type(a) is Lin else Lin.of(a)
-    bf = b if type(b) is Lin else Lin.of(b)
+    af = _as_lin(a)
+    bf = _as_lin(b)
     if not af.terms and not bf.terms:
         return const(min(af.const, bf.const) if kind == "min" else max(af.const, bf.const))
     if af == bf:
@@ -391,7 +397,7 @@ _UPPER_MEMO: dict = {}  # h - l -> upper_diff: search asks the same differences 
 @cython.locals(d="Lin")
 def upper_diff(h: LinLike, l: LinLike) -> Number:
     """A static upper bound on h - l over every value the symbols can take (INF if none is known)."""
-    d = Lin.of(h) - Lin.of(l)
+    d = _as_lin(h) - _as_lin(l)
     if not d.terms:
         return d.const
     r = _UPPER_MEMO.get(d)
@@ -405,8 +411,8 @@ def upper_diff(h: LinLike, l: LinLike) -> Number:
 @cython.locals(hf="Lin", lf="Lin", d="Lin")
 def exact_diff(h: LinLike, l: LinLike) -> int | None:
     """h - l if it is the same number for every value of the symbols, else None."""
-    hf = h if type(h) is Lin else Lin.of(h)
-    lf = l if type(l) is Lin else Lin.of(l)
+    hf = _as_lin(h)
+    lf = _as_lin(l)
     if hf.terms == lf.terms:  # the common case: the same unknowns on both sides
         return hf.const - lf.const
     d = hf - lf
