@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # the search's hot modules compiled by Cython (ir/hot.py): only those whose source changed since their last build
-# (~1 minute for all nine on 2 cores, a second when all are current); a module without a current build runs as the
+# (~1 minute for all ten on 2 cores, a second when all are current); a module without a current build runs as the
 # pure Python it is, so a build that fails only makes search slower
 compiled: $(STAMP)
 	$(BIN)/python -m ir.compiled build || echo "make compiled failed: the hot modules run as pure Python" >&2

@@ -84,7 +84,9 @@ def _build_one(m: str, quiet: bool) -> bool:
         print(f"compiling {m} ...", flush=True)
     with tempfile.TemporaryDirectory(prefix="schedlab-cython-") as tmp:
         # cythonize the source in place (its package path names the module) into a private build directory
-        ext = cythonize([Extension(m, [str(src)], extra_compile_args=["-O2"])], build_dir=tmp, language_level=3,
+        # -ffp-contract=off: no a * b + c fused into one rounding, so C double arithmetic gives the bits Python's does
+        ext = cythonize([Extension(m, [str(src)], extra_compile_args=["-O2", "-ffp-contract=off"])], build_dir=tmp,
+                        language_level=3,
                         include_path=[str(ROOT)],
                         quiet=True, compiler_directives={
                             "annotation_typing": False, "binding": True,

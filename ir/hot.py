@@ -26,13 +26,14 @@ import sys
 from pathlib import Path
 
 # The modules a search's time is spent in (profiles of beam search on the apps and random pipelines): planning,
-# placement, featurization, the symbolic algebra under them, and the search loop.
+# placement, featurization, the symbolic algebra under them, the search loop, and the analytical cost terms it scores
+# children with.
 HOT_MODULES = (
     "ir.symbolic", "ir.relation", "ir.dag", "ir.loopnest", "ir.plan", "ir.builder",
-    "featurize.schedule", "scheduler.space", "scheduler.search",
+    "featurize.schedule", "scheduler.space", "scheduler.search", "train.analytical_rows",
 )
 # Part of every digest: a change to how modules are compiled makes every earlier build stale.
-RECIPE = "cython-pure-python-mode/annotation_typing=False/binding=True/nonecheck=True/O2/v2"
+RECIPE = "cython-pure-python-mode/annotation_typing=False/binding=True/nonecheck=True/O2/fp-contract=off/v3"
 ROOT = Path(__file__).resolve().parent.parent  # the directory holding schedlab's packages
 
 

@@ -14,6 +14,8 @@ import pytest
 from ir.hot import HOT_MODULES, declarations_path, source_path, typed_imports
 
 TYPED = [m for m in HOT_MODULES if declarations_path(m).is_file()]
+# modules whose .pxd declares extension types (train/analytical_rows.pxd types only functions)
+WITH_CLASSES = [m for m in TYPED if re.search(r"^cdef class ", declarations_path(m).read_text(), re.M)]
 _CDEF_FIELDS = re.compile(r"\s+cdef\s+(?:public\s+|readonly\s+)?([\w.]+)\s+(\w+(?:\s*,\s*\w+)*)\s*$")
 
 
@@ -71,7 +73,7 @@ def test_the_typed_modules_are_the_search_core():
     assert typed_imports("featurize.schedule") == ("ir.dag", "ir.loopnest", "ir.plan")
 
 
-@pytest.mark.parametrize("module", TYPED)
+@pytest.mark.parametrize("module", WITH_CLASSES)
 def test_every_declared_class_has_the_fields_of_its_source(module):
     classes = declared_classes(module)
     assert classes, f"{declarations_path(module)} declares no cdef class"

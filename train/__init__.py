@@ -10,4 +10,6 @@ Lightning or MLflow, which only the training entry point needs.
 
 from __future__ import annotations
 
+import ir  # noqa: F401  (installs ir.hot's import hook first: train.analytical_rows is a hot module)
+
 __all__: list[str] = []

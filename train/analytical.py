@@ -76,7 +76,8 @@ import numpy as np
 from featurize.schema import LINE_BYTES, PIPELINE_ROWS, SCHEDULE_INDEX, lines_per_vector
 from ir.dag import OP_TYPES, TYPE_BUCKETS
 
-from .array_ops import array_ops
+from . import analytical_rows
+from .array_ops import NUMPY, array_ops
 
 # Appendix B's 27 terms (train.model.TERMS order) and a fixed cost per unit of each, in nanoseconds.
 COEFFICIENTS = np.array([
@@ -185,8 +186,29 @@ def analytical_terms(pipeline_features, schedule_features, cores: float, prior: 
     `prior` 2 replaces the page-fault term with pages_faulted."""
     check_prior(prior)
     xp = array_ops(schedule_features)
+    if xp is NUMPY and analytical_rows.COMPILED and PRIOR_PARTS[prior] <= analytical_rows.ROW_PARTS and \
+            schedule_features.dtype in _ROW_DTYPES:
+        return _terms_by_rows(pipeline_features, schedule_features, cores, prior)
     with xp.quiet():
         return _analytical_terms(xp, pipeline_features, schedule_features, cores, prior)
+
+
+_ROW_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _terms_by_rows(pipeline_features: np.ndarray, schedule_features: np.ndarray, cores: float,
+                   prior: int) -> np.ndarray:
+    """analytical_terms of numpy arrays by the compiled loop over rows (train.analytical_rows), the same bits."""
+    sf, parts = schedule_features, PRIOR_PARTS[prior]
+    with NUMPY.quiet():  # the operations per point as _analytical_terms computes them: in the features' dtypes
+        ops = np.maximum(pipeline_features[:, OPS, :].sum((1, 2)).astype(sf.dtype, copy=False), 1)
+    rows = np.ascontiguousarray(sf.reshape(-1, sf.shape[-1]), dtype=np.float64)
+    ops_rows = np.ascontiguousarray(np.broadcast_to(ops, sf.shape[:-1]).reshape(-1), dtype=np.float64)
+    out = np.empty((rows.shape[0], analytical_rows.NUM_TERMS))
+    analytical_rows.terms_rows(rows, ops_rows, out, sf.shape[-2], float(cores), sf.dtype == np.float32,
+                               "fresh_pages" in parts, "line_cap" in parts, "new_reads" in parts, "dram_bytes" in parts,
+                               float(MMAP_THRESHOLD), float(PAGE_BYTES), float(LINE_BYTES), float(DRAM_ALLOCATION))
+    return out.reshape(sf.shape[:-1] + (analytical_rows.NUM_TERMS,)).astype(sf.dtype, copy=False)
 
 
 def _analytical_terms(xp, pipeline_features, schedule_features, cores: float, prior: int):
