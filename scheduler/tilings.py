@@ -52,12 +52,10 @@ def inner_tilings(extents: list[int], vector_dim: int = -1, vector_width: int = 
 @functools.lru_cache(maxsize=4096)
 def _inner_tilings(extents: tuple[int, ...], vector_dim: int, vector_width: int, limit: int) -> tuple:
     """inner_tilings, memoized: search asks for the same regions over and over."""
-    extents = list(extents)
     stride = 1
     while True:
         per_dim = [_sizes(e, vector_width if d == vector_dim else 1, stride) for d, e in enumerate(extents)]
-        combos = [t for t in itertools.product(*per_dim)
-                  if list(t) != list(extents) and any(s > 1 for s in t)]
+        combos = [t for t in itertools.product(*per_dim) if t != extents and any(s > 1 for s in t)]
         if len(combos) <= limit or stride > 8:
             break
         stride *= 2
