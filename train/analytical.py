@@ -200,8 +200,8 @@ def _terms_by_rows(pipeline_features: np.ndarray, schedule_features: np.ndarray,
                    prior: int) -> np.ndarray:
     """analytical_terms of numpy arrays by the compiled loop over rows (train.analytical_rows), the same bits."""
     sf, parts = schedule_features, PRIOR_PARTS[prior]
-    with NUMPY.quiet():  # the operations per point as _analytical_terms computes them: in the features' dtypes
-        ops = np.maximum(pipeline_features[:, OPS, :].sum((1, 2)).astype(sf.dtype, copy=False), 1)
+    with NUMPY.quiet():
+        ops = ops_per_point(NUMPY, pipeline_features, sf)
     rows = np.ascontiguousarray(sf.reshape(-1, sf.shape[-1]), dtype=np.float64)
     ops_rows = np.ascontiguousarray(np.broadcast_to(ops, sf.shape[:-1]).reshape(-1), dtype=np.float64)
     out = np.empty((rows.shape[0], analytical_rows.NUM_TERMS))
@@ -235,11 +235,17 @@ def _analytical_terms(xp, pipeline_features, schedule_features, cores: float, pr
     if "lane_ops" in parts:
         ops = ops_per_lane(pipeline_features, x)  # [..., S]: depends on each schedule's vector size
     else:
-        ops = xp.clamp_min(xp.cast_like(pipeline_features[:, OPS, :].sum((1, 2)), sf), 1)  # ops per point of each stage
+        ops = ops_per_point(xp, pipeline_features, sf)
     tasks = xp.clamp_min(x[..., SCHEDULE_INDEX["inner_parallelism"]] * x[..., SCHEDULE_INDEX["outer_parallelism"]], 1)
     terms[..., COMPUTE_TERMS] = terms[..., COMPUTE_TERMS] * ops[..., None]
     terms[..., PARALLEL_TERMS] = terms[..., PARALLEL_TERMS] / xp.clamp_max(tasks, float(cores))[..., None]
     return terms
+
+
+def ops_per_point(xp, pipeline_features, schedule_features):
+    """Operations per point of each stage, [S] in the schedule features' dtype, at least 1: the op histogram of
+    pipeline features [S, 40, 7] without variables, params, constants and lets (every prior but 8)."""
+    return xp.clamp_min(xp.cast_like(pipeline_features[:, OPS, :].sum((1, 2)), schedule_features), 1)
 
 
 def ops_per_lane(pipeline_features, x):
