@@ -5,3 +5,5 @@
 cdef class LoopNest:
     cdef readonly object func, stage, size, children, inlined, store_at, innermost, kind, vector_dim, vectorized_loop
     cdef readonly bint parallel, unrolled
+    # structural_hash's memo (depth -> hash), not part of the value
+    cdef object _hashes

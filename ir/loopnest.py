@@ -48,6 +48,7 @@ FORMAT = 2  # 2: a "kind" per level; 1 (booleans parallel / unrolled) still load
 _FIELDS = ("func", "stage", "size", "children", "inlined", "store_at", "innermost", "kind", "vector_dim",
            "vectorized_loop")  # the value: compared, hashed and pickled
 _DERIVED = ("parallel", "unrolled")  # what search reads of `kind` per node per state: set on construction
+_EMPTY_STRUCTURE = hash(())  # structural_hash below depth 0
 
 
 class LoopKind(enum.Enum):
@@ -70,7 +71,6 @@ class LoopKind(enum.Enum):
 SERIAL, PARALLEL = LoopKind.SERIAL, LoopKind.PARALLEL
 VECTORIZED, UNROLLED = LoopKind.VECTORIZED, LoopKind.UNROLLED
 KIND_VALUES: dict[LoopKind, str] = {k: k.value for k in LoopKind}
-_KIND_BYTES: dict[LoopKind, bytes] = {k: v.encode() for k, v in KIND_VALUES.items()}
 
 
 class LoopNest:
@@ -78,7 +78,7 @@ class LoopNest:
     dataclass: ir/loopnest.pxd declares it as a Cython extension type, whose fields the compiled hot modules read
     as struct members; Cython's own dataclass takes no `slots`)."""
 
-    __slots__ = _FIELDS + _DERIVED
+    __slots__ = _FIELDS + _DERIVED + ("_hashes",)  # _hashes: structural_hash's memo, not part of the value
 
     def __init__(self, func: str | None = None, stage: int = 0, size: tuple[int, ...] = (),
                  children: tuple["LoopNest", ...] = (), inlined: tuple[tuple[str, int], ...] = (),
@@ -299,6 +299,7 @@ class LoopNest:
                 else self.dumps())
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
+    @cython.locals(c="LoopNest")
     def structural_hash(self, depth: int) -> int:
         """Hash of the loop structure down to `depth` (seeds/adams2019 §3.2 coarse-to-fine passes;
         Halide's LoopNest::structural_hash).
@@ -306,24 +307,34 @@ class LoopNest:
         Every level contributes which Funcs are stored, computed and inlined at it. From depth 1 it
         adds its children's loop sizes (at depth exactly 1 only whether each is more than one) and loop
         kinds, and its vectorized loop; from depth 2 it descends into its children with depth - 2.
-        """
-        h = hashlib.blake2b(digest_size=8)
-        self._hash_into(h, depth)
-        return int.from_bytes(h.digest(), "little")
 
-    def _hash_into(self, h, depth: int) -> None:
+        Each node's hash at each depth is remembered on the node (not part of its value): a child state's tree
+        shares every subtree off the path to its new decision with its parent's, so a search hashes only the
+        nodes a placement made. Python's hash of the tuples, not a digest of their text: equal structures hash
+        equal, and what the search compares is only whether two hashes are equal (a 64-bit collision aside)."""
         if depth < 0:
-            return
-        h.update(repr((sorted(self.store_at), [(c.func, c.stage) for c in self.children],
-                       sorted(f for f, _ in self.inlined))).encode())
+            return _EMPTY_STRUCTURE
+        memo = self._hashes
+        if memo is None:
+            memo = {}
+            if cython.compiled:
+                self._hashes = memo
+            else:
+                object.__setattr__(self, "_hashes", memo)
+        h = memo.get(depth)
+        if h is not None:
+            return h
+        key = (tuple(sorted(self.store_at)), tuple([(c.func, c.stage) for c in self.children]),
+               tuple(sorted([f for f, _ in self.inlined])))
         if depth > 0:
-            for c in self.children:
-                h.update(repr(tuple(int(s > 1) for s in c.size) if depth == 1 else c.size).encode())
-                h.update(_KIND_BYTES[c.kind])
-            h.update(repr(self.vectorized_loop).encode())
-        if depth > 1:
-            for c in self.children:
-                c._hash_into(h, depth - 2)
+            if depth == 1:
+                key += (tuple([(tuple([s > 1 for s in c.size]), c.kind._value_) for c in self.children]),
+                        self.vectorized_loop)
+            else:
+                key += (tuple([(c.size, c.kind._value_) for c in self.children]), self.vectorized_loop,
+                        tuple([c.structural_hash(depth - 2) for c in self.children]))
+        h = memo[depth] = hash(key)
+        return h
 
     # -- printing --------------------------------------------------------------------------------
 
@@ -389,8 +400,9 @@ def _fill(n, func, stage, size, children, inlined, store_at, innermost, kind, ve
                                                                             vectorized_loop)
         n.parallel, n.unrolled = kind is PARALLEL, kind is UNROLLED
     else:
-        set_frozen_fields(n, _FIELDS + _DERIVED, (func, stage, size, children, inlined, store_at, innermost, kind,
-                                                  vector_dim, vectorized_loop, kind is PARALLEL, kind is UNROLLED))
+        set_frozen_fields(n, _FIELDS + _DERIVED + ("_hashes",), (func, stage, size, children, inlined, store_at,
+                                                                 innermost, kind, vector_dim, vectorized_loop,
+                                                                 kind is PARALLEL, kind is UNROLLED, None))
 
 
 def common_path(paths: list[list[LoopNest]]) -> list[LoopNest]:

@@ -5,5 +5,7 @@
 cdef class Lin:
     cdef readonly tuple terms
     cdef readonly object const
+    # __hash__'s value once computed (not part of the value; set only compiled)
+    cdef object _hashed
 
 cdef Lin _as_lin(object v)  # a C function: the arithmetic converts its operands with it

@@ -107,7 +107,7 @@ class Lin:
     (a plain slotted class, not a dataclass: ir/symbolic.pxd declares it as a Cython extension type, which the
     compiled hot modules make and read as a C struct)."""
 
-    __slots__ = ("terms", "const")
+    __slots__ = ("terms", "const", "_hashed")  # _hashed: __hash__'s value, remembered only compiled
 
     def __init__(self, terms: tuple[tuple[Atom, int], ...] = (), const: int = 0):
         _fill_lin(self, terms, const)
@@ -123,6 +123,13 @@ class Lin:
         return (self.terms, self.const) != (other.terms, other.const)
 
     def __hash__(self) -> int:
+        """Remembered once computed, compiled (a search hashes the same region forms as memo keys hundreds of
+        thousands of times); as Python, computed on every call (the slotted class keeps just its two fields)."""
+        if cython.compiled:
+            h = self._hashed
+            if h is None:
+                h = self._hashed = hash((self.terms, self.const))
+            return h
         return hash((self.terms, self.const))
 
     def __setattr__(self, name, value):

@@ -274,10 +274,12 @@ def _bless(ends: list[Scored], p: int, beam_size: int) -> set[int]:
 
 
 def _distinct(states: list[Scored]) -> list[Scored]:
-    seen: set[str] = set()
+    """The cheapest of each distinct schedule, cheapest first. Trees compare by value (the same equality as their
+    fingerprints, without writing each one out as JSON)."""
+    seen: set = set()
     out = []
     for s in sorted(states, key=lambda s: (s.cost, s.state.order)):
-        k = s.tree.fingerprint
+        k = s.tree
         if k not in seen:
             seen.add(k)
             out.append(s)
