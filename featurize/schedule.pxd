@@ -1,6 +1,9 @@
 # Cython declarations for featurize/schedule.py (an augmenting .pxd: ir.hot compiles the .py with it). The
 # featurizer and the DAG's static facts become extension types, and the plan's classes are cimported from
 # ir/plan.pxd, so the compiled module reads their fields as struct members. Keep the fields in step with the .py.
+# The featurizer's per-stage methods are cpdef: a call between them is a C call through the type's table instead of
+# a method look-up and Python's calling convention (a featurized stage makes a dozen such calls). The .py must call
+# them directly, never take one as a bound object first (Cython converts it with a mismatched signature).
 
 from ir.dag cimport FunctionDAG
 from ir.loopnest cimport LoopNest
@@ -22,3 +25,31 @@ cdef class _Featurizer:
     cdef public dict parent, feats, _runs, _input_fp
     cdef public frozenset inlined_set
     cdef public dict _regions_memo, _vectors_memo, _counts_memo, _siblings_memo, _tasks_memo
+
+    cpdef iters(self, LoopNest n)
+    cpdef runs(self, LoopNest n)
+    cpdef tasks(self, LoopNest n)
+    cpdef outer_parallelism(self, n)
+    cpdef root_head(self, n)
+    cpdef alloc_in(self, n)
+    cpdef alloc_table(self)
+    cpdef extents(self, region, cap)
+    cpdef callers_redone(self, name, redo)
+    cpdef patch_root_working_set(self, old)
+    cpdef patch_working_sets(self, old, FuncPlan fp, Chain ch, task_reads=*)
+    cpdef stage(self, FuncPlan fp, Chain ch)
+    cpdef native_vector_size(self, stage)
+    cpdef task_features(self, v, FuncPlan fp, Chain ch)
+    cpdef task_reads(self, v, FuncPlan fp, Chain ch)
+    cpdef region_footprint(self, producer, LoopNest n)
+    cpdef _input_region_at(self, name, n)
+    cpdef dense_dim(self, producer)
+    cpdef footprint(self, producer, extents)
+    cpdef _footprint(self, producer, extents, dense)
+    cpdef load_features(self, v, FuncPlan fp, Chain ch, realizations)
+    cpdef new_reads(self, v, FuncPlan fp, stage, vec_regions, b_real, l_real)
+    cpdef load_counts(self, stage, LoopNest inner)
+    cpdef vector_regions(self, Chain ch)
+    cpdef vector_env(self, Chain ch)
+    cpdef classify(self, producer, jac, vec)
+    cpdef inlined(self, FuncPlan fp)

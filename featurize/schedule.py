@@ -449,12 +449,11 @@ class _Featurizer:
         self.task_features(v, fp, ch)
         self.load_features(v, fp, ch, realizations)
 
-        alloc_in = self.alloc_in
-        v[_WS_HEAD] = float(alloc_in(head))
-        v[_WS_PROD] = float(alloc_in(site))
-        v[_WS_REAL] = float(alloc_in(store))
-        v[_WS_TASK] = float(alloc_in(self.root_head(head)))
-        v[_WS_ROOT] = float(alloc_in(self.plan.root))
+        v[_WS_HEAD] = float(self.alloc_in(head))
+        v[_WS_PROD] = float(self.alloc_in(site))
+        v[_WS_REAL] = float(self.alloc_in(store))
+        v[_WS_TASK] = float(self.alloc_in(self.root_head(head)))
+        v[_WS_ROOT] = float(self.alloc_in(self.plan.root))
         return np.array(v)
 
     def native_vector_size(self, stage: Stage) -> int:
@@ -500,7 +499,7 @@ class _Featurizer:
         # its head are its own: a region there is the stage's reads over the head level's box (through the inlined
         # Funcs), whatever the rest of the schedule, so its footprint is memoized on that box's loops
         stage, loops = ch.stage, ch.levels[0].loops
-        alone = all(len(lvl.node.children) <= 1 for lvl in ch.levels)
+        alone = all([len(lvl.node.children) <= 1 for lvl in ch.levels])  # (a list: no closure in a cpdef method)
         memo, inlined = self._tasks_memo, self.inlined_set
         while pending:
             p = pending.pop()
@@ -697,9 +696,8 @@ class _Featurizer:
         else:
             unrolled = []
         loads = _loads(self.dag, self.inlined_set, stage)
-        dense_dim = self.dense_dim
         key = (stage.func, stage.index, self.inlined_set, vec, tuple([(j, inner.size[j]) for j in unrolled]),
-               tuple([dense_dim(p) for p, _, _ in loads]))
+               tuple([self.dense_dim(p) for p, _, _ in loads]))
         memo = self._counts_memo
         counts = memo.get(key)
         if counts is not None:
@@ -708,7 +706,7 @@ class _Featurizer:
         for producer, jac, n in loads:
             amort = 1
             for j in unrolled:
-                if all(jac[i][j] == 0 for i in range(len(jac))):
+                if all([jac[i][j] == 0 for i in range(len(jac))]):
                     amort *= inner.size[j]
             n /= amort
             counts["loads"] += n
@@ -764,14 +762,14 @@ class _Featurizer:
         if vec < 0:
             return "broadcast"
         strides = [row[vec] for row in jac]
-        if all(s == 0 for s in strides):
+        if all([s == 0 for s in strides]):
             return "broadcast"
         dense = self.dense_dim(producer)
         for k, name in ((1, "dense"), (2, "s2"), (3, "s3"), (4, "s4")):
             if dense is None:  # any dimension may end up innermost: the best case
-                if sum(s == k for s in strides) == 1 and sum(s == 0 for s in strides) == len(strides) - 1:
+                if strides.count(k) == 1 and strides.count(0) == len(strides) - 1:
                     return name
-            elif strides[dense] == k and all(s == 0 for i, s in enumerate(strides) if i != dense):
+            elif strides[dense] == k and all([s == 0 for i, s in enumerate(strides) if i != dense]):
                 return name
         return "gather"
 
