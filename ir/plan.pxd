@@ -1,6 +1,8 @@
 # Cython declarations for ir/plan.py (an augmenting .pxd: ir.hot compiles the .py with it). The classes become
 # extension types, so the compiled hot modules read their fields as struct members instead of Python attribute
 # look-ups; pure Python runs the .py alone, the same classes with __slots__. Keep the fields in step with the .py.
+# Plan's planning methods and region_at are cpdef: C calls from the plan's own methods and from callers whose
+# variable is typed Plan (the featurizer). Call them directly; never take one as a bound object first.
 
 from ir.dag cimport FunctionDAG
 from ir.loopnest cimport LoopNest
@@ -42,3 +44,16 @@ cdef class Plan:
     cdef public object _walk, _chains, changed
     cdef public set replanned
     cdef object __weakref__
+
+    cpdef level(self, node)
+    cpdef region_at(self, func, LoopNest n)
+    cpdef _same_geometry(self, FuncPlan fp, FuncPlan old, Plan parent)
+    cpdef _reuse(self, FuncPlan fp, FuncPlan old)
+    cpdef _encloses(self, outer, n)
+    cpdef _check_node(self, LoopNest n, p)
+    cpdef _plan_func(self, FuncPlan fp)
+    cpdef _plan_chain(self, FuncPlan fp, Chain ch, nodes)
+    cpdef _derive_chain(self, FuncPlan fp, stage, nodes)
+    cpdef _loop(self, func, stage, LoopNest n, depth, j, name, pure, pbase, pext, pbound, tile)
+    cpdef _stage_env_within(self, Chain ch, LoopNest n)
+    cpdef _check_level_flags(self, FuncPlan fp, Chain ch, Level lvl)

@@ -321,8 +321,11 @@ class Plan:
             if ch.head is och.head:  # the same (immutable) subtree: the same levels
                 continue
             a, b = ch.head.chain(), och.head.chain()
-            if len(a) != len(b) or any(_geometry(x) != _geometry(y) for x, y in zip(a, b)):
+            if len(a) != len(b):
                 return False
+            for x, y in zip(a, b):  # a loop, not any(): no closure in a cpdef method
+                if _geometry(x) != _geometry(y):
+                    return False
         return True
 
     @cython.locals(fp="FuncPlan", old="FuncPlan", ch="Chain", och="Chain", olvl="Level", lvl="Level", old_lvl="Level",
@@ -573,7 +576,7 @@ class Plan:
         where = f"{n.func}.s{n.stage}"
         if len(n.size) != len(stage.loop):
             raise ScheduleError(f"{where}: size {n.size} has {len(n.size)} entries for {len(stage.loop)} loops "
-                                f"({', '.join(l.name for l in stage.loop)})")
+                                f"({', '.join([l.name for l in stage.loop])})")
         for s in n.size:  # a loop, not any(): this runs for every new node of every searched state
             if not isinstance(s, int) or s < 1:
                 raise ScheduleError(f"{where}: loop sizes must be positive ints, got {n.size}")
