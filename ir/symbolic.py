@@ -124,7 +124,7 @@ class Lin:
 
     def __hash__(self) -> int:
         """Remembered once computed, compiled (a search hashes the same region forms as memo keys hundreds of
-        thousands of times); as Python, computed on every call (the slotted class keeps just its two fields)."""
+        thousands of times); as Python, computed on every call (the `_hashed` slot stays unset)."""
         if cython.compiled:
             h = self._hashed
             if h is None:
