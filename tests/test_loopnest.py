@@ -70,6 +70,24 @@ def test_structural_hash_coarse_to_fine():
     assert a.structural_hash(5) == LoopNest.loads(a.dumps()).structural_hash(5)
 
 
+def test_structural_hash_remembered_per_node_agrees_with_a_fresh_tree():
+    """Each node remembers its hash per depth, and new trees share those nodes: a tree hashed after its subtrees
+    were hashed at other depths, or sharing them with another tree, hashes as the same tree built afresh does."""
+    p = three_stage((128, 64))
+    a, b, c = tiled(p, tx=16, ty=8), tiled(p, tx=32, ty=8), tiled(p, h="compute")
+    depths = range(-1, 7)
+    for t in (a, b, c):  # warm the memos deepest first, so shallower depths meet children remembered at others
+        warm = [t.structural_hash(d) for d in reversed(depths)][::-1]
+        fresh = LoopNest.loads(t.dumps())
+        assert warm == [fresh.structural_hash(d) for d in depths] == [t.structural_hash(d) for d in depths]
+    shared = a.with_children(a.children)  # a new root over a's (already hashed) subtrees
+    assert shared is not a and [shared.structural_hash(d) for d in depths] == [a.structural_hash(d) for d in depths]
+    other = a.with_children(b.children)  # a's root over b's tiles
+    assert other.structural_hash(0) == a.structural_hash(0) and other.structural_hash(2) == b.structural_hash(2)
+    assert other.structural_hash(2) != a.structural_hash(2) and c.structural_hash(4) != a.structural_hash(4)
+    assert a == LoopNest.loads(a.dumps())  # the memo is not part of the value
+
+
 def test_printing_reads_like_the_paper():
     p = three_stage()
     text = tiled(p).to_str(p)
