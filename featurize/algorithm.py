@@ -30,7 +30,8 @@ def stage_pipeline_features(stage: Stage, func_type) -> np.ndarray:
     for a in stage.accesses:
         _add_access(out, a.jacobian, _KIND[a.kind], type_bucket(a.type), a.count)
     loops = [l.name for l in stage.loop]
-    store = tuple(tuple(derivative(arg, v) for v in loops) for arg in stage.lhs)
+    names: dict = {}  # derivative's memo for these expressions (alive while it is used)
+    store = tuple(tuple(derivative(arg, v, names) for v in loops) for arg in stage.lhs)
     _add_access(out, store, "Store", type_bucket(func_type), 1)
     return out
 
@@ -41,6 +42,24 @@ def pipeline_features(dag: FunctionDAG) -> dict[tuple[str, int], np.ndarray]:
 
 
 def access_classes(jac) -> dict[str, bool]:
+    """The four access classes of a Jacobian (a tuple of rows), remembered by its value: a pipeline's accesses
+    repeat a few Jacobians (a stencil's taps, the identity), and every search of a new pipeline classifies them all.
+    The dict returned is shared: read it, do not change it."""
+    try:
+        hit = _CLASSES.get(jac)
+    except TypeError:  # rows given as lists: nothing to remember them by
+        return _access_classes(jac)
+    if hit is None:
+        if len(_CLASSES) > 4096:
+            _CLASSES.clear()
+        hit = _CLASSES[jac] = _access_classes(jac)
+    return hit
+
+
+_CLASSES: dict[tuple, dict[str, bool]] = {}
+
+
+def _access_classes(jac) -> dict[str, bool]:
     rows = len(jac)
     cols = len(jac[0]) if rows else 0
     one, zero = Fraction(1), Fraction(0)

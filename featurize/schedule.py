@@ -30,7 +30,7 @@ except ImportError:  # pure Python without Cython: the typing decorators do noth
 from ir.dag import FunctionDAG, Stage
 from ir.loopnest import LoopNest
 from ir.plan import Chain, FuncPlan, Plan, Region
-from ir.symbolic import Lin
+from ir.symbolic import Lin, lmax, lmin
 from ir.target import CpuTarget
 
 from .schema import DTYPE, LINE_BYTES, SCHEDULE_FEATURES, lines_per_vector
@@ -570,7 +570,7 @@ class _Featurizer:
             r = self.dag.stage_requires(s, name, env)
             if r is None:
                 continue
-            box = r if box is None else [(_lmin(a[0], b[0]), _lmax(a[1], b[1])) for a, b in zip(box, r)]
+            box = r if box is None else [(lmin(a[0], b[0]), lmax(a[1], b[1])) for a, b in zip(box, r)]
         if box is None:
             return [1] * inp.dimensions
         return [Plan._extent(lo, hi, c) for (lo, hi), c in zip(box, cap)]
@@ -959,18 +959,6 @@ def _cap(dag: FunctionDAG, p: str) -> list[int]:
     return [n.region_extent(d) for d in range(n.dimensions)]
 
 
-def _lmin(a, b):
-    from ir.symbolic import lmin
-
-    return lmin(a, b)
-
-
-def _lmax(a, b):
-    from ir.symbolic import lmax
-
-    return lmax(a, b)
-
-
 def _matmul(outer, inner):
     """Jacobian of a composition: d(producer) / d(loops) = d(producer)/d(inlined) x d(inlined)/d(loops)."""
     rows, mid, cols = len(outer), len(inner), len(inner[0]) if inner else 0
@@ -1029,7 +1017,7 @@ def _regions_read(dag: FunctionDAG, inlined: frozenset, stage: Stage, env) -> di
         if p in inlined:
             inner_stage = dag.node(p).stages[0]
             for q, r in _regions_read(dag, inlined, inner_stage, inner_stage.loop_env(tuple(reg))).items():
-                out[q] = r if q not in out else [(_lmin(a[0], b[0]), _lmax(a[1], b[1])) for a, b in zip(out[q], r)]
+                out[q] = r if q not in out else [(lmin(a[0], b[0]), lmax(a[1], b[1])) for a, b in zip(out[q], r)]
         else:
-            out[p] = reg if p not in out else [(_lmin(a[0], b[0]), _lmax(a[1], b[1])) for a, b in zip(out[p], reg)]
+            out[p] = reg if p not in out else [(lmin(a[0], b[0]), lmax(a[1], b[1])) for a, b in zip(out[p], reg)]
     return out

@@ -403,8 +403,9 @@ def _make_stage(f: Func, index: int) -> Stage:
                     accesses[key][3] += 1
                 else:
                     accesses[key] = [n.target.name, kind, n.args, 1, n.type]
+    names: dict[int, frozenset] = {}  # the Var names in each node of the stage's expressions, by id
     acc = tuple(
-        Access(name, kind, args, tuple(tuple(_whole(derivative(a, v)) for v in loop_names) for a in args), cnt, t)
+        Access(name, kind, args, tuple(tuple(_whole(derivative(a, v, names)) for v in loop_names) for a in args), cnt, t)
         for name, kind, args, cnt, t in accesses.values())
     from .relation import build_relation
 
@@ -416,22 +417,25 @@ def _make_stage(f: Func, index: int) -> Stage:
     return Stage(f.name, index, d.lhs, d.value, tuple(loop), acc, op_histogram(f, d), relations)
 
 
-def derivative(e: Expr, var: str) -> Fraction | None:
+def derivative(e: Expr, var: str, names: dict[int, frozenset] | None = None) -> Fraction | None:
     """d e / d var as an exact rational, or None where e is not affine in var.
 
     Clamps and other min/max with a constant report the slope of their varying side, so boundary
-    conditions keep the access class of the interior (dense, transposed, ...).
+    conditions keep the access class of the interior (dense, transposed, ...). `names` remembers which Vars each
+    node of e uses (_names_in); pass one dict to the derivatives of one set of expressions, alive while it is used.
     """
-    if not _uses(e, var):
+    if names is None:
+        names = {}
+    if var not in _names_in(e, names):
         return Fraction(0)
     if isinstance(e, (Var, RVar)):
         return Fraction(1)
     if isinstance(e, Cast):
         if e.value.type.is_float or not e.target.is_integer:
             return None
-        return derivative(e.value, var)
+        return derivative(e.value, var, names)
     if isinstance(e, BinOp):
-        da, db = derivative(e.a, var), derivative(e.b, var)
+        da, db = derivative(e.a, var, names), derivative(e.b, var, names)
         if e.op in ("add", "sub"):
             if da is None or db is None:
                 return None
@@ -456,8 +460,8 @@ def derivative(e: Expr, var: str) -> Fraction | None:
             return da if da == db else None
         return None
     if isinstance(e, Select):
-        dt, df = derivative(e.t, var), derivative(e.f, var)
-        return dt if dt == df and not _uses(e.cond, var) else None
+        dt, df = derivative(e.t, var, names), derivative(e.f, var, names)
+        return dt if dt == df and var not in _names_in(e.cond, names) else None
     return None
 
 
@@ -467,8 +471,27 @@ def _whole(d: Fraction | None) -> Fraction | int | None:
     return int(d) if d is not None and d.denominator == 1 else d
 
 
-def _uses(e: Expr, var: str) -> bool:
-    return any(isinstance(n, (Var, RVar)) and n.name == var for n in walk(e))
+def _names_in(e: Expr, memo: dict[int, frozenset]) -> frozenset:
+    """The names of the Vars and RVars in e, with those of every node below it remembered in `memo` by id (one walk
+    per expression, where asking each derivative's question anew walked the subtree at every level). Post-order with
+    a stack: an expression may be deeper than Python's recursion limit."""
+    hit = memo.get(id(e))
+    if hit is not None:
+        return hit
+    stack = [(e, False)]
+    while stack:
+        n, ready = stack.pop()
+        if id(n) in memo:
+            continue
+        if not ready:
+            stack.append((n, True))
+            stack.extend([(c, False) for c in n.children()])
+            continue
+        found = {n.name} if isinstance(n, (Var, RVar)) else set()
+        for c in n.children():
+            found |= memo[id(c)]
+        memo[id(n)] = frozenset(found)
+    return memo[id(e)]
 
 
 def _const(e: Expr) -> int | None:

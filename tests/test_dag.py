@@ -342,3 +342,54 @@ def test_pickles_of_the_dict_based_dag_and_of_stages_without_env_loops_still_loa
     s.__setstate__(state)
     region = tuple((const(lo), const(hi)) for lo, hi in p.dag.node(out).region)
     assert s.env_loops == stage.env_loops and s.loop_env(region) == stage.loop_env(region)
+
+
+# -- derivative's memo of Var names (one walk per stage's expressions) ----------------------------
+
+
+def _walked_names(e):
+    from ir.expr import RVar, walk
+    from ir.expr import Var as V
+
+    return frozenset(n.name for n in walk(e) if isinstance(n, (V, RVar)))
+
+
+@pytest.mark.parametrize("spec", ["harris", "camera_pipe", "local_laplacian", "lens_blur", "bilateral_grid",
+                                  "random:0", "random:3"])
+def test_var_names_remembered_per_node_are_a_walks_and_give_the_same_derivatives(spec):
+    """_names_in's memo (filled once for all of a stage's expressions) holds, for every node, the names a walk of
+    that node finds; and derivatives asked through one shared memo equal those asked each with a fresh one, for
+    every argument of every access and stored coordinate against every loop of the stage."""
+    from ir.dag import _names_in, derivative
+    from ir.expr import walk
+
+    from .search_walk import pipeline_from_spec
+
+    dag = pipeline_from_spec(spec).dag
+    checked = 0
+    for node in dag.nodes:
+        for st in node.stages:
+            loops = [l.name for l in st.loop]
+            shared: dict = {}
+            for e in [a for acc in st.accesses for a in acc.args] + list(st.lhs):
+                for v in loops:
+                    assert derivative(e, v, shared) == derivative(e, v)
+                for n in walk(e):
+                    assert _names_in(n, shared) == _walked_names(n)
+                    checked += 1
+    assert checked > 50
+
+
+def test_var_names_of_an_expression_deeper_than_the_recursion_limit():
+    """_names_in walks with a stack: a sum of 3,000 terms (a depth Python's recursion would not reach)."""
+    import sys
+
+    from ir.dag import _names_in
+
+    z = Var("z")
+    e = x
+    for k in range(3000):
+        e = e + (y if k == 1500 else 1)
+    e = e + z
+    assert 3000 > sys.getrecursionlimit() / 2
+    assert _names_in(e, {}) == frozenset({"x", "y", "z"})

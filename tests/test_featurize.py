@@ -322,3 +322,20 @@ def test_chains_remembered_by_value_equal_fresh_ones(pipeline):
         assert _levels(c.plan) == _levels(Plan(p.dag, c.tree, complete=False))
         checked += 1
     assert checked > 20 and len(dag_chain_memo(p.dag)) > 0
+
+
+def test_access_classes_remembered_by_value_equal_a_fresh_classification():
+    """access_classes answers from its memo what _access_classes computes, for Jacobians with ints, Fractions and
+    None (equal values share an entry: the classes depend only on the values); rows given as lists are classified
+    without the memo."""
+    from fractions import Fraction
+
+    from featurize.algorithm import _CLASSES, _access_classes
+
+    one, zero, half = Fraction(1), Fraction(0), Fraction(1, 2)
+    jacs = [((one, zero), (zero, one)), ((1, 0), (0, 1)), ((zero, one), (one, zero)), ((one,), (zero,)),
+            ((half, zero), (zero, one)), ((None, zero), (zero, one)), ((2, 0, 0), (0, 1, 0)), ()]
+    for jac in jacs * 2:
+        assert access_classes(jac) == _access_classes(jac)
+        assert jac in _CLASSES
+    assert access_classes([[one, zero], [zero, one]]) == _access_classes(((one, zero), (zero, one)))
