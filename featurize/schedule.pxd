@@ -53,3 +53,5 @@ cdef class _Featurizer:
     cpdef vector_env(self, Chain ch)
     cpdef classify(self, producer, jac, vec)
     cpdef inlined(self, FuncPlan fp)
+
+cdef Py_ssize_t _id(object o)  # id(o) as a C cast (the .py says why)

@@ -35,6 +35,17 @@ from ir.target import CpuTarget
 
 from .schema import DTYPE, LINE_BYTES, SCHEDULE_FEATURES, lines_per_vector
 
+
+def _id(o) -> int:
+    """id(o). Compiled, a C cast where it is used: Cython calls the builtin `id` through Python's call machinery, and
+    search asks for ids about 120 times a state (memo keys, node tables). The same number either way."""
+    return cython.cast(cython.Py_ssize_t, cython.cast(cython.p_void, o))
+
+
+if not cython.compiled:  # run as Python: the builtin itself
+    _id = id  # noqa: F811
+
+
 _F = {name: i for i, name in enumerate(SCHEDULE_FEATURES)}
 _WS = np.array([_F[k] for k in ("working_set", "working_set_at_production", "working_set_at_realization",
                                 "working_set_at_task", "working_set_at_root")])
@@ -138,7 +149,7 @@ def _alloc_walk(n: LoopNest, funcs: dict[str, FuncPlan], bpp: dict[str, int], ta
         k += bpp[f] * prod(funcs[f].storage_extents)
     for c in n.children:
         k += _alloc_walk(c, funcs, bpp, table)
-    table[id(n)] = k
+    table[_id(n)] = k
     return k
 
 
@@ -181,11 +192,11 @@ class _Featurizer:
     @cython.locals(n="LoopNest", p="LoopNest")
     def runs(self, n: LoopNest) -> int:
         """How many times the body of node n executes in one run of the pipeline."""
-        k = self._runs.get(id(n))
+        k = self._runs.get(_id(n))
         if k is None:
-            p = self.parent[id(n)]
+            p = self.parent[_id(n)]
             k = self.iters(n) * (1 if p is None else self.runs(p))
-            self._runs[id(n)] = k
+            self._runs[_id(n)] = k
         return k
 
     @cython.locals(lvl="Level", lp="Loop", n="LoopNest")
@@ -202,20 +213,20 @@ class _Featurizer:
         while m is not None:
             if m.func is not None and m.parallel:
                 k *= self.tasks(m)
-            m = self.parent[id(m)]
+            m = self.parent[_id(m)]
         return k
 
     @cython.locals(m="LoopNest")
     def root_head(self, n: LoopNest) -> LoopNest:
         """The child of the root whose subtree holds n (the task site of Halide's featurization)."""
         m = n
-        while self.parent[id(m)].func is not None:  # type: ignore[union-attr]
-            m = self.parent[id(m)]  # type: ignore[assignment]
+        while self.parent[_id(m)].func is not None:  # type: ignore[union-attr]
+            m = self.parent[_id(m)]  # type: ignore[assignment]
         return m
 
     def alloc_in(self, n: LoopNest) -> int:
         """Bytes of all allocations made at node n or inside it."""
-        return self.alloc_table()[id(n)]
+        return self.alloc_table()[_id(n)]
 
     def alloc_table(self) -> dict[int, int]:
         """id(node) -> alloc_in of every node, walked once per plan (working_set_at_root needs them all anyway)."""
@@ -288,9 +299,9 @@ class _Featurizer:
             elif fp.inlined:
                 placed.append((f, "inlined"))
             else:
-                placed.append((f, keys[id(fp.site)], keys[id(fp.store)], fp.layout, tuple(fp.extents),
+                placed.append((f, keys[_id(fp.site)], keys[_id(fp.store)], fp.layout, tuple(fp.extents),
                                tuple(fp.storage_extents), fp.sliding is not None))
-        return id(parent), tuple(placed), self.pending, parent_pending
+        return _id(parent), tuple(placed), self.pending, parent_pending
 
     def callers_redone(self, name: str, redo: set[str]) -> bool:
         """Whether an inlined Func or a Func calling it (directly or through inlined Funcs) was recomputed."""
@@ -354,8 +365,8 @@ class _Featurizer:
         with its children already)."""
         table = self.alloc_table()
         head = ch.head
-        ws = [float(table[id(head)]), float(table[id(ch.site)]), float(table[id(fp.store)]),
-              float(table[id(self.root_head(head))]), float(table[id(self.plan.root)])]
+        ws = [float(table[_id(head)]), float(table[_id(ch.site)]), float(table[_id(fp.store)]),
+              float(table[_id(self.root_head(head))]), float(table[_id(self.plan.root)])]
         if task_reads and ch.site.func is None:
             reads = [0.0] * _N
             self.task_reads(reads, fp, ch)
@@ -511,7 +522,7 @@ class _Featurizer:
                 pending.extend(func_producers[p])
                 continue
             if alone:
-                key = (p, id(stage), id(loops), inlined, self.dense_dim(p))
+                key = (p, _id(stage), _id(loops), inlined, self.dense_dim(p))
                 hit = memo.get(key)
                 if hit is not None and hit[0] is stage and hit[1] is loops:
                     b, l = hit[2]
@@ -532,7 +543,7 @@ class _Featurizer:
         """Footprint of the region of `producer` read during one iteration of node n. A Func's is memoized
         on the identity of the plan's region forms (Plan.extend passes unchanged ones on to its children)."""
         if producer in self.dag.inputs:
-            key = (producer, id(n))
+            key = (producer, _id(n))
             r = self._input_fp.get(key)
             if r is None:
                 r = self._input_fp[key] = self.footprint(producer, self._input_region_at(producer, n))
@@ -542,7 +553,7 @@ class _Featurizer:
         if reg is None:
             return self.footprint(producer, [1] * len(cap))
         dense = self.dense_dim(producer)
-        key = (producer, id(reg), dense)
+        key = (producer, _id(reg), dense)
         hit = self._regions_memo.get(key)
         if hit is not None and hit[0] is reg:
             return hit[1]
@@ -664,7 +675,7 @@ class _Featurizer:
         the unique bytes and lines read per realization."""
         store = fp.store
         k = 1 if store is None or store.func is None else self.iters(store)
-        parent = None if k <= 1 else self.parent[id(store)]
+        parent = None if k <= 1 else self.parent[_id(store)]
         if parent is None:
             return b_real, l_real
         lanes = v[_VECTOR_SIZE]
@@ -724,7 +735,7 @@ class _Featurizer:
         loops = inner.loops
         outer = ch.levels[-2].loops if len(ch.levels) > 1 else ch.bounds
         stage = ch.stage
-        key = (id(stage), inner.node.vectorized_loop, id(loops), id(outer), self.inlined_set)
+        key = (_id(stage), inner.node.vectorized_loop, _id(loops), _id(outer), self.inlined_set)
         hit = self._vectors_memo.get(key)
         if hit is not None and hit[0] is stage and hit[1] is loops and hit[2] is outer:
             return hit[3]

@@ -57,3 +57,5 @@ cdef class Plan:
     cpdef _loop(self, func, stage, LoopNest n, depth, j, name, pure, pbase, pext, pbound, tile)
     cpdef _stage_env_within(self, Chain ch, LoopNest n)
     cpdef _check_level_flags(self, FuncPlan fp, Chain ch, Level lvl)
+
+cdef Py_ssize_t _id(object o)  # id(o) as a C cast (the .py says why)

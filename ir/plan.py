@@ -43,6 +43,16 @@ Region = list[tuple[Lin, Lin]]  # inclusive (lo, hi) forms per dimension
 _MISSING = object()  # a memo miss (None is a region: nothing reads the Func there)
 
 
+def _id(o) -> int:
+    """id(o). Compiled, a C cast where it is used: Cython calls the builtin `id` through Python's call machinery, and
+    search asks for ids about 120 times a state (memo keys, node tables). The same number either way."""
+    return cython.cast(cython.Py_ssize_t, cython.cast(cython.p_void, o))
+
+
+if not cython.compiled:  # run as Python: the builtin itself
+    _id = id  # noqa: F811
+
+
 class Loop:
     """One loop of one level of a stage.
 
@@ -255,11 +265,11 @@ class Plan:
             replan = name in changed or not self._same_geometry(fp, old, parent)
             if not replan and fp.site is old.site and fp.store is old.store and \
                     all(ch.head is och.head for ch, och in zip(fp.chains, old.chains)) and \
-                    (old.sliding is None or levels.get(id(old.sliding.level.node)) is old.sliding.level):
+                    (old.sliding is None or levels.get(_id(old.sliding.level.node)) is old.sliding.level):
                 funcs[name] = old  # the same nodes, loops and regions: the parent's plan of it, levels and all
                 ids = old.level_ids
                 if ids is None:
-                    ids = old.level_ids = {id(lvl.node): lvl for ch in old.chains for lvl in ch.levels}
+                    ids = old.level_ids = {_id(lvl.node): lvl for ch in old.chains for lvl in ch.levels}
                 levels.update(ids)
                 continue
             if fp is old:  # _group_chains handed over the parent's plan of it: fill in a copy, never that
@@ -293,7 +303,7 @@ class Plan:
         if not all(c in self.funcs for c in fp.node.consumers):
             return
         for n in (fp.site, fp.store):
-            key = (fp.name, self.keys[id(n)])
+            key = (fp.name, self.keys[_id(n)])
             v = parent._memo.get(key, _MISSING)
             if v is not _MISSING:
                 self._memo.setdefault(key, v)
@@ -314,8 +324,8 @@ class Plan:
 
     @cython.locals(fp="FuncPlan", old="FuncPlan", parent="Plan", ch="Chain", och="Chain")
     def _same_geometry(self, fp: FuncPlan, old: FuncPlan, parent: "Plan") -> bool:
-        if self.keys[id(fp.site)] != parent.keys[id(old.site)] or \
-                self.keys[id(fp.store)] != parent.keys[id(old.store)] or len(fp.chains) != len(old.chains):
+        if self.keys[_id(fp.site)] != parent.keys[_id(old.site)] or \
+                self.keys[_id(fp.store)] != parent.keys[_id(old.store)] or len(fp.chains) != len(old.chains):
             return False
         for ch, och in zip(fp.chains, old.chains):
             if ch.head is och.head:  # the same (immutable) subtree: the same levels
@@ -344,15 +354,15 @@ class Plan:
                 for olvl in och.levels:
                     n = olvl.node
                     append(lvl := Level(n, ch, olvl.depth, olvl.loops, olvl.order))
-                    levels[id(n)] = lvl
+                    levels[_id(n)] = lvl
                 continue
             for n, olvl in zip(ch.head.chain(), och.levels):
                 append(lvl := Level(n, ch, olvl.depth, olvl.loops, olvl.order))
-                levels[id(n)] = lvl
+                levels[_id(n)] = lvl
         if old.sliding is not None:  # the sliding loop belongs to a level planned before this Func
             old_lvl = old.sliding.level
             key = (old_lvl.chain.func, old_lvl.chain.stage.index, old_lvl.depth)
-            fp.sliding = Sliding(old.sliding.dim, old.sliding.loop, self.levels[id(self.by_key[key])])
+            fp.sliding = Sliding(old.sliding.dim, old.sliding.loop, self.levels[_id(self.by_key[key])])
 
     @cython.locals(old="FuncPlan", v="Plan", och="Chain", fp="FuncPlan", ch="Chain", lvl="Level")
     def retiled(self, func: str, heads: list[LoopNest]) -> "Plan":
@@ -383,8 +393,8 @@ class Plan:
             p = site
             for depth, n in enumerate(nodes):
                 v._check_node(n, p)
-                v.parent[id(n)] = p
-                v.keys[id(n)] = key = (func, och.stage.index, depth)
+                v.parent[_id(n)] = p
+                v.keys[_id(n)] = key = (func, och.stage.index, depth)
                 v.by_key[key] = n
                 p = n
             _check_inlined_calls(nodes[-1], calls)
@@ -399,7 +409,7 @@ class Plan:
     # -- public queries --------------------------------------------------------------------------
 
     def level(self, node: LoopNest) -> Level:
-        return self.levels[id(node)]
+        return self.levels[_id(node)]
 
     def func(self, name: str) -> FuncPlan:
         return self.funcs[name]
@@ -426,7 +436,7 @@ class Plan:
         Forms are over the indices of `n` and its ancestors' loops: what a Func computed at `n` must
         produce each time round (Halide's `LoopNest::get_bounds`).
         """
-        key = (func, self.keys[id(n)])
+        key = (func, self.keys[_id(n)])
         hit = self._memo.get(key, _MISSING)
         if hit is not _MISSING:
             return hit
@@ -473,7 +483,7 @@ class Plan:
         tree (alive with it, so their ids are theirs) passed _check_node already."""
         walk = self._walk = _Walk()
         root = self.root
-        rid = id(root)
+        rid = _id(root)
         checked = old.keys if old is not None else None
         self.parent[rid] = None
         self.keys[rid] = key = ("", -1, -1)
@@ -489,15 +499,15 @@ class Plan:
         keys, parent, by_key, subtrees = self.keys, self.parent, self.by_key, walk.subtrees
         heads, inlined, innermost = walk.heads, walk.inlined, walk.innermost
         for c in root.children:
-            parent[id(c)] = root
+            parent[_id(c)] = root
             heads.append((c, root))
-            sub = old_subtrees.get(id(c))
+            sub = old_subtrees.get(_id(c))
             if sub is None:
                 sub = self._index_subtree(c, checked, stored)
             elif not stored.keys().isdisjoint(sub.stored):
                 f = next(f for f in sub.stored if f in stored)
                 raise ScheduleError(f"{f} is stored at two levels")
-            subtrees[id(c)] = sub
+            subtrees[_id(c)] = sub
             keys.update(sub.keys)
             parent.update(sub.parent)
             by_key.update(sub.by_key)
@@ -519,12 +529,12 @@ class Plan:
         stack: list[tuple[LoopNest, LoopNest]] = [(head, root)]
         while stack:
             n, p = stack.pop()
-            i = id(n)
+            i = _id(n)
             if p is root:
                 key = (n.func, n.stage, 0)
             else:
                 parent[i] = p
-                pk = keys[id(p)]
+                pk = keys[_id(p)]
                 if p.func == n.func and p.stage == n.stage and p.func is not None:
                     key = (n.func, n.stage, pk[2] + 1)
                 else:
@@ -549,11 +559,11 @@ class Plan:
     @cython.locals(m="LoopNest")
     def _encloses(self, outer: LoopNest, n: LoopNest) -> bool:
         """Whether `outer` is a strict ancestor of node n."""
-        m = self.parent[id(n)]
+        m = self.parent[_id(n)]
         while m is not None:
             if m is outer:
                 return True
-            m = self.parent[id(m)]
+            m = self.parent[_id(m)]
         return False
 
     @cython.locals(n="LoopNest", c="LoopNest")
@@ -647,7 +657,7 @@ class Plan:
                 if stages != list(range(len(node.stages))):
                     raise ScheduleError(f"{f}: each of its {len(node.stages)} stages must be computed exactly once, "
                                         f"found stages {stages}")
-                sites = {id(s) for _, s in hs}
+                sites = {_id(s) for _, s in hs}
                 if len(sites) != 1:
                     raise ScheduleError(f"{f}: all its stages must be computed at the same level")
                 ordered = sorted(hs, key=lambda t: t[0].stage)
@@ -678,7 +688,7 @@ class Plan:
         calls = _inlined_calls_cached(self.dag, inlined)
         nodes = self._walk.innermost
         if parent is not None and parent._walk is not None and inlined == parent._walk.inlined.keys():
-            nodes = [n for n in nodes if id(n) not in parent.keys]
+            nodes = [n for n in nodes if _id(n) not in parent.keys]
         for n in nodes:
             _check_inlined_calls(n, calls)
 
@@ -738,7 +748,7 @@ class Plan:
         for depth, (n, (loops, order)) in enumerate(zip(nodes, levels)):
             lvl = Level(n, ch, depth, loops, order)
             ch.levels.append(lvl)
-            self.levels[id(n)] = lvl
+            self.levels[_id(n)] = lvl
 
     @cython.locals(fp="FuncPlan", lp="Loop", loop="Loop")
     def _derive_chain(self, fp: FuncPlan, stage: Stage, nodes: list[LoopNest]) -> tuple:
@@ -822,7 +832,7 @@ class Plan:
     @cython.locals(ch="Chain", lvl="Level", fp="FuncPlan", n="LoopNest")
     def _stage_env_within(self, ch: Chain, n: LoopNest) -> Env | None:
         """Loop boxes of chain `ch` during one iteration of node n, or None if it runs outside n."""
-        lvl = self.levels.get(id(n))
+        lvl = self.levels.get(_id(n))
         if lvl is not None and lvl.chain is ch:
             return lvl.box()
         if n is ch.site or self._encloses(n, ch.site):
@@ -841,7 +851,7 @@ class Plan:
         site = fp.site
         assert site is not None
         first_after = max(next(i for i, c in enumerate(site.children) if c is ch.head) for ch in fp.chains)
-        lvl = self.levels.get(id(site))
+        lvl = self.levels.get(_id(site))
         for ch in self._reading_chains(fp.name):
             if not self._runs_inside(ch, site, lvl):
                 raise ScheduleError(f"{fp.name} is computed inside {describe(site)} but {ch.func}.s{ch.stage.index} "
@@ -850,8 +860,8 @@ class Plan:
                 child = ch.levels[lvl.depth + 1].node
             else:
                 child = ch.head
-                while self.parent[id(child)] is not site:
-                    child = self.parent[id(child)]  # type: ignore[assignment]
+                while self.parent[_id(child)] is not site:
+                    child = self.parent[_id(child)]  # type: ignore[assignment]
             pos = next(i for i, c in enumerate(site.children) if c is child)
             if pos <= first_after:
                 raise ScheduleError(f"{fp.name} must be computed before {ch.func}.s{ch.stage.index} reads it "
@@ -866,7 +876,7 @@ class Plan:
             chains = self._reading_chains(func)
         except KeyError:
             return True
-        lvl = self.levels.get(id(site))
+        lvl = self.levels.get(_id(site))
         return all(self._runs_inside(ch, site, lvl) for ch in chains)
 
     @cython.locals(ch="Chain", lvl="Level")
@@ -904,7 +914,7 @@ class Plan:
         between = path[next(i for i, p in enumerate(path) if p is fp.store) + 1:]
         moving = []
         for n in between:
-            lvl = self.levels[id(n)]
+            lvl = self.levels[_id(n)]
             for lp in lvl.loops:
                 if lp.count > 1:
                     moving.append((lvl, lp))
@@ -1020,7 +1030,7 @@ def storage_layout(node: Node, vector_dim: int) -> tuple[int, ...]:
 def loop_order(stage: Stage, n: LoopNest, layout: tuple[int, ...]) -> tuple[int, ...]:
     """Loop indices of one level, outermost first: pure loops in storage order (the vectorized one
     innermost); RVars in RDom order, outside SIMD or unrolled loops and innermost otherwise."""
-    key = (id(stage), n.innermost and (n.vectorized_loop >= 0 or n.unrolled), layout)
+    key = (_id(stage), n.innermost and (n.vectorized_loop >= 0 or n.unrolled), layout)
     hit = _LOOP_ORDERS.get(key)
     if hit is not None and hit[0] is stage:
         return hit[1]
