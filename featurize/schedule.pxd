@@ -55,3 +55,4 @@ cdef class _Featurizer:
     cpdef inlined(self, FuncPlan fp)
 
 cdef Py_ssize_t _id(object o)  # id(o) as a C cast (the .py says why)
+cpdef _float64(list v)  # np.array(v) for a stage's floats, stored in a C loop (the .py says why)
