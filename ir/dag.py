@@ -405,7 +405,8 @@ def _make_stage(f: Func, index: int) -> Stage:
                     accesses[key] = [n.target.name, kind, n.args, 1, n.type]
     names: dict[int, frozenset] = {}  # the Var names in each node of the stage's expressions, by id
     acc = tuple(
-        Access(name, kind, args, tuple(tuple(_whole(derivative(a, v, names)) for v in loop_names) for a in args), cnt, t)
+        Access(name, kind, args, tuple(tuple(_whole(derivative(a, v, names)) for v in loop_names) for a in args),
+               cnt, t)
         for name, kind, args, cnt, t in accesses.values())
     from .relation import build_relation
 
@@ -478,17 +479,18 @@ def _names_in(e: Expr, memo: dict[int, frozenset]) -> frozenset:
     hit = memo.get(id(e))
     if hit is not None:
         return hit
-    stack = [(e, False)]
+    stack = [(e, None)]
     while stack:
-        n, ready = stack.pop()
+        n, kids = stack.pop()
         if id(n) in memo:
             continue
-        if not ready:
-            stack.append((n, True))
-            stack.extend([(c, False) for c in n.children()])
+        if kids is None:  # first visit: its children first, then it again with them
+            kids = n.children()
+            stack.append((n, kids))
+            stack.extend([(c, None) for c in kids])
             continue
         found = {n.name} if isinstance(n, (Var, RVar)) else set()
-        for c in n.children():
+        for c in kids:
             found |= memo[id(c)]
         memo[id(n)] = frozenset(found)
     return memo[id(e)]
