@@ -78,6 +78,14 @@ def parallel_tilings(extents: list[int], cores: int, vector_dim: int = -1, vecto
 
     Outer dimensions (the last) are split first, as Halide parallelizes the outermost loops; the vectorized
     dimension keeps whole vectors in each task."""
+    return list(_parallel_tilings(tuple(extents), cores, vector_dim, vector_width, limit))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parallel_tilings(extents: tuple[int, ...], cores: int, vector_dim: int, vector_width: int,
+                      limit: int) -> tuple[ParallelTiling, ...]:
+    """parallel_tilings, memoized: every state that places a root Func asks it of the same region (a product over
+    every dimension's sizes, sorted)."""
     per_dim = []
     for d, e in enumerate(extents):
         m = vector_width if d == vector_dim else 1
@@ -94,7 +102,7 @@ def parallel_tilings(extents: list[int], cores: int, vector_dim: int = -1, vecto
         out.append(ParallelTiling(tuple(t), tasks, wastage))
     # least wastage, then fewer tasks (less overhead), then splitting outer dimensions rather than x
     out.sort(key=lambda p: (round(p.idle_core_wastage, 3), p.tasks, [-s for s in p.outer[:1]]))
-    return out[:limit]
+    return tuple(out[:limit])
 
 
 REGISTER_UNROLLS = (4, 8, UNROLL_LIMIT)  # points of the unrolled dimension in a register tile of one vector
@@ -130,8 +138,15 @@ def register_tilings(extents: list[int], vector_dim: int = -1, vector_width: int
     per 4 multiply-adds instead of per one. The unroll heuristic (unroll_extents) unrolls exactly these tiles, so
     points stay within UNROLL_LIMIT; a k or a width that wastes more than 1/7 of its dimension to rounding
     (_rounds_well) is not offered."""
+    return list(_register_tilings(tuple(extents), vector_dim, vector_width, dims, vectors))
+
+
+@functools.lru_cache(maxsize=4096)
+def _register_tilings(extents: tuple[int, ...], vector_dim: int, vector_width: int, dims: int,
+                      vectors: int) -> tuple[tuple[int, ...], ...]:
+    """register_tilings, memoized (its tiles are tuples, WideTile ones included: immutable)."""
     if vector_dim >= 0 and vector_width > extents[vector_dim]:
-        return []  # no whole vector fits
+        return ()  # no whole vector fits
     out = []
 
     def add(lanes: int, points: dict[int, int]) -> None:
@@ -165,7 +180,7 @@ def register_tilings(extents: list[int], vector_dim: int = -1, vector_width: int
                 for k1, k2 in pairs:
                     if fits(d1, k1) and fits(d2, k2):
                         add(lanes, {d1: k1, d2: k2})
-    return out
+    return tuple(out)
 
 
 def unroll_extents(tile: tuple[int, ...], vector_dim: int) -> dict[int, int]:

@@ -75,6 +75,24 @@ def test_unroll_heuristic():
     assert tilings.unroll_extents((16, 1), 0) == {}
 
 
+@pytest.mark.parametrize("extents,vd,w", [([1536, 2560, 3], 0, 16), ([64, 48], 0, 8), ([7, 5, 3], -1, 1),
+                                          ([256, 256, 32], 1, 8), ([3], 0, 8)])
+def test_remembered_tilings_are_fresh_lists_of_what_a_fresh_computation_gives(extents, vd, w):
+    """parallel_tilings and register_tilings answer from their memos what the computation gives anew (their wrapped
+    functions, uncached), as a new list each call: a caller that changes its list changes no later answer."""
+    for cores in (2, 8):
+        got = tilings.parallel_tilings(extents, cores, vd, w)
+        assert got == list(tilings._parallel_tilings.__wrapped__(tuple(extents), cores, vd, w, tilings.MAX_PARALLEL))
+        got.append(None)
+        assert None not in tilings.parallel_tilings(extents, cores, vd, w)
+    for dims, vectors in ((1, 1), (2, 4)):
+        got = tilings.register_tilings(extents, vd, w, dims, vectors)
+        fresh = tilings._register_tilings.__wrapped__(tuple(extents), vd, w, dims, vectors)
+        assert got == list(fresh) and [type(t) for t in got] == [type(t) for t in fresh]
+        got.clear()
+        assert tilings.register_tilings(extents, vd, w, dims, vectors) == list(fresh)
+
+
 # -- correctness over apps and random pipelines ------------------------------------------------
 
 
