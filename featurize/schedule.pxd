@@ -7,7 +7,7 @@
 
 from ir.dag cimport FunctionDAG
 from ir.loopnest cimport LoopNest
-from ir.plan cimport Chain, FuncPlan, Level, Loop, Plan
+from ir.plan cimport Chain, FuncPlan, Level, Loop, Plan, _id  # _id: id(o) as a C cast
 
 cdef class _StaticFacts:
     cdef public object minimum
@@ -54,5 +54,4 @@ cdef class _Featurizer:
     cpdef classify(self, producer, jac, vec)
     cpdef inlined(self, FuncPlan fp)
 
-cdef Py_ssize_t _id(object o)  # id(o) as a C cast (the .py says why)
 cpdef _float64(list v)  # np.array(v) for a stage's floats, stored in a C loop (the .py says why)

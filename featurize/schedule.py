@@ -36,14 +36,8 @@ from ir.target import CpuTarget
 from .schema import DTYPE, LINE_BYTES, SCHEDULE_FEATURES, lines_per_vector
 
 
-def _id(o) -> int:
-    """id(o). Compiled, a C cast where it is used: Cython calls the builtin `id` through Python's call machinery, and
-    search asks for ids about 120 times a state (memo keys, node tables). The same number either way."""
-    return cython.cast(cython.Py_ssize_t, cython.cast(cython.p_void, o))
-
-
-if not cython.compiled:  # run as Python: the builtin itself
-    _id = id  # noqa: F811
+if not cython.compiled:  # run as Python, ir.plan's _id is the builtin id (compiled, the .pxd cimports its C cast)
+    from ir.plan import _id
 
 
 @cython.locals(v=list, mv="double[:]", i="Py_ssize_t", n="Py_ssize_t")
