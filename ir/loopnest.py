@@ -65,6 +65,10 @@ class LoopKind(enum.Enum):
     def __repr__(self) -> str:
         return f"LoopKind.{self.name}"
 
+    # Members are singletons compared by identity, so identity's hash is theirs too; Enum's own __hash__ is a Python
+    # function (hash of the name), and every new node's check looks its kind up in KIND_VALUES
+    __hash__ = object.__hash__
+
 
 # the members as module constants (here and in ir.builder): a member read off an Enum class is a slow attribute
 # look-up (and `.value` a Python-level property), and constructing and hashing nodes reads them on every placement
