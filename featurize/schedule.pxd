@@ -5,6 +5,8 @@
 # a method look-up and Python's calling convention (a featurized stage makes a dozen such calls). The .py must call
 # them directly, never take one as a bound object first (Cython converts it with a mismatched signature).
 
+cimport numpy as cnp
+
 from ir.dag cimport FunctionDAG
 from ir.loopnest cimport LoopNest
 from ir.plan cimport Chain, FuncPlan, Level, Loop, Plan, _id  # _id: id(o) as a C cast
@@ -55,3 +57,24 @@ cdef class _Featurizer:
     cpdef inlined(self, FuncPlan fp)
 
 cpdef _float64(list v)  # np.array(v) for a stage's floats, stored in a C loop (the .py says why)
+cpdef list _float32_items(a, tuple idx)  # a[list(idx)].tolist(), read in place from a C-order float32 array
+cpdef _float32_with_items(a, tuple idx, list values)  # a copy with those items set, stored in C
+cpdef double _as_float32(double x)  # x rounded to float32, as numpy's cast stores it
+
+
+cdef inline float* _float32_data(object a):
+    """The items of `a` where it is a float32 ndarray in C order, aligned and in native byte order (numpy's C API);
+    NULL otherwise (the caller then asks numpy)."""
+    if type(a) is not cnp.ndarray:
+        return NULL
+    if cnp.PyArray_TYPE(<cnp.ndarray>a) != cnp.NPY_FLOAT32 or not cnp.PyArray_ISCARRAY_RO(<cnp.ndarray>a):
+        return NULL
+    return <float*>cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
+cdef inline double* _float64_data(object a) except NULL:
+    """The items of a new float64 array from np.empty (C order, aligned, native): where `a` is not such, TypeError."""
+    if type(a) is not cnp.ndarray or cnp.PyArray_TYPE(<cnp.ndarray>a) != cnp.NPY_FLOAT64 or \
+            not cnp.PyArray_ISCARRAY(<cnp.ndarray>a):
+        raise TypeError("expected a writeable float64 array in C order")
+    return <double*>cnp.PyArray_DATA(<cnp.ndarray>a)

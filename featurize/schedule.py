@@ -40,21 +40,71 @@ if not cython.compiled:  # run as Python, ir.plan's _id is the builtin id (compi
     from ir.plan import _id
 
 
-@cython.locals(v=list, mv="double[:]", i="Py_ssize_t", n="Py_ssize_t")
+@cython.locals(v=list, i="Py_ssize_t", n="Py_ssize_t")
 def _float64(v: list) -> np.ndarray:
-    """np.array(v) of a list of Python floats, as float64. Compiled, one loop of C stores into a new array: numpy's
-    conversion of a list looks at every item's type and shape first (about 10 k instructions for a stage's 41)."""
+    """np.array(v) of a list of Python floats, as float64. Compiled, one loop of C stores into a new array's items
+    (numpy's C API): numpy's conversion of a list looks at every item's type and shape first (about 10 k
+    instructions for a stage's 41), and a typed memoryview costs a few thousand to acquire."""
     n = len(v)
     out = np.empty(n)
-    mv = out
+    data = cython.declare(cython.p_double, _float64_data(out))  # noqa: F821 - a C function of the .pxd
     for i in range(n):
-        mv[i] = v[i]
+        data[i] = v[i]
     return out
 
 
-if not cython.compiled:  # run as Python: numpy's own conversion
+@cython.locals(i="Py_ssize_t")
+def _float32_items(a: np.ndarray, idx: tuple) -> list:
+    """a[list(idx)].tolist(): the items of a stage's feature array at `idx`, as Python floats. Compiled, a float32
+    array in C order is read in place (numpy's fancy indexing and tolist cost a few thousand instructions a call)."""
+    data = cython.declare(cython.p_float, _float32_data(a))  # noqa: F821 - a C function of the .pxd
+    if data == cython.NULL:
+        return a[list(idx)].tolist()
+    return [cython.cast(cython.double, data[i]) for i in idx]
+
+
+@cython.locals(k="Py_ssize_t")
+def _float32_with_items(a: np.ndarray, idx: tuple, values: list) -> np.ndarray:
+    """A copy of float32 array `a` with the items at `idx` set to `values`, each already a float32 value (rounded by
+    _as_float32): what `v = a.copy(); v[list(idx)] = values` makes, stored in C where `a` is a C-order array."""
+    v = a.copy()
+    data = cython.declare(cython.p_float, _float32_data(v))  # noqa: F821 - a C function of the .pxd
+    if data == cython.NULL:
+        v[list(idx)] = values
+        return v
+    for k in range(len(idx)):
+        data[idx[k]] = cython.cast(cython.float, cython.cast(cython.double, values[k]))
+    return v
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+@cython.locals(x="double")
+def _as_float32(x: float) -> float:
+    """x rounded to float32 and back, as numpy's cast to a float32 array stores it: compiled, the same C conversion
+    within float32's range; beyond it, numpy's own (it gives inf)."""
+    if -_FLOAT32_MAX <= x <= _FLOAT32_MAX:
+        return cython.cast(cython.float, x)
+    with np.errstate(over="ignore"):
+        return float(np.float32(x))
+
+
+if not cython.compiled:  # run as Python: numpy's own conversions
     def _float64(v: list) -> np.ndarray:  # noqa: F811
         return np.array(v)
+
+    def _float32_items(a: np.ndarray, idx: tuple) -> list:  # noqa: F811
+        return a[list(idx)].tolist()
+
+    def _float32_with_items(a: np.ndarray, idx: tuple, values: list) -> np.ndarray:  # noqa: F811
+        v = a.copy()
+        v[list(idx)] = values
+        return v
+
+    def _as_float32(x: float) -> float:  # noqa: F811
+        with np.errstate(over="ignore"):
+            return float(np.float32(x))
 
 
 _F = {name: i for i, name in enumerate(SCHEDULE_FEATURES)}
@@ -62,6 +112,8 @@ _WS = np.array([_F[k] for k in ("working_set", "working_set_at_production", "wor
                                 "working_set_at_task", "working_set_at_root")])
 _WS_ROOT = _F["working_set_at_root"]
 _TASK_READS = np.array([_F["unique_bytes_read_per_task"], _F["unique_lines_read_per_task"]])
+_WS_ITEMS = tuple(_WS.tolist())  # the same indices as a tuple of ints (_float32_items, _float32_with_items)
+_TASK_READS_ITEMS = tuple(_TASK_READS.tolist())
 # indices as module constants: stage() fills a list of Python floats by these (a dict look-up and a numpy item
 # assignment per feature cost more than the arithmetic)
 _N = len(SCHEDULE_FEATURES)
@@ -382,7 +434,7 @@ class _Featurizer:
             reads = [0.0] * _N
             self.task_reads(reads, fp, ch)
             now = [reads[_UNIQUE_BYTES_TASK], reads[_UNIQUE_LINES_TASK]]
-            if now != old[_TASK_READS].tolist() or old.dtype != DTYPE:
+            if now != _float32_items(old, _TASK_READS_ITEMS) or old.dtype != DTYPE:
                 v = old.astype(np.float64)
                 v[_TASK_READS] = np.array(now, dtype=np.float64)
                 v[_WS] = np.array(ws, dtype=np.float64)
@@ -393,15 +445,13 @@ class _Featurizer:
             return v
         # working sets are whole numbers >= 0 (never -0.0 or NaN): equal values are equal bytes, and a number equal
         # to a float32 is that float32 once rounded
-        before = old[_WS].tolist()
+        before = _float32_items(old, _WS_ITEMS)
         if ws == before:
             return old
-        new = np.array(ws, dtype=np.float64).astype(DTYPE)
-        if new.tolist() == before:
+        rounded = [_as_float32(x) for x in ws]
+        if rounded == before:
             return old
-        v = old.copy()
-        v[_WS] = new
-        return v
+        return _float32_with_items(old, _WS_ITEMS, rounded)
 
     @cython.locals(fp="FuncPlan", ch="Chain", inner="Level", lvl="Level", lp="Loop", site="LoopNest", store="LoopNest",
                    head="LoopNest", inode="LoopNest")

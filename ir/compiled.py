@@ -71,6 +71,7 @@ def _build_one(m: str, quiet: bool) -> bool:
     import shutil
     import tempfile
 
+    import numpy
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
     from setuptools.command.build_ext import build_ext
@@ -87,7 +88,10 @@ def _build_one(m: str, quiet: bool) -> bool:
         # -ffp-contract=off: no a * b + c fused into one rounding, so C double arithmetic gives the bits Python's does;
         # -O3 (1.1 % fewer instructions a search state than -O2) reorders no floating-point operation without
         # -ffast-math, so the bits stay (tests/test_analytical_rows.py, search_digest.py)
-        ext = cythonize([Extension(m, [str(src)], extra_compile_args=["-O3", "-ffp-contract=off"])], build_dir=tmp,
+        # numpy's headers: a module whose .pxd cimports numpy reads and writes small arrays through its C API
+        ext = cythonize([Extension(m, [str(src)], extra_compile_args=["-O3", "-ffp-contract=off"],
+                                   include_dirs=[numpy.get_include()],
+                                   define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")])], build_dir=tmp,
                         language_level=3,
                         include_path=[str(ROOT)],
                         quiet=True, compiler_directives={

@@ -33,7 +33,7 @@ HOT_MODULES = (
     "featurize.schedule", "scheduler.space", "scheduler.search", "train.analytical_rows",
 )
 # Part of every digest: a change to how modules are compiled makes every earlier build stale.
-RECIPE = "cython-pure-python-mode/annotation_typing=False/binding=True/nonecheck=True/O3/fp-contract=off/v3"
+RECIPE = "cython-pure-python-mode/annotation_typing=False/binding=True/nonecheck=True/O3/fp-contract=off/numpy-capi/v3"
 ROOT = Path(__file__).resolve().parent.parent  # the directory holding schedlab's packages
 
 

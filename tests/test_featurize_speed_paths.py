@@ -51,3 +51,35 @@ def test_a_task_footprint_is_not_reused_once_a_producer_is_computed_inside_the_t
         assert incremental[k].dtype == v.dtype and np.array_equal(incremental[k], v), k
     # g computed in the task: it reads h over 18 x 10 there, which covers f's own 16 x 8
     assert incremental[("f", 0)][TASK_BYTES] == 18 * 10 * 4
+
+
+def test_feature_array_items_read_and_written_in_c_are_numpys():
+    """featurize.schedule's array helpers (compiled: numpy's C API on the arrays' own items) answer what numpy's
+    indexing, copies and casts give, for the arrays they read in place and for those they hand back to numpy."""
+    from featurize import schedule as fs
+
+    rng = np.random.default_rng(7)
+    a = rng.uniform(0, 1e9, len(SCHEDULE_FEATURES)).astype(np.float32)
+    readonly = a.copy()
+    readonly.flags.writeable = False
+    idx = fs._WS_ITEMS
+    others = (a[::-1], a.astype(">f4"), a.astype(np.float64), readonly)  # strided, byte-swapped, float64: numpy's path
+    for arr in (a, *others):
+        assert fs._float32_items(arr, idx) == arr[list(idx)].tolist()
+    values = [fs._as_float32(x) for x in rng.uniform(0, 1e12, len(idx)).tolist()]
+    for arr in (a, a[::-1], readonly):
+        before = arr.copy()
+        out = fs._float32_with_items(arr, idx, values)
+        expected = arr.copy()
+        expected[list(idx)] = values
+        assert out.dtype == np.float32 and np.array_equal(out, expected) and np.array_equal(arr, before)
+        assert out is not arr
+    # rounding to float32 as numpy's cast does, at ties, past 2**24, near and beyond float32's largest value
+    big = float(np.finfo(np.float32).max)
+    for x in (0.0, 1.0, 16777217.0, 16777219.0, 0.1, 1e-45, big, big * (1 + 2 ** -25), 3.5e38, 1e300, -1e300,
+              *rng.uniform(0, 2 ** 60, 200).tolist()):
+        with np.errstate(over="ignore"):
+            assert fs._as_float32(x) == float(np.array([x]).astype(np.float32)[0]), x
+    floats = rng.uniform(-1e30, 1e30, len(SCHEDULE_FEATURES)).tolist()
+    out = fs._float64(floats)
+    assert out.dtype == np.float64 and out.tolist() == floats and out.flags.c_contiguous
