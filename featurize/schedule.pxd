@@ -60,6 +60,7 @@ cpdef _float64(list v)  # np.array(v) for a stage's floats, stored in a C loop (
 cpdef list _float32_items(a, tuple idx)  # a[list(idx)].tolist(), read in place from a C-order float32 array
 cpdef _float32_with_items(a, tuple idx, list values)  # a copy with those items set, stored in C
 cpdef double _as_float32(double x)  # x rounded to float32, as numpy's cast stores it
+cpdef stack_stage_features(list features, tuple keys)  # [B, S, width] of B states' stage arrays, copied in C
 
 
 cdef inline float* _float32_data(object a):
@@ -70,6 +71,14 @@ cdef inline float* _float32_data(object a):
     if cnp.PyArray_TYPE(<cnp.ndarray>a) != cnp.NPY_FLOAT32 or not cnp.PyArray_ISCARRAY_RO(<cnp.ndarray>a):
         return NULL
     return <float*>cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
+cdef inline Py_ssize_t _float32_width(object a):
+    """The length of `a` where it is a one-dimensional float32 ndarray that _float32_data reads in place; -1
+    otherwise."""
+    if _float32_data(a) == NULL or cnp.PyArray_NDIM(<cnp.ndarray>a) != 1:
+        return -1
+    return cnp.PyArray_DIM(<cnp.ndarray>a, 0)
 
 
 cdef inline double* _float64_data(object a) except NULL:

@@ -77,6 +77,35 @@ def _float32_with_items(a: np.ndarray, idx: tuple, values: list) -> np.ndarray:
     return v
 
 
+@cython.locals(features=list, keys=tuple, nb="Py_ssize_t", ns="Py_ssize_t", w="Py_ssize_t", b="Py_ssize_t",
+               j="Py_ssize_t", i="Py_ssize_t", at="Py_ssize_t")
+def stack_stage_features(features: list, keys: tuple) -> np.ndarray:
+    """np.array([[f[k] for k in keys] for f in features]): the schedule features of B states (their dicts of stage
+    arrays) over the stages `keys`, [B, S, width], what a cost model scores in one batch. Compiled, where every array
+    is a float32 row of one width in C order, its items are copied in C into one new array (numpy's conversion of
+    the nested lists inspects each of the B x S arrays first); anything else is numpy's own conversion."""
+    nb, ns = len(features), len(keys)
+    if nb == 0 or ns == 0:
+        return np.array([[f[k] for k in keys] for f in features])
+    w = _float32_width(features[0][keys[0]])  # noqa: F821 - a C function of the .pxd
+    if w < 0:
+        return np.array([[f[k] for k in keys] for f in features])
+    out = np.empty((nb, ns, w), dtype=np.float32)
+    dst = cython.declare(cython.p_float, _float32_data(out))  # noqa: F821 - a C function of the .pxd
+    at = 0
+    for b in range(nb):
+        f = features[b]
+        for j in range(ns):
+            a = f[keys[j]]
+            if _float32_width(a) != w:  # noqa: F821 - a C function of the .pxd
+                return np.array([[f[k] for k in keys] for f in features])
+            src = cython.declare(cython.p_float, _float32_data(a))  # noqa: F821 - a C function of the .pxd
+            for i in range(w):
+                dst[at + i] = src[i]
+            at += w
+    return out
+
+
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -105,6 +134,9 @@ if not cython.compiled:  # run as Python: numpy's own conversions
     def _as_float32(x: float) -> float:  # noqa: F811
         with np.errstate(over="ignore"):
             return float(np.float32(x))
+
+    def stack_stage_features(features: list, keys: tuple) -> np.ndarray:  # noqa: F811
+        return np.array([[f[k] for k in keys] for f in features])
 
 
 _F = {name: i for i, name in enumerate(SCHEDULE_FEATURES)}

@@ -8,6 +8,7 @@ h = in * 2;  g = h(x-1, y) + h(x+1, y);  f = g(x, y-1) + g(x, y+1) + h(x, y);  f
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from featurize.schedule import SCHEDULE_FEATURES, schedule_features
 from ir import Func, Input, LoopNest, Pipeline, Var, f32
@@ -83,3 +84,30 @@ def test_feature_array_items_read_and_written_in_c_are_numpys():
     floats = rng.uniform(-1e30, 1e30, len(SCHEDULE_FEATURES)).tolist()
     out = fs._float64(floats)
     assert out.dtype == np.float64 and out.tolist() == floats and out.flags.c_contiguous
+
+
+def test_stage_features_stacked_for_a_batch_are_numpys_array_of_them():
+    """stack_stage_features (compiled: the float32 rows copied in C) gives np.array of the nested lists: the same
+    values, shape and dtype, float64 where one row is, and numpy's own error where the rows differ in width."""
+    from featurize.schedule import stack_stage_features
+
+    rng = np.random.default_rng(3)
+    keys = (("f", 0), ("g", 0), ("g", 1))
+    feats = [{k: rng.uniform(0, 1e6, len(SCHEDULE_FEATURES)).astype(np.float32) for k in keys} for _ in range(6)]
+
+    def reference():
+        return np.array([[f[k] for k in keys] for f in feats])
+
+    out = stack_stage_features(feats, keys)
+    assert out.dtype == np.float32 and out.shape == (6, 3, len(SCHEDULE_FEATURES))
+    assert np.array_equal(out, reference())
+    assert np.array_equal(stack_stage_features(feats, keys[1:]), np.array([[f[k] for k in keys[1:]] for f in feats]))
+    feats[4][("g", 0)] = feats[4][("g", 0)][::-1]  # a strided view: copied by numpy
+    assert np.array_equal(stack_stage_features(feats, keys), reference())
+    feats[2][("g", 1)] = feats[2][("g", 1)].astype(np.float64)
+    out = stack_stage_features(feats, keys)
+    assert out.dtype == np.float64 and np.array_equal(out, reference())
+    feats[2][("g", 1)] = np.zeros(len(SCHEDULE_FEATURES) - 1, np.float32)
+    with pytest.raises(ValueError):
+        stack_stage_features(feats, keys)
+    assert stack_stage_features([], keys).shape == (0,)

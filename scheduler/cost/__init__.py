@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from featurize import cached_pipeline_features
+from featurize.schedule import stack_stage_features
 
 from ..space import SearchError, State
 from .threads import scoring_threads
@@ -90,7 +91,7 @@ class CostModel(ABC):
             for keys, idx in groups.items():
                 if not keys:
                     continue
-                sched = np.array([[states[i].features[k] for k in keys] for i in idx])  # [B, S, 41], as np.stack
+                sched = stack_stage_features([states[i].features for i in idx], keys)  # [B, S, 41], as np.stack
                 costs = self.predict(self.pipeline_features(dag, keys), sched)
                 for row, total, i in zip(costs.stages.tolist(), costs.total.tolist(), idx):
                     stages[i] = dict(zip(keys, row))
