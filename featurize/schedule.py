@@ -926,7 +926,7 @@ class _Featurizer:
         v[_BYTES_ROOT] = node.bytes_per_point * prod(self.static.root_ext[fp.name])
         v[_MINIMUM] = self.minimum[(fp.name, 0)]
         v[_WS_ROOT] = self.alloc_in(self.plan.root)
-        return np.array(v, dtype=np.float64)
+        return _float64(v)
 
 
 # -- helpers over the DAG --------------------------------------------------------------------------
