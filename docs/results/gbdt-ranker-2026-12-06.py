@@ -38,6 +38,10 @@ from train.metrics import ranking_metrics  # noqa: E402
 
 DATA = ",".join(f"datasets/random-host-halide{s}" for s in ("", "-contrasts", "-avx2", "-rivals", "-motifs", "-conv",
                                                             "-dwmax"))
+# the trees of the first setting below (15 leaves), which later experiments on these rows reuse
+RANKER_PARAMS = dict(objective="none", num_leaves=15, learning_rate=0.1, min_data_in_leaf=50,
+                     min_sum_hessian_in_leaf=0.0, feature_fraction=0.8, bagging_fraction=0.8, bagging_freq=1,
+                     lambda_l2=1.0, verbose=-1, num_threads=2, seed=0)
 
 
 def rows(batches):

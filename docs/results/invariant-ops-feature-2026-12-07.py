@@ -100,9 +100,7 @@ def main():
     g.metrics(np.zeros(len(bv)), bv, sv, yv, "analytical (val)")
     objective = g.ranknet(st, yt)
     for label, (a, b) in (("base", (xt, xv)), ("+invariant", (xta, xva))):
-        params = dict(objective="none", num_leaves=15, learning_rate=0.1, min_data_in_leaf=50,
-                      min_sum_hessian_in_leaf=0.0, feature_fraction=0.8, bagging_fraction=0.8, bagging_freq=1,
-                      lambda_l2=1.0, verbose=-1, num_threads=2, seed=0)
+        params = dict(g.RANKER_PARAMS)
         booster = lgb.Booster(params, lgb.Dataset(a, init_score=bt, free_raw_data=False))
         for r in range(1, 301):
             booster.update(fobj=objective)
@@ -110,4 +108,5 @@ def main():
                 print(f"-- {label} round {r}", flush=True)
                 g.metrics(booster.predict(b), bv, sv, yv, f"{label} (val)")
 
-main()
+if __name__ == "__main__":
+    main()

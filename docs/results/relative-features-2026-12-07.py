@@ -70,13 +70,12 @@ def main():
                 ("+mean-relative", np.concatenate([xt, mean_rel(data.train)], 1), np.concatenate([xv, mean_rel(data.val)], 1)),
                 ("+naive-relative", np.concatenate([xt, nt], 1), np.concatenate([xv, nv], 1))]
     for label, a, b in variants:
-        params = dict(objective="none", num_leaves=15, learning_rate=0.1, min_data_in_leaf=50,
-                      min_sum_hessian_in_leaf=0.0, feature_fraction=0.8, bagging_fraction=0.8, bagging_freq=1,
-                      lambda_l2=1.0, verbose=-1, num_threads=2, seed=0)
+        params = dict(g.RANKER_PARAMS)
         booster = lgb.Booster(params, lgb.Dataset(a, init_score=bt, free_raw_data=False))
         for r in range(1, 601):
             booster.update(fobj=objective)
             if r % 100 == 0:
                 g.metrics(booster.predict(b), bv, sv, yv, f"{label} r{r} (val)")
 
-main()
+if __name__ == "__main__":
+    main()
