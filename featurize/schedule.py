@@ -40,6 +40,27 @@ if not cython.compiled:  # run as Python, ir.plan's _id is the builtin id (compi
     from ir.plan import _id
 
 
+# numpy's own answers: what the helpers below compute as Python, and where, compiled, an array is not one they read
+# in place (another dtype, order or byte order)
+def _items_by_numpy(a: np.ndarray, idx: tuple) -> list:
+    return a[list(idx)].tolist()
+
+
+def _with_items_by_numpy(a: np.ndarray, idx: tuple, values: list) -> np.ndarray:
+    v = a.copy()
+    v[list(idx)] = values
+    return v
+
+
+def _stacked_by_numpy(features: list, keys: tuple) -> np.ndarray:
+    return np.array([[f[k] for k in keys] for f in features])
+
+
+def _float32_by_numpy(x: float) -> float:
+    with np.errstate(over="ignore"):
+        return float(np.float32(x))
+
+
 @cython.locals(v=list, i="Py_ssize_t", n="Py_ssize_t")
 def _float64(v: list) -> np.ndarray:
     """np.array(v) of a list of Python floats, as float64. Compiled, one loop of C stores into a new array's items
@@ -59,7 +80,7 @@ def _float32_items(a: np.ndarray, idx: tuple) -> list:
     array in C order is read in place (numpy's fancy indexing and tolist cost a few thousand instructions a call)."""
     data = cython.declare(cython.p_float, _float32_data(a))  # noqa: F821 - a C function of the .pxd
     if data == cython.NULL:
-        return a[list(idx)].tolist()
+        return _items_by_numpy(a, idx)
     return [cython.cast(cython.double, data[i]) for i in idx]
 
 
@@ -67,11 +88,10 @@ def _float32_items(a: np.ndarray, idx: tuple) -> list:
 def _float32_with_items(a: np.ndarray, idx: tuple, values: list) -> np.ndarray:
     """A copy of float32 array `a` with the items at `idx` set to `values`, each already a float32 value (rounded by
     _as_float32): what `v = a.copy(); v[list(idx)] = values` makes, stored in C where `a` is a C-order array."""
-    v = a.copy()
+    if _float32_data(a) == cython.NULL:  # noqa: F821 - a C function of the .pxd
+        return _with_items_by_numpy(a, idx, values)
+    v = a.copy()  # C order, as `a` is
     data = cython.declare(cython.p_float, _float32_data(v))  # noqa: F821 - a C function of the .pxd
-    if data == cython.NULL:
-        v[list(idx)] = values
-        return v
     for k in range(len(idx)):
         data[idx[k]] = cython.cast(cython.float, cython.cast(cython.double, values[k]))
     return v
@@ -86,10 +106,10 @@ def stack_stage_features(features: list, keys: tuple) -> np.ndarray:
     the nested lists inspects each of the B x S arrays first); anything else is numpy's own conversion."""
     nb, ns = len(features), len(keys)
     if nb == 0 or ns == 0:
-        return np.array([[f[k] for k in keys] for f in features])
+        return _stacked_by_numpy(features, keys)
     w = _float32_width(features[0][keys[0]])  # noqa: F821 - a C function of the .pxd
     if w < 0:
-        return np.array([[f[k] for k in keys] for f in features])
+        return _stacked_by_numpy(features, keys)
     out = np.empty((nb, ns, w), dtype=np.float32)
     dst = cython.declare(cython.p_float, _float32_data(out))  # noqa: F821 - a C function of the .pxd
     at = 0
@@ -98,7 +118,7 @@ def stack_stage_features(features: list, keys: tuple) -> np.ndarray:
         for j in range(ns):
             a = f[keys[j]]
             if _float32_width(a) != w:  # noqa: F821 - a C function of the .pxd
-                return np.array([[f[k] for k in keys] for f in features])
+                return _stacked_by_numpy(features, keys)
             src = cython.declare(cython.p_float, _float32_data(a))  # noqa: F821 - a C function of the .pxd
             for i in range(w):
                 dst[at + i] = src[i]
@@ -115,28 +135,15 @@ def _as_float32(x: float) -> float:
     within float32's range; beyond it, numpy's own (it gives inf)."""
     if -_FLOAT32_MAX <= x <= _FLOAT32_MAX:
         return cython.cast(cython.float, x)
-    with np.errstate(over="ignore"):
-        return float(np.float32(x))
+    return _float32_by_numpy(x)
 
 
 if not cython.compiled:  # run as Python: numpy's own conversions
     def _float64(v: list) -> np.ndarray:  # noqa: F811
         return np.array(v)
 
-    def _float32_items(a: np.ndarray, idx: tuple) -> list:  # noqa: F811
-        return a[list(idx)].tolist()
-
-    def _float32_with_items(a: np.ndarray, idx: tuple, values: list) -> np.ndarray:  # noqa: F811
-        v = a.copy()
-        v[list(idx)] = values
-        return v
-
-    def _as_float32(x: float) -> float:  # noqa: F811
-        with np.errstate(over="ignore"):
-            return float(np.float32(x))
-
-    def stack_stage_features(features: list, keys: tuple) -> np.ndarray:  # noqa: F811
-        return np.array([[f[k] for k in keys] for f in features])
+    _float32_items, _float32_with_items = _items_by_numpy, _with_items_by_numpy
+    stack_stage_features, _as_float32 = _stacked_by_numpy, _float32_by_numpy
 
 
 _F = {name: i for i, name in enumerate(SCHEDULE_FEATURES)}
