@@ -799,15 +799,15 @@ class _Featurizer:
     @cython.locals(inner="LoopNest")
     def load_counts(self, stage: Stage, inner: LoopNest) -> dict[str, float]:
         """Loads per point by kind, memoized per DAG on everything they depend on: the stage, the inlined
-        Funcs, the SIMD loop, the unrolled extents and the storage layouts of the producers."""
+        Funcs it reads through, the SIMD loop, the unrolled extents and the storage layouts of the producers."""
         vec = inner.vectorized_loop
         if inner.unrolled:
             size = inner.size
             unrolled = [j for j, l in enumerate(stage.loop) if l.pure and j != vec and size[j] > 1]
         else:
             unrolled = []
-        loads = _loads(self.dag, self.inlined_set, stage)
-        key = (stage.func, stage.index, self.inlined_set, vec, tuple([(j, inner.size[j]) for j in unrolled]),
+        reached, loads = _loads_entry(self.dag, self.inlined_set, stage)
+        key = (stage.func, stage.index, reached, vec, tuple([(j, inner.size[j]) for j in unrolled]),
                tuple([self.dense_dim(p) for p, _, _ in loads]))
         memo = self._counts_memo
         counts = memo.get(key)
@@ -1096,25 +1096,54 @@ def _loads(dag: FunctionDAG, inlined: frozenset, stage: Stage) -> list[tuple[str
     """(producer, Jacobian w.r.t. the stage's loops, count) of the stage's loads, looking through inlined
     Funcs; loads of one producer with the same Jacobian are one entry (a stencil's taps), so chains of
     inlined stencils cost one composition per distinct Jacobian, not one per path."""
-    cache = dag.analysis("featurize.loads", dict)  # (func, stage, inlined) -> loads
+    return _loads_entry(dag, inlined, stage)[1]
+
+
+@cython.locals(dag="FunctionDAG")
+def _loads_entry(dag: FunctionDAG, inlined: frozenset, stage: Stage) -> tuple[frozenset, list]:
+    """(the inlined Funcs the stage reads through, its _loads). Memoized on the whole inlined set, which a search
+    meets once per state, and below that on the Funcs the stage reads through, which are all the loads depend on:
+    inlining a Func elsewhere in the pipeline changes a new state's set but not this stage's loads (greedy search
+    composed the same Jacobians again for most of its states' stages)."""
+    cache = dag.analysis("featurize.loads", dict)  # (func, stage, inlined) -> (reached, loads)
     key = (stage.func, stage.index, inlined)
     hit = cache.get(key)
     if hit is not None:
         return hit
-    agg: dict[tuple[str, tuple], int] = {}
-    for a in stage.accesses:
-        if a.kind == "self":
+    reached = _inlined_reached(dag, inlined, stage)
+    by_reached = dag.analysis("featurize.loads_reached", dict)  # (func, stage, reached) -> loads
+    rkey = (stage.func, stage.index, reached)
+    out = by_reached.get(rkey)
+    if out is None:
+        agg: dict[tuple[str, tuple], int] = {}
+        for a in stage.accesses:
+            if a.kind == "self":
+                continue
+            if a.producer in inlined:
+                for p, jac, n in _loads(dag, inlined, dag.node(a.producer).stages[0]):
+                    k = (p, _matmul(jac, a.jacobian))
+                    agg[k] = agg.get(k, 0) + n * a.count
+            else:
+                k = (a.producer, a.jacobian)
+                agg[k] = agg.get(k, 0) + a.count
+        out = [(p, jac, n) for (p, jac), n in agg.items()]
+        by_reached[rkey] = out
+    hit = cache[key] = (reached, out)
+    return hit
+
+
+@cython.locals(dag="FunctionDAG")
+def _inlined_reached(dag: FunctionDAG, inlined: frozenset, stage: Stage) -> frozenset:
+    """The inlined Funcs whose definitions `stage` reads through: its inlined producers, theirs, and so on."""
+    found: set[str] = set()
+    pending = [a.producer for a in stage.accesses if a.kind != "self"]
+    while pending:
+        p = pending.pop()
+        if p in found or p not in inlined:
             continue
-        if a.producer in inlined:
-            for p, jac, n in _loads(dag, inlined, dag.node(a.producer).stages[0]):
-                k = (p, _matmul(jac, a.jacobian))
-                agg[k] = agg.get(k, 0) + n * a.count
-        else:
-            k = (a.producer, a.jacobian)
-            agg[k] = agg.get(k, 0) + a.count
-    out = [(p, jac, n) for (p, jac), n in agg.items()]
-    cache[key] = out
-    return out
+        found.add(p)
+        pending.extend([a.producer for a in dag.node(p).stages[0].accesses if a.kind != "self"])
+    return frozenset(found)
 
 
 @cython.locals(dag="FunctionDAG")

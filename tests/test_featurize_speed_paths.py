@@ -111,3 +111,28 @@ def test_stage_features_stacked_for_a_batch_are_numpys_array_of_them():
     with pytest.raises(ValueError):
         stack_stage_features(feats, keys)
     assert stack_stage_features([], keys).shape == (0,)
+
+
+def test_a_stages_loads_are_shared_across_inlined_sets_that_differ_only_where_it_does_not_read():
+    """_loads memoizes a stage's loads on the inlined Funcs it reads through, not on the whole inlined set: inlining
+    a Func the stage never reads gives the same entry, equal to a fresh DAG's; one it reads gives others."""
+    from featurize.schedule import _loads
+
+    def build():
+        inp = Input("inp", f32, 2)
+        h, g, e, f = Func("h"), Func("g"), Func("e"), Func("f")
+        h[x, y] = inp[x, y] * 2
+        g[x, y] = h[x - 1, y] + h[x + 1, y]
+        e[x, y] = inp[x, y + 1] + 1
+        f[x, y] = g[x, y - 1] + g[x, y + 1] + e[x, y]
+        return Pipeline([f], {f: (64, 32)})
+
+    dag = build().dag
+    g, f = dag.node("g").stages[0], dag.node("f").stages[0]
+    through_h = _loads(dag, frozenset({"h"}), g)
+    assert [(p, n) for p, _, n in through_h] == [("inp", 2)]  # two taps of h, each one load of inp
+    assert _loads(dag, frozenset({"h", "e"}), g) is through_h  # g does not read e
+    fresh = build().dag
+    assert _loads(fresh, frozenset({"h", "e"}), fresh.node("g").stages[0]) == through_h
+    assert sorted((p, n) for p, _, n in _loads(dag, frozenset({"h"}), f)) == [("e", 1), ("g", 2)]
+    assert sorted((p, n) for p, _, n in _loads(dag, frozenset({"h", "e"}), f)) == [("g", 2), ("inp", 1)]
