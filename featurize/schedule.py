@@ -30,7 +30,7 @@ except ImportError:  # pure Python without Cython: the typing decorators do noth
 from ir.dag import FunctionDAG, Stage
 from ir.loopnest import LoopNest
 from ir.plan import Chain, FuncPlan, Plan, Region
-from ir.symbolic import Lin, lmax, lmin
+from ir.symbolic import Lin, lmax, lmin, static_extent
 from ir.target import CpuTarget
 
 from .schema import DTYPE, LINE_BYTES, SCHEDULE_FEATURES, lines_per_vector
@@ -339,7 +339,7 @@ class _Featurizer:
     def extents(self, region: Region | None, cap) -> list[int]:
         if region is None:
             return []
-        return [Plan._extent(lo, hi, c) for (lo, hi), c in zip(region, cap)]
+        return [static_extent(lo, hi, c) for (lo, hi), c in zip(region, cap)]
 
     # -- the walk --------------------------------------------------------------------------------
 
@@ -657,7 +657,7 @@ class _Featurizer:
         hit = self._regions_memo.get(key)
         if hit is not None and hit[0] is reg:
             return hit[1]
-        r = self._footprint(producer, [Plan._extent(lo, hi, c) for (lo, hi), c in zip(reg, cap)], dense)
+        r = self._footprint(producer, [static_extent(lo, hi, c) for (lo, hi), c in zip(reg, cap)], dense)
         self._regions_memo[key] = (reg, r)
         return r
 
@@ -684,7 +684,7 @@ class _Featurizer:
             box = r if box is None else [(lmin(a[0], b[0]), lmax(a[1], b[1])) for a, b in zip(box, r)]
         if box is None:
             return [1] * inp.dimensions
-        return [Plan._extent(lo, hi, c) for (lo, hi), c in zip(box, cap)]
+        return [static_extent(lo, hi, c) for (lo, hi), c in zip(box, cap)]
 
     @cython.locals(fp="FuncPlan")
     def dense_dim(self, producer: str) -> int | None:

@@ -26,7 +26,7 @@ from .bounds import Env
 from .dag import FunctionDAG, Node, Stage
 from .errors import ScheduleError
 from .loopnest import KIND_VALUES, LoopNest
-from .symbolic import INF, Lin, Sym, const, exact_diff, floordiv, lmax, lmin, monotonicity, upper_diff
+from .symbolic import Lin, Sym, const, exact_diff, floordiv, lmax, lmin, monotonicity, static_extent
 from .target import Target, get_target, target_kind
 
 # Iterations of a fully unrolled innermost level: Halide's adams2019 LoopNest::apply unrolls the innermost pure
@@ -701,7 +701,7 @@ class Plan:
         if region is None:
             raise ScheduleError(f"{fp.name} is computed at a level where nothing reads it")
         fp.region = region
-        fp.extents = [self._extent(lo, hi, node.region_extent(d)) for d, (lo, hi) in enumerate(region)]
+        fp.extents = [static_extent(lo, hi, node.region_extent(d)) for d, (lo, hi) in enumerate(region)]
         nodes = [ch.head.chain() for ch in fp.chains]  # each chain's levels, walked once
         fp.layout = storage_layout(node, self._vector_dim(fp, nodes))
         for ch, ns in zip(fp.chains, nodes):
@@ -710,7 +710,7 @@ class Plan:
         if storage is None or (fp.store is not fp.site and not self._encloses(fp.store, fp.site)):
             raise ScheduleError(f"{fp.name} must be stored at its compute level or a level enclosing it")
         fp.storage = storage
-        fp.storage_extents = [self._extent(lo, hi, node.region_extent(d)) for d, (lo, hi) in enumerate(storage)]
+        fp.storage_extents = [static_extent(lo, hi, node.region_extent(d)) for d, (lo, hi) in enumerate(storage)]
         strides = [0] * node.dimensions
         s = 1
         for d in fp.layout:
@@ -722,11 +722,7 @@ class Plan:
 
     @staticmethod
     def _extent(lo: Lin, hi: Lin, cap: int) -> int:
-        e = exact_diff(hi, lo)
-        if e is not None:
-            return e + 1
-        u = upper_diff(hi, lo)
-        return cap if u == INF else int(min(u + 1, cap))
+        return static_extent(lo, hi, cap)
 
     @cython.locals(fp="FuncPlan", ch="Chain", lvl="Level")
     def _plan_chain(self, fp: FuncPlan, ch: Chain, nodes: list[LoopNest]) -> None:
@@ -765,7 +761,7 @@ class Plan:
                 rlo, rhi = l.rdom_range
                 lo, hi, cap = const(rlo), const(rhi), rhi - rlo + 1
             bounds.append((lo, hi))
-            extents.append(self._extent(lo, hi, cap))
+            extents.append(static_extent(lo, hi, cap))
             exact.append(exact_diff(hi, lo) is not None)
         bases = [lo for lo, _ in bounds]
         exts = [const(e) if x else hi - lo + 1 for (lo, hi), e, x in zip(bounds, extents, exact)]

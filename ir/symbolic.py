@@ -413,12 +413,34 @@ def upper_diff(h: LinLike, l: LinLike) -> Number:
     d = _as_lin(h) - _as_lin(l)
     if not d.terms:
         return d.const
+    return _upper_memo(d)
+
+
+@cython.locals(d="Lin")
+def _upper_memo(d: Lin) -> Number:
+    """_upper of a form with unknowns, remembered."""
     r = _UPPER_MEMO.get(d)
     if r is None:
         if len(_UPPER_MEMO) > 200_000:
             _UPPER_MEMO.clear()
         r = _UPPER_MEMO[d] = _upper(d, [_EXPANSION_BUDGET])
     return r
+
+
+@cython.locals(hf="Lin", lf="Lin", d="Lin")
+def static_extent(lo: LinLike, hi: LinLike, cap: int) -> int:
+    """Points in [lo, hi] for every value of the symbols: hi - lo + 1 where that is a number, else its static upper
+    bound, at most `cap` (cap where no bound is known). What exact_diff and upper_diff give, with h - l formed once:
+    search asks it of every region and loop it plans and featurizes."""
+    hf = _as_lin(hi)
+    lf = _as_lin(lo)
+    if hf.terms == lf.terms:  # the common case: the same unknowns on both sides
+        return hf.const - lf.const + 1
+    d = hf - lf
+    if not d.terms:
+        return d.const + 1
+    u = _upper_memo(d)
+    return cap if u == INF else int(min(u + 1, cap))
 
 
 @cython.locals(hf="Lin", lf="Lin", d="Lin")

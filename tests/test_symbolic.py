@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from ir.symbolic import INF, FloorDiv, Lin, Sym, _sym_upper_diffs, const, lmax, lmin, upper_diff
+from ir.symbolic import INF, FloorDiv, Lin, Sym, _sym_upper_diffs, const, exact_diff, lmax, lmin, static_extent, upper_diff
 
 
 def _random_form(rng: random.Random, syms: list[Sym]) -> Lin:
@@ -44,3 +44,30 @@ def test_other_atoms_take_the_general_path():
     assert lmin(tile, const(100)) == tile and lmax(tile, const(-1)) == tile
     m = lmin(tile, const(40))
     assert m != tile and lmin(m, tile) == m
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_static_extent_is_what_exact_diff_and_upper_diff_give(seed):
+    """static_extent forms hi - lo once; it must give what the two comparisons give: hi - lo + 1 where that is a
+    number (uncapped), else the upper bound + 1 capped, or the cap where no bound is known (an unbounded symbol)."""
+    rng = random.Random(seed)
+    syms = [Sym(f"i{k}", rng.randint(-5, 3), rng.randint(3, 40)) for k in range(3)] + [Sym("n", 0, INF)]
+    kinds = {"exact": 0, "bounded": 0, "unknown": 0}
+    for _ in range(2000):
+        lo, hi = _random_form(rng, syms), _random_form(rng, syms)
+        if rng.random() < 0.3:
+            hi = lo + rng.randint(0, 9)
+        elif rng.random() < 0.3:
+            hi = lmin(hi, lo + rng.randint(0, 50))
+        elif rng.random() < 0.2:
+            hi = lo + Lin(((FloorDiv(_random_form(rng, syms[:3]), rng.randint(2, 8)), 1),), 0)
+        cap = rng.randint(1, 64)
+        e = exact_diff(hi, lo)
+        if e is not None:
+            want, kind = e + 1, "exact"
+        else:
+            u = upper_diff(hi, lo)
+            want, kind = (cap, "unknown") if u == INF else (int(min(u + 1, cap)), "bounded")
+        kinds[kind] += 1
+        assert static_extent(lo, hi, cap) == want, (lo, hi, cap)
+    assert min(kinds.values()) > 50, kinds  # every branch taken
