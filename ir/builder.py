@@ -21,6 +21,7 @@ from .dag import FunctionDAG, Stage
 from .errors import ScheduleError
 from .loopnest import PARALLEL, SERIAL, UNROLLED, LoopNest
 from .plan import Plan, _inlined_calls_cached
+from .symbolic import static_extent
 from .target import Target, get_target
 
 try:
@@ -172,7 +173,7 @@ class ScheduleBuilder:
         if region is None:
             raise ScheduleError(f"{func}: nothing reads it inside level {d.level} of {d.consumer}")
         node = self.dag.node(func)
-        extents = [Plan._extent(lo, hi, node.region_extent(k)) for k, (lo, hi) in enumerate(region)]
+        extents = [static_extent(lo, hi, node.region_extent(k)) for k, (lo, hi) in enumerate(region)]
         v = self._vector_dim(func, d)
         calls = _inlined_calls_cached(self.dag, frozenset(inlined))
         heads = [self._chain(func, s, d.specs.get(s.index, _for_update(d.specs[0], s)), extents, v, d.kind == "root",

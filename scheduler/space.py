@@ -43,6 +43,7 @@ from ir.errors import SchedlabError, ScheduleError
 from ir.expr import Var
 from ir.loopnest import LoopNest, common_path
 from ir.plan import Plan, retiled_heads
+from ir.symbolic import static_extent
 from ir.target import CpuTarget, get_target, target_kind
 
 from . import tilings
@@ -624,7 +625,7 @@ class SearchSpace:
         region = plan.region_at(node.name, n)
         if region is None:
             return None
-        return [Plan._extent(lo, hi, node.region_extent(k)) for k, (lo, hi) in enumerate(region)]
+        return [static_extent(lo, hi, node.region_extent(k)) for k, (lo, hi) in enumerate(region)]
 
     def _at_level(self, s: State, node, func: str, stage: int, level: int, ext: list[int], v: str | None,
                   tiled: bool, legal: bool) -> list[Candidate | None]:
