@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from ir.errors import ScheduleError
 from ir.loopnest import LoopKind, LoopNest
+from ir.symbolic import static_extent
 
 # what a contrast changes, offered in turn: parallelism first (the decision the dataset could not separate),
 # then inlining, then SIMD lanes, then unrolling: the default, which batches written before `compute` existed keep
@@ -112,7 +113,7 @@ def _compute_contrasts(pipeline, loopnest: LoopNest, target) -> list[Contrast]:
             continue
         node = dag.node(f)
         width = builder.target.natural_vector_size(node.type)
-        v = next((d for d, (lo, hi) in enumerate(region) if Plan._extent(lo, hi, node.region_extent(d)) >= width), -1)
+        v = next((d for d, (lo, hi) in enumerate(region) if static_extent(lo, hi, node.region_extent(d)) >= width), -1)
         specs = {0: StageSpec(vectorize=node.dims[v] if v >= 0 else None)}
         d = FuncDecision("at", consumer, cstage, len(chain) - 2, specs=specs) if len(chain) > 1 else \
             FuncDecision("root", specs=specs)

@@ -720,10 +720,6 @@ class Plan:
         if fp.store is not fp.site:
             fp.sliding = self._sliding(fp)
 
-    @staticmethod
-    def _extent(lo: Lin, hi: Lin, cap: int) -> int:
-        return static_extent(lo, hi, cap)
-
     @cython.locals(fp="FuncPlan", ch="Chain", lvl="Level")
     def _plan_chain(self, fp: FuncPlan, ch: Chain, nodes: list[LoopNest]) -> None:
         if not nodes[-1].innermost:
