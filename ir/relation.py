@@ -13,10 +13,10 @@ corners, whatever the number of taps. Anything else falls back to interval evalu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .bounds import Env, interval
-from .expr import BinOp, Cast, Const, Expr, RVar, Var
+from .expr import BinOp, Cast, Const, Expr, RVar, Var, walk
 from .symbolic import FloorDiv, Lin, Sym, floordiv, lmax, lmin
 from .types import i32
 
@@ -55,11 +55,32 @@ class Relation:
 
     dims: tuple[AffineDim | None, ...]
     args: tuple[tuple[Expr, ...], ...]  # the arguments of every access, for the fallback
+    # the loop variables the intervals depend on: those of the AffineDims, and every variable of a fallback dimension
+    loop_vars: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        names: dict[str, None] = {}
+        for d, rel in enumerate(self.dims):
+            if rel is not None:
+                for v, _ in rel.coefs:
+                    names[v] = None
+                continue
+            for args in self.args:
+                for e in walk(args[d]):
+                    if isinstance(e, (Var, RVar)):
+                        names[e.name] = None
+        object.__setattr__(self, "loop_vars", tuple(names))
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "loop_vars" not in state:  # pickled before the field existed
+            self.__post_init__()
 
     def apply(self, env: Env) -> list[tuple[Lin | None, Lin | None]]:
-        """Per producer dimension, the interval read over the loop boxes `env` (memoized: search asks the
-        same boxes of every candidate that leaves a stage's loops as they were)."""
-        key = (id(self), tuple(env.items()))
+        """Per producer dimension, the interval read over the loop boxes `env`, memoized by the boxes of the loop
+        variables it depends on (search asks the same boxes of every candidate that leaves a stage's loops as
+        they were; a box of another loop of the stage changes nothing here)."""
+        key = (id(self), tuple([env[v] for v in self.loop_vars]))
         hit = _APPLIED.get(key)
         if hit is not None and hit[0] is self:
             return list(hit[1])

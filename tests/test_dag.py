@@ -393,3 +393,80 @@ def test_var_names_of_an_expression_deeper_than_the_recursion_limit():
     e = e + z
     assert 3000 > sys.getrecursionlimit() / 2
     assert _names_in(e, {}) == frozenset({"x", "y", "z"})
+
+
+# -- Relation.apply's memo, keyed by the boxes of the loops a relation depends on ------------------
+
+
+def _check_relations(dag) -> tuple[int, int]:
+    """For every relation of every stage: loop_vars holds every loop variable its intervals read (an AffineDim's
+    coefficients, a fallback dimension's Vars and RVars) and nothing it does not read; apply (memoized by those boxes
+    alone) equals a fresh evaluation, for the stage's own boxes and for boxes that differ in a loop the relation does
+    not read (the memo's hit then). Returns (relations, moved boxes) checked."""
+    import pickle
+
+    from ir.expr import RVar, walk
+    from ir.expr import Var as V
+    from ir.symbolic import Lin, Sym, const
+
+    def names(e):
+        return {n.name for n in walk(e) if isinstance(n, (V, RVar))}
+
+    checked = moved_boxes = 0
+    for node in dag.nodes:
+        for st in node.stages:
+            env = st.loop_env(tuple((const(lo), const(hi)) for lo, hi in node.region))
+            for rel in st.relations.values():
+                used: set = set()
+                for d, dim in enumerate(rel.dims):
+                    used |= {v for v, _ in dim.coefs} if dim is not None else \
+                        set().union(*[names(args[d]) for args in rel.args])
+                assert set(rel.loop_vars) == used and used <= set(env)
+                assert rel.apply(env) == rel._apply(env)
+                for name in env:
+                    if name not in rel.loop_vars:
+                        s = Lin(((Sym(f"{name}_moved", 0, 7), 1),), 3)
+                        moved = {**env, name: (s, s + 5)}
+                        assert rel.apply(moved) == rel._apply(moved) == rel.apply(env)
+                        moved_boxes += 1
+                assert pickle.loads(pickle.dumps(rel)).loop_vars == rel.loop_vars
+                checked += 1
+    return checked, moved_boxes
+
+
+@pytest.mark.parametrize("spec", ["harris", "camera_pipe", "local_laplacian", "interpolate", "random:0", "random:5"])
+def test_a_relations_loop_vars_are_what_it_reads_and_its_memo_gives_fresh_intervals(spec):
+    from .search_walk import pipeline_from_spec
+
+    checked, _ = _check_relations(pipeline_from_spec(spec).dag)
+    assert checked > 10
+
+
+def test_a_relation_of_fewer_loops_than_its_stage_ignores_the_other_loops_boxes():
+    """g reads inp along x only and f along both through a clamp; h reads g through a data-dependent index (a
+    fallback dimension) and inp along y."""
+    inp = Input("inp", u8, 1)
+    f, g, h = Func("f"), Func("g"), Func("h")
+    f[x, y] = cast(f32, x + y)
+    g[x, y] = f[x, clamp(y, 0, 9)] + cast(f32, inp[x])
+    h[x, y] = g[x, cast(i32, inp[y])]
+    p = Pipeline([h], {h: (16, 12)})
+    assert p.dag.stage("g", 0).relations["inp"].loop_vars == ("x",)
+    assert set(p.dag.stage("g", 0).relations["f"].loop_vars) == {"x", "y"}
+    fallback = p.dag.stage("h", 0).relations["g"]
+    assert fallback.dims[1] is None and set(fallback.loop_vars) == {"x", "y"}
+    assert p.dag.stage("h", 0).relations["inp"].loop_vars == ("y",)
+    checked, moved_boxes = _check_relations(p.dag)
+    assert checked == 4 and moved_boxes == 2
+
+
+def test_a_relation_pickled_before_loop_vars_existed_loads_with_them():
+    from generator.apps import get_app
+    from ir.relation import Relation
+
+    dag = get_app("harris").build("small").dag
+    rel = next(r for n in dag.nodes for s in n.stages for r in s.relations.values())
+    state = {k: v for k, v in vars(rel).items() if k != "loop_vars"}
+    old = Relation.__new__(Relation)
+    old.__setstate__(state)
+    assert old.loop_vars == rel.loop_vars and old == rel
