@@ -38,6 +38,7 @@ MAX_VECTOR = 64  # lanes of one SIMD loop
 # same region forms and level shapes again and again (86 % of chains in a data-generation batch)
 CHAIN_MEMO_LIMIT = 20_000
 LOOP_MEMO_LIMIT = 50_000  # loops remembered per DAG during search (Plan._derive_chain)
+ROOT_REGION_MEMO_LIMIT = 20_000  # regions at the root remembered per DAG during search (Plan.region_at)
 
 Region = list[tuple[Lin, Lin]]  # inclusive (lo, hi) forms per dimension
 _MISSING = object()  # a memo miss (None is a region: nothing reads the Func there)
@@ -440,6 +441,16 @@ class Plan:
         hit = self._memo.get(key, _MISSING)
         if hit is not _MISSING:
             return hit
+        shared = skey = None
+        if n.func is None and self._chains is not None:
+            # search: a region at the root is the union of its readers' reads over their own regions at the root, down
+            # from the outputs, so it depends only on which Funcs are scheduled (the plans of one beam step share it)
+            shared = dag_root_region_memo(self.dag)
+            skey = (func, frozenset(self.funcs))
+            hit = shared.get(skey, _MISSING)
+            if hit is not _MISSING:
+                self._memo[key] = hit
+                return hit
         node = self.dag.node(func)
         box: Region | None = None
         if node.is_output and n.func is None:
@@ -472,6 +483,10 @@ class Plan:
                 lo, hi = node.region[d]
                 box[d] = (const(lo), const(hi))
         self._memo[key] = box
+        if shared is not None:
+            if len(shared) >= ROOT_REGION_MEMO_LIMIT:
+                shared.clear()
+            shared[skey] = box
         return box
 
     # -- indexing and structure ------------------------------------------------------------------
@@ -1086,6 +1101,13 @@ def _unplanned(fp: FuncPlan) -> FuncPlan:
 def dag_chain_memo(dag: FunctionDAG) -> dict:
     """The search-wide memo of Plan._derive_chain results for `dag` (values only: no ids, no pins)."""
     return dag.analysis("ir.plan.chains", dict)
+
+
+@cython.locals(dag="FunctionDAG")
+def dag_root_region_memo(dag: FunctionDAG) -> dict:
+    """The search-wide memo of regions at the root for `dag`, by Func and the set of scheduled Funcs (Plan.region_at;
+    values only: no ids, no pins)."""
+    return dag.analysis("ir.plan.root_regions", dict)
 
 
 @cython.locals(dag="FunctionDAG")

@@ -104,3 +104,36 @@ def test_a_new_innermost_level_that_lists_other_inlined_funcs_is_refused():
             Plan.extend(old, c.tree.replace_node(new[0], bad))
         return
     pytest.fail("no child with a new innermost level")
+
+
+@pytest.mark.parametrize("pipeline", ["camera_pipe", "local_laplacian", "random:2"])
+def test_regions_at_the_root_shared_by_the_scheduled_set_are_a_fresh_plans(pipeline):
+    """During search a region at the root is remembered for the whole DAG by Func and the set of scheduled Funcs
+    (ir.plan.dag_root_region_memo): a plan of another state with the same Funcs scheduled takes it as is. Each
+    equals what a fresh plan of the same tree derives, scheduled Funcs and unscheduled ones alike, and plans of
+    different states do share them."""
+    from ir.plan import dag_root_region_memo
+
+    p = pipeline_from_spec(pipeline)
+    space = make_space(p, TARGET)
+    names = [n.name for n in p.dag.nodes]
+    checked = 0
+    first: dict[tuple, tuple] = {}  # (func, scheduled set) -> (a plan, its region)
+    shared = 0
+    for c in sampled_search_children(space, pipeline, 2):
+        if c.plan is c.parent.plan or checked > 400:
+            continue
+        fresh = Plan(p.dag, c.tree, space.target, complete=False)
+        scheduled = frozenset(c.plan.funcs)
+        for f in names:
+            try:
+                want = fresh.region_at(f, fresh.root)
+            except ScheduleError:
+                continue
+            got = c.plan.region_at(f, c.plan.root)
+            assert repr(got) == repr(want), (pipeline, f, c.num_decisions)
+            seen = first.setdefault((f, scheduled), (c.plan, got))
+            shared += seen[0] is not c.plan and seen[1] is got
+            checked += 1
+    assert checked > 100 and shared > 20, (checked, shared)
+    assert dag_root_region_memo(p.dag)
