@@ -5,5 +5,7 @@
 cdef class LoopNest:
     cdef readonly object func, stage, size, children, inlined, store_at, innermost, kind, vector_dim, vectorized_loop
     cdef readonly bint parallel, unrolled
-    # structural_hash's memo (depth -> hash), not part of the value
-    cdef object _hashes
+    # structural_hash's memo (depth -> hash) and stages_within's, not part of the value
+    cdef object _hashes, _within
+
+    cpdef frozenset stages_within(self)

@@ -82,7 +82,8 @@ class LoopNest:
     dataclass: ir/loopnest.pxd declares it as a Cython extension type, whose fields the compiled hot modules read
     as struct members; Cython's own dataclass takes no `slots`)."""
 
-    __slots__ = _FIELDS + _DERIVED + ("_hashes",)  # _hashes: structural_hash's memo, not part of the value
+    # _hashes: structural_hash's memo, _within: stages_within's; neither is part of the value
+    __slots__ = _FIELDS + _DERIVED + ("_hashes", "_within")
 
     def __init__(self, func: str | None = None, stage: int = 0, size: tuple[int, ...] = (),
                  children: tuple["LoopNest", ...] = (), inlined: tuple[tuple[str, int], ...] = (),
@@ -340,6 +341,22 @@ class LoopNest:
         h = memo[depth] = hash(key)
         return h
 
+    @cython.locals(c="LoopNest")
+    def stages_within(self) -> frozenset:
+        """(func, stage) of this level and of every level below it: the stages whose loops run inside this one.
+        Remembered on the node (not part of its value): a child state's tree shares its untouched subtrees."""
+        s = self._within
+        if s is None:
+            found = {(self.func, self.stage)} if self.func is not None else set()
+            for c in self.children:
+                found |= c.stages_within()
+            s = frozenset(found)
+            if cython.compiled:
+                self._within = s
+            else:
+                object.__setattr__(self, "_within", s)
+        return s
+
     # -- printing --------------------------------------------------------------------------------
 
     def __str__(self) -> str:
@@ -404,9 +421,9 @@ def _fill(n, func, stage, size, children, inlined, store_at, innermost, kind, ve
                                                                             vectorized_loop)
         n.parallel, n.unrolled = kind is PARALLEL, kind is UNROLLED
     else:
-        set_frozen_fields(n, _FIELDS + _DERIVED + ("_hashes",), (func, stage, size, children, inlined, store_at,
-                                                                 innermost, kind, vector_dim, vectorized_loop,
-                                                                 kind is PARALLEL, kind is UNROLLED, None))
+        set_frozen_fields(n, _FIELDS + _DERIVED + ("_hashes", "_within"),
+                          (func, stage, size, children, inlined, store_at, innermost, kind, vector_dim,
+                           vectorized_loop, kind is PARALLEL, kind is UNROLLED, None, None))
 
 
 def common_path(paths: list[list[LoopNest]]) -> list[LoopNest]:

@@ -38,7 +38,7 @@ MAX_VECTOR = 64  # lanes of one SIMD loop
 # same region forms and level shapes again and again (86 % of chains in a data-generation batch)
 CHAIN_MEMO_LIMIT = 20_000
 LOOP_MEMO_LIMIT = 50_000  # loops remembered per DAG during search (Plan._derive_chain)
-ROOT_REGION_MEMO_LIMIT = 20_000  # regions at the root remembered per DAG during search (Plan.region_at)
+SEARCH_REGION_MEMO_LIMIT = 50_000  # regions remembered per DAG during search, at the root and at levels (Plan.region_at)
 
 Region = list[tuple[Lin, Lin]]  # inclusive (lo, hi) forms per dimension
 _MISSING = object()  # a memo miss (None is a region: nothing reads the Func there)
@@ -430,7 +430,7 @@ class Plan:
     def inlined(self) -> set[str]:
         return {f for f, p in self.funcs.items() if p.inlined}
 
-    @cython.locals(cp="FuncPlan", ch="Chain", n="LoopNest")
+    @cython.locals(cp="FuncPlan", ch="Chain", n="LoopNest", lvl="Level", lp="Loop")
     def region_at(self, func: str, n: LoopNest) -> Region | None:
         """The region of `func` read during one iteration of node `n` (None if nothing there reads it).
 
@@ -442,15 +442,31 @@ class Plan:
         if hit is not _MISSING:
             return hit
         shared = skey = None
-        if n.func is None and self._chains is not None:
-            # search: a region at the root is the union of its readers' reads over their own regions at the root, down
-            # from the outputs, so it depends only on which Funcs are scheduled (the plans of one beam step share it)
-            shared = dag_root_region_memo(self.dag)
-            skey = (func, frozenset(self.funcs))
-            hit = shared.get(skey, _MISSING)
-            if hit is not _MISSING:
-                self._memo[key] = hit
-                return hit
+        if self._chains is not None:
+            # search: a region at node n is the union of the reads of the stages that run inside n, over n's own
+            # loop box (for n's stage) and over their own regions at n (for the stages computed inside it), down to n's
+            # box; so it depends only on n's stage and box, on which stages run inside n, and on which Funcs are
+            # scheduled and inlined. At the root (no box, every stage inside) only the last two: the plans of one beam
+            # step share it. Remembered for the whole search by those (_SearchRegions).
+            regions = dag_search_regions(self.dag)
+            walk = self._walk
+            if walk.scheduled is None:
+                walk.scheduled = frozenset(self.funcs)
+                walk.inlined_set = frozenset(walk.inlined)
+            if n.func is None:
+                shared = regions.at_root
+                skey = (func, walk.scheduled)
+            else:
+                lvl = self.levels.get(_id(n))
+                if lvl is not None:
+                    shared = regions.at_levels
+                    skey = (func, key[1], tuple([(lp.base, lp.ext) for lp in lvl.loops]), n.stages_within(),
+                            walk.scheduled, walk.inlined_set)
+            if shared is not None:
+                hit = shared.get(skey, _MISSING)
+                if hit is not _MISSING:
+                    self._memo[key] = hit
+                    return hit
         node = self.dag.node(func)
         box: Region | None = None
         if node.is_output and n.func is None:
@@ -484,7 +500,7 @@ class Plan:
                 box[d] = (const(lo), const(hi))
         self._memo[key] = box
         if shared is not None:
-            if len(shared) >= ROOT_REGION_MEMO_LIMIT:
+            if len(shared) >= SEARCH_REGION_MEMO_LIMIT:
                 shared.clear()
             shared[skey] = box
         return box
@@ -1007,6 +1023,8 @@ class _Walk:
     stored: dict = field(default_factory=dict)  # Func -> the node listing it in store_at
     innermost: list = field(default_factory=list)  # innermost nodes
     subtrees: dict = field(default_factory=dict)  # id(child of the root) -> its _Subtree
+    scheduled: frozenset | None = None  # the plan's Funcs (its `funcs`), once region_at asks
+    inlined_set: frozenset | None = None  # `inlined` as a frozenset, with it
 
 
 @dataclass(slots=True)
@@ -1103,11 +1121,21 @@ def dag_chain_memo(dag: FunctionDAG) -> dict:
     return dag.analysis("ir.plan.chains", dict)
 
 
+class _SearchRegions:
+    """The search-wide memos of Plan.region_at for one DAG (values only: no ids, no pins)."""
+
+    __slots__ = ("at_root", "at_levels")
+
+    def __init__(self):
+        self.at_root: dict = {}  # (Func, scheduled Funcs) -> region at the root
+        # (Func, node key, the level's loop bases and extents, stages within it, scheduled, inlined) -> region there
+        self.at_levels: dict = {}
+
+
 @cython.locals(dag="FunctionDAG")
-def dag_root_region_memo(dag: FunctionDAG) -> dict:
-    """The search-wide memo of regions at the root for `dag`, by Func and the set of scheduled Funcs (Plan.region_at;
-    values only: no ids, no pins)."""
-    return dag.analysis("ir.plan.root_regions", dict)
+def dag_search_regions(dag: FunctionDAG) -> _SearchRegions:
+    """The search-wide memos of regions (Plan.region_at) for `dag`."""
+    return dag.analysis("ir.plan.regions", _SearchRegions)
 
 
 @cython.locals(dag="FunctionDAG")

@@ -88,6 +88,24 @@ def test_structural_hash_remembered_per_node_agrees_with_a_fresh_tree():
     assert a == LoopNest.loads(a.dumps())  # the memo is not part of the value
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_stages_within_are_a_walks_and_remembered_per_node(seed):
+    """stages_within is the (func, stage) of every level at and below a node, as a walk of its subtree finds them;
+    remembered on the node, so a new root over old subtrees reuses theirs; not part of the node's value."""
+    p = random_test_pipeline(seed)
+    t = random_loopnest(p, seed=seed)
+    for n, _ in t.nodes():
+        walked = {(m.func, m.stage) for m, _ in n.nodes() if m.func is not None}
+        assert n.stages_within() == walked and n.stages_within() is n.stages_within()
+    computed = {m.func for m, _ in t.nodes()}
+    assert t.stages_within() == {(s.func, s.index) for node in p.dag.nodes if node.name in computed
+                                 for s in node.stages}  # every stage of a computed Func is somewhere in the tree
+    again = t.with_children(t.children)
+    assert again.stages_within() == t.stages_within()
+    assert all(a.stages_within() is b.stages_within() for a, b in zip(again.children, t.children))
+    assert t == LoopNest.loads(t.dumps())
+
+
 def test_printing_reads_like_the_paper():
     p = three_stage()
     text = tiled(p).to_str(p)

@@ -107,33 +107,39 @@ def test_a_new_innermost_level_that_lists_other_inlined_funcs_is_refused():
 
 
 @pytest.mark.parametrize("pipeline", ["camera_pipe", "local_laplacian", "random:2"])
-def test_regions_at_the_root_shared_by_the_scheduled_set_are_a_fresh_plans(pipeline):
-    """During search a region at the root is remembered for the whole DAG by Func and the set of scheduled Funcs
-    (ir.plan.dag_root_region_memo): a plan of another state with the same Funcs scheduled takes it as is. Each
-    equals what a fresh plan of the same tree derives, scheduled Funcs and unscheduled ones alike, and plans of
-    different states do share them."""
-    from ir.plan import dag_root_region_memo
+def test_regions_remembered_for_the_search_are_a_fresh_plans(pipeline):
+    """During search a region is remembered for the whole DAG (ir.plan.dag_search_regions): at the root by Func and
+    the set of scheduled Funcs; at a level by Func, the level's stage and loop forms, the stages within it and the
+    scheduled and inlined Funcs. A plan of another state with the same of those takes it as is. Every region at every
+    node equals what a fresh plan of the same tree derives, and plans of different states do share them."""
+    from ir.plan import dag_search_regions
 
     p = pipeline_from_spec(pipeline)
     space = make_space(p, TARGET)
     names = [n.name for n in p.dag.nodes]
-    checked = 0
-    first: dict[tuple, tuple] = {}  # (func, scheduled set) -> (a plan, its region)
-    shared = 0
+    checked = {"root": 0, "level": 0}
+    shared = {"root": 0, "level": 0}
+    first: dict[tuple, tuple] = {}  # (func, node key, repr of the region) -> (a plan, its region object)
+    plans = 0
     for c in sampled_search_children(space, pipeline, 2):
-        if c.plan is c.parent.plan or checked > 400:
+        if c.plan is c.parent.plan or plans >= 150:
             continue
+        plans += 1
         fresh = Plan(p.dag, c.tree, space.target, complete=False)
-        scheduled = frozenset(c.plan.funcs)
-        for f in names:
-            try:
-                want = fresh.region_at(f, fresh.root)
-            except ScheduleError:
-                continue
-            got = c.plan.region_at(f, c.plan.root)
-            assert repr(got) == repr(want), (pipeline, f, c.num_decisions)
-            seen = first.setdefault((f, scheduled), (c.plan, got))
-            shared += seen[0] is not c.plan and seen[1] is got
-            checked += 1
-    assert checked > 100 and shared > 20, (checked, shared)
-    assert dag_root_region_memo(p.dag)
+        for n, _ in c.tree.nodes():
+            where = "root" if n.func is None else "level"
+            for f in names:
+                try:
+                    want = fresh.region_at(f, n)
+                except ScheduleError:
+                    continue
+                got = c.plan.region_at(f, n)
+                assert repr(got) == repr(want), (pipeline, f, c.plan.keys[id(n)], c.num_decisions)
+                if got is None:
+                    continue
+                seen = first.setdefault((f, c.plan.keys[id(n)], repr(got)), (c.plan, got))
+                shared[where] += seen[0] is not c.plan and seen[1] is got
+                checked[where] += 1
+    assert min(checked.values()) > 100 and min(shared.values()) > 20, (checked, shared)
+    regions = dag_search_regions(p.dag)
+    assert regions.at_root and regions.at_levels
