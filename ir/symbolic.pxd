@@ -2,6 +2,23 @@
 # form every region and loop is made of, becomes an extension type with read-only fields (a frozen value to
 # Python), which the compiled hot modules make and read as a C struct. Keep the fields in step with the .py.
 
+# The atoms of a form: frozen values with their sort key and hash computed once (the hash a C field: tp_hash reads it).
+cdef class Sym:
+    cdef readonly str name
+    cdef readonly object lo, hi, key
+    cdef Py_hash_t _hash
+
+cdef class FloorDiv:
+    cdef readonly Lin num
+    cdef readonly object q, key
+    cdef Py_hash_t _hash
+
+cdef class MinMax:
+    cdef readonly str kind
+    cdef readonly tuple args
+    cdef readonly object key
+    cdef Py_hash_t _hash
+
 cdef class Lin:
     cdef readonly tuple terms
     cdef readonly object const

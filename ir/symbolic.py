@@ -13,7 +13,7 @@ bound that is always sound.
 from __future__ import annotations
 
 import math
-from dataclasses import FrozenInstanceError, dataclass, field
+from dataclasses import FrozenInstanceError
 from typing import Callable, Iterable, Union
 
 try:
@@ -26,22 +26,47 @@ INF = math.inf
 Number = Union[int, float]  # float only for +-inf
 
 
-@dataclass(frozen=True, slots=True)
+# The atoms below are frozen values, compared and hashed by their fields, with their sort key and hash computed once
+# (plain slotted classes, not dataclasses: ir/symbolic.pxd declares them as Cython extension types, which the
+# compiled hot modules make in C and hash through a C field; a search makes and hashes hundreds of thousands).
+
+
 class Sym:
     """A runtime integer, e.g. the first coordinate of the current tile, in [lo, hi]."""
 
-    name: str
-    lo: Number
-    hi: Number
-    key: tuple = field(init=False, repr=False, compare=False)  # sort_key(), computed once
-    _hash: int = field(init=False, repr=False, compare=False)
+    __slots__ = ("name", "lo", "hi", "key", "_hash")  # key: sort_key(); _hash: __hash__'s (neither part of the value)
 
-    def __post_init__(self):
-        object.__setattr__(self, "key", (0, self.name))
-        object.__setattr__(self, "_hash", hash((self.name, self.lo, self.hi)))
+    def __init__(self, name: str, lo: Number, hi: Number):
+        if cython.compiled:
+            self.name, self.lo, self.hi, self.key, self._hash = name, lo, hi, (0, name), hash((name, lo, hi))
+        else:
+            _fill_atom(self, self.__slots__, (name, lo, hi, (0, name), hash((name, lo, hi))))
+
+    @cython.locals(o="Sym")
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        o = other
+        return self.name == o.name and self.lo == o.lo and self.hi == o.hi
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
 
     def __hash__(self) -> int:
         return self._hash
+
+    def __repr__(self) -> str:
+        return f"Sym(name={self.name!r}, lo={self.lo!r}, hi={self.hi!r})"
+
+    def __setattr__(self, name, value):
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name):
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __reduce__(self):
+        return (Sym, (self.name, self.lo, self.hi))
 
     def sort_key(self):
         return self.key
@@ -50,21 +75,42 @@ class Sym:
         return self.lo, self.hi
 
 
-@dataclass(frozen=True, slots=True)
 class FloorDiv:
     """floor(num / q) for an integer q >= 2; num's constant is normalized into [0, q)."""
 
-    num: "Lin"
-    q: int
-    key: tuple = field(init=False, repr=False, compare=False)  # sort_key(), computed once
-    _hash: int = field(init=False, repr=False, compare=False)
+    __slots__ = ("num", "q", "key", "_hash")
 
-    def __post_init__(self):
-        object.__setattr__(self, "key", (1, self.q, self.num.sort_key()))
-        object.__setattr__(self, "_hash", hash((self.num, self.q)))
+    def __init__(self, num: "Lin", q: int):
+        if cython.compiled:
+            self.num, self.q, self.key, self._hash = num, q, (1, q, num.sort_key()), hash((num, q))
+        else:
+            _fill_atom(self, self.__slots__, (num, q, (1, q, num.sort_key()), hash((num, q))))
+
+    @cython.locals(o="FloorDiv")
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        o = other
+        return self.num == o.num and self.q == o.q
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
 
     def __hash__(self) -> int:
         return self._hash
+
+    def __repr__(self) -> str:
+        return f"FloorDiv(num={self.num!r}, q={self.q!r})"
+
+    def __setattr__(self, name, value):
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name):
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __reduce__(self):
+        return (FloorDiv, (self.num, self.q))
 
     def sort_key(self):
         return self.key
@@ -74,21 +120,43 @@ class FloorDiv:
         return _fdiv(lo, self.q), _fdiv(hi, self.q)
 
 
-@dataclass(frozen=True, slots=True)
 class MinMax:
     """min(args) or max(args) of two or more forms."""
 
-    kind: str  # "min" | "max"
-    args: tuple["Lin", ...]
-    key: tuple = field(init=False, repr=False, compare=False)  # sort_key(), computed once
-    _hash: int = field(init=False, repr=False, compare=False)
+    __slots__ = ("kind", "args", "key", "_hash")
 
-    def __post_init__(self):
-        object.__setattr__(self, "key", (2, self.kind, tuple(a.sort_key() for a in self.args)))
-        object.__setattr__(self, "_hash", hash((self.kind, self.args)))
+    def __init__(self, kind: str, args: tuple["Lin", ...]):
+        key = (2, kind, tuple([a.sort_key() for a in args]))
+        if cython.compiled:
+            self.kind, self.args, self.key, self._hash = kind, args, key, hash((kind, args))
+        else:
+            _fill_atom(self, self.__slots__, (kind, args, key, hash((kind, args))))
+
+    @cython.locals(o="MinMax")
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        o = other
+        return self.kind == o.kind and self.args == o.args
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
 
     def __hash__(self) -> int:
         return self._hash
+
+    def __repr__(self) -> str:
+        return f"MinMax(kind={self.kind!r}, args={self.args!r})"
+
+    def __setattr__(self, name, value):
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name):
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __reduce__(self):
+        return (MinMax, (self.kind, self.args))
 
     def sort_key(self):
         return self.key
@@ -96,7 +164,13 @@ class MinMax:
     def range(self) -> tuple[Number, Number]:
         rs = [a.range() for a in self.args]
         f = min if self.kind == "min" else max
-        return f(r[0] for r in rs), f(r[1] for r in rs)
+        return f([r[0] for r in rs]), f([r[1] for r in rs])
+
+
+def _fill_atom(x, names: tuple, values: tuple) -> None:
+    """Set the fields of a new atom as Python: through object.__setattr__ (the classes refuse assignment, as a frozen
+    dataclass does). Compiled, each __init__ sets them as struct members (read-only to Python) instead."""
+    set_frozen_fields(x, names, values)
 
 
 Atom = Union[Sym, FloorDiv, MinMax]
@@ -167,7 +241,7 @@ class Lin:
         return Lin(tuple(terms), const)
 
     def sort_key(self):
-        return (tuple((a.sort_key(), c) for a, c in self.terms), self.const)
+        return (tuple([(a.sort_key(), c) for a, c in self.terms]), self.const)
 
     # -- queries ---------------------------------------------------------------------------------
 
@@ -276,6 +350,10 @@ def _term_key(t: tuple) -> tuple:
     return t[0].key
 
 
+def _lin_sort_key(x: Lin):
+    return x.sort_key()
+
+
 _CONSTS: dict = {}  # int -> Lin: forms are immutable, so one object per constant will do
 
 
@@ -352,7 +430,7 @@ def minmax(kind: str, a: LinLike, b: LinLike) -> Lin:
             args.extend(atom.args)
         else:
             args.append(x)
-    uniq = sorted(set(args), key=lambda l: l.sort_key())
+    uniq = sorted(set(args), key=_lin_sort_key)
     if len(uniq) == 1:
         return uniq[0]
     return Lin(((MinMax(kind, tuple(uniq)), 1),), 0)

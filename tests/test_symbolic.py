@@ -71,3 +71,35 @@ def test_static_extent_is_what_exact_diff_and_upper_diff_give(seed):
         kinds[kind] += 1
         assert static_extent(lo, hi, cap) == want, (lo, hi, cap)
     assert min(kinds.values()) > 50, kinds  # every branch taken
+
+
+def test_atoms_are_frozen_values_with_their_hash_and_sort_key_remembered():
+    """Sym, FloorDiv and MinMax (extension types in the builds, slotted classes as Python) behave as the frozen
+    dataclasses they replaced: equal and hashed by their fields (hash of the same tuple as before, so sets and dicts
+    iterate forms in the same order), compared only with their own kind, refusing assignment, printed with their
+    fields, pickled to equal values; sort keys as before."""
+    import pickle
+    from dataclasses import FrozenInstanceError
+
+    from ir.symbolic import MinMax
+
+    i = Sym("i", 0, 15)
+    a, b = Lin.of(i) * 8, const(92)
+    fd = FloorDiv(Lin.of(i) * 3 + 1, 4)
+    mm = MinMax("min", (a, b))
+    cases = [(i, Sym("i", 0, 15), Sym("i", 0, 16), ("i", 0, 15), (0, "i"), "Sym(name='i', lo=0, hi=15)"),
+             (fd, FloorDiv(Lin.of(i) * 3 + 1, 4), FloorDiv(Lin.of(i) * 3 + 1, 5), (Lin.of(i) * 3 + 1, 4),
+              (1, 4, (Lin.of(i) * 3 + 1).sort_key()), "FloorDiv(num=3 * i + 1, q=4)"),
+             (mm, MinMax("min", (a, b)), MinMax("max", (a, b)), ("min", (a, b)), (2, "min", (a.sort_key(), b.sort_key())),
+              "MinMax(kind='min', args=(8 * i, 92))")]
+    for atom, same, other, fields, key, text in cases:
+        assert atom == same and hash(atom) == hash(same) == hash(fields) and not atom != same
+        assert atom != other and not atom == other and atom != fields and atom is not same
+        assert atom.sort_key() == key and repr(atom) == text
+        assert pickle.loads(pickle.dumps(atom)) == atom
+        assert len({atom, same, other}) == 2
+        for name in ("key", "_hash", type(atom).__slots__[0]):
+            with pytest.raises((FrozenInstanceError, AttributeError)):
+                setattr(atom, name, 1)
+    assert lmin(a, b) == Lin(((MinMax("min", (b, a)), 1),), 0) and Lin(((mm, 1),), 0).range() == (0, 92)
+    assert fd.range() == (0, 11) and i.range() == (0, 15)
