@@ -10,6 +10,7 @@ cimport numpy as cnp
 from ir.dag cimport FunctionDAG
 from ir.loopnest cimport LoopNest
 from ir.plan cimport Chain, FuncPlan, Level, Loop, Plan, _id  # _id: id(o) as a C cast
+from ir.symbolic cimport lmax, lmin, static_extent
 
 cdef class _StaticFacts:
     cdef public object minimum

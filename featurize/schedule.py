@@ -30,7 +30,7 @@ except ImportError:  # pure Python without Cython: the typing decorators do noth
 from ir.dag import FunctionDAG, Stage
 from ir.loopnest import LoopNest
 from ir.plan import Chain, FuncPlan, Plan, Region
-from ir.symbolic import Lin, lmax, lmin, static_extent
+from ir.symbolic import Lin
 from ir.target import CpuTarget
 
 from .schema import DTYPE, LINE_BYTES, SCHEDULE_FEATURES, lines_per_vector
@@ -38,6 +38,8 @@ from .schema import DTYPE, LINE_BYTES, SCHEDULE_FEATURES, lines_per_vector
 
 if not cython.compiled:  # run as Python, ir.plan's _id is the builtin id (compiled, the .pxd cimports its C cast)
     from ir.plan import _id
+if not cython.compiled:  # run as Python (compiled, featurize/schedule.pxd cimports them: C calls)
+    from ir.symbolic import lmax, lmin, static_extent
 
 
 # numpy's own answers: what the helpers below compute as Python, and where, compiled, an array is not one they read

@@ -5,6 +5,7 @@
 from ir.dag cimport FunctionDAG
 from ir.loopnest cimport LoopNest
 from ir.plan cimport Chain, FuncPlan, Level, Plan
+from ir.symbolic cimport static_extent
 
 cdef class ScheduleBuilder:
     cdef public object pipeline, target

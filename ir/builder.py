@@ -21,13 +21,15 @@ from .dag import FunctionDAG, Stage
 from .errors import ScheduleError
 from .loopnest import PARALLEL, SERIAL, UNROLLED, LoopNest
 from .plan import Plan, _inlined_calls_cached
-from .symbolic import static_extent
 from .target import Target, get_target
 
 try:
     import cython
 except ImportError:  # pure Python without Cython: the typing decorators do nothing
     from .cython_pure import cython
+
+if not cython.compiled:  # run as Python (compiled, ir/builder.pxd cimports it: a C call)
+    from .symbolic import static_extent
 
 
 @dataclass

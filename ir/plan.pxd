@@ -6,6 +6,7 @@
 
 from ir.dag cimport FunctionDAG
 from ir.loopnest cimport LoopNest
+from ir.symbolic cimport exact_diff, lmax, lmin, static_extent
 
 cdef class Loop:
     cdef public str name

@@ -26,7 +26,7 @@ from .bounds import Env
 from .dag import FunctionDAG, Node, Stage
 from .errors import ScheduleError
 from .loopnest import KIND_VALUES, LoopNest
-from .symbolic import Lin, Sym, const, exact_diff, floordiv, lmax, lmin, monotonicity, static_extent
+from .symbolic import Lin, Sym, const, floordiv, monotonicity
 from .target import Target, get_target, target_kind
 
 # Iterations of a fully unrolled innermost level: Halide's adams2019 LoopNest::apply unrolls the innermost pure
@@ -52,6 +52,9 @@ def _id(o) -> int:
 
 if not cython.compiled:  # run as Python: the builtin itself
     _id = id  # noqa: F811
+
+if not cython.compiled:  # run as Python (compiled, ir/plan.pxd cimports them: C calls)
+    from .symbolic import exact_diff, lmax, lmin, static_extent
 
 
 class Loop:

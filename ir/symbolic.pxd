@@ -26,3 +26,14 @@ cdef class Lin:
     cdef object _hashed
 
 cdef Lin _as_lin(object v)  # a C function: the arithmetic converts its operands with it
+
+# C functions for the compiled hot modules, which cimport them (a Python-level call costs more than the small ones do);
+# cpdef ones stay callable from Python with the same arguments
+cpdef Lin minmax(str kind, object a, object b)
+cpdef Lin lmin(object a, object b)
+cpdef Lin lmax(object a, object b)
+cpdef object upper_diff(object h, object l)
+cpdef object static_extent(object lo, object hi, object cap)
+cpdef object exact_diff(object h, object l)
+cpdef object _sym_upper_diffs(Lin a, Lin b)
+cdef object _upper_memo(Lin d)

@@ -436,7 +436,7 @@ def minmax(kind: str, a: LinLike, b: LinLike) -> Lin:
     return Lin(((MinMax(kind, tuple(uniq)), 1),), 0)
 
 
-@cython.locals(a="Lin", b="Lin", x="Lin")
+@cython.locals(x="Lin")
 def _sym_upper_diffs(a: Lin, b: Lin) -> tuple[int, int] | None:
     """(upper_diff(a, b), upper_diff(b, a)) when a and b are sums of symbols with finite ranges (a tile's base and
     extent forms): _upper's answer for such a difference is its range, found here without building the form
@@ -494,7 +494,6 @@ def upper_diff(h: LinLike, l: LinLike) -> Number:
     return _upper_memo(d)
 
 
-@cython.locals(d="Lin")
 def _upper_memo(d: Lin) -> Number:
     """_upper of a form with unknowns, remembered."""
     r = _UPPER_MEMO.get(d)

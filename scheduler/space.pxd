@@ -4,6 +4,7 @@
 
 from ir.loopnest cimport LoopNest
 from ir.plan cimport Plan
+from ir.symbolic cimport static_extent
 
 cdef class State:
     cdef readonly LoopNest tree

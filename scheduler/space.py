@@ -35,6 +35,9 @@ except ImportError:  # pure Python without Cython: the typing decorators do noth
     from ir.cython_pure import cython
 from ir.cython_pure import set_frozen_fields
 
+if not cython.compiled:  # run as Python (compiled, scheduler/space.pxd cimports it: a C call)
+    from ir.symbolic import static_extent
+
 from featurize.algorithm import access_classes
 from featurize.schedule import allocations, retiled_features, schedule_features
 from featurize.schema import SCHEDULE_INDEX
@@ -43,7 +46,6 @@ from ir.errors import SchedlabError, ScheduleError
 from ir.expr import Var
 from ir.loopnest import LoopNest, common_path
 from ir.plan import Plan, retiled_heads
-from ir.symbolic import static_extent
 from ir.target import CpuTarget, get_target, target_kind
 
 from . import tilings
