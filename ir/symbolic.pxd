@@ -22,8 +22,8 @@ cdef class MinMax:
 cdef class Lin:
     cdef readonly tuple terms
     cdef readonly object const
-    # __hash__'s value once computed (not part of the value; set only compiled)
-    cdef object _hashed
+    # __hash__'s value once computed, 0 before (not part of the value; set only compiled)
+    cdef Py_hash_t _hashed
 
 cdef Lin _as_lin(object v)  # a C function: the arithmetic converts its operands with it
 

@@ -202,12 +202,13 @@ class Lin:
         o = other
         return self.terms != o.terms or self.const != o.const
 
+    @cython.locals(h=cython.Py_hash_t)
     def __hash__(self) -> int:
         """Remembered once computed, compiled (a search hashes the same region forms as memo keys hundreds of
         thousands of times); as Python, computed on every call (the `_hashed` slot stays unset)."""
         if cython.compiled:
-            h = self._hashed
-            if h is None:
+            h = self._hashed  # a C integer, 0 until computed (a form whose hash is 0 computes it each time)
+            if h == 0:
                 h = self._hashed = hash((self.terms, self.const))
             return h
         return hash((self.terms, self.const))

@@ -50,23 +50,25 @@ def test_a_build_is_used_only_for_the_source_it_was_built_from(tmp_path):
 
 
 def test_a_build_that_cimports_another_runs_only_beside_that_ones_build(tmp_path):
-    """ir.plan's declarations cimport ir.dag's and ir.loopnest's extension types: its build reads FunctionDAGs and
-    LoopNests as C structs, so it is imported only while those run their own current builds too; after an edit of
-    ir/loopnest.py both run as Python (and import) while ir.dag keeps its build, and an edit of any .pxd makes every
-    build stale."""
+    """ir.plan's declarations cimport ir.dag's and ir.loopnest's extension types and ir.symbolic's C functions: its
+    build reads FunctionDAGs and LoopNests as C structs and calls static_extent in C, so it is imported only while
+    those run their own current builds too; after an edit of ir/loopnest.py both run as Python (and import) while
+    ir.dag and ir.symbolic keep theirs, and an edit of any .pxd makes every build stale."""
     src, builds = tmp_path / "src", tmp_path / "compiled"
     env = {"SCHEDLAB_COMPILED_DIR": str(builds)}
     shutil.copytree(ROOT / "ir", src / "ir", ignore=shutil.ignore_patterns("__pycache__"))
-    assert _python("import ir.hot; print(ir.hot.typed_imports('ir.plan'))", src, **env) == "('ir.dag', 'ir.loopnest')"
-    assert _python("from ir.compiled import build; print(sorted(build(['ir.dag', 'ir.loopnest', 'ir.plan'], "
-                   "quiet=True)))", src, **env) == "['ir.dag', 'ir.loopnest', 'ir.plan']"
+    assert _python("import ir.hot; print(ir.hot.typed_imports('ir.plan'))", src, **env) == \
+        "('ir.dag', 'ir.loopnest', 'ir.symbolic')"
+    assert _python("from ir.compiled import build; print(sorted(build(['ir.dag', 'ir.loopnest', 'ir.symbolic', "
+                   "'ir.plan'], quiet=True)))", src, **env) == "['ir.dag', 'ir.loopnest', 'ir.plan', 'ir.symbolic']"
     where = ("import ir.plan, ir.hot; from ir.compiled import status; print(sorted(ir.hot.compiled_modules())); "
              "print({s.module: s.state for s in status()}['ir.plan'])")
-    assert _python(where, src, **env).splitlines() == ["['ir.dag', 'ir.loopnest', 'ir.plan']", "compiled"]
+    assert _python(where, src, **env).splitlines() == ["['ir.dag', 'ir.loopnest', 'ir.plan', 'ir.symbolic']",
+                                                       "compiled"]
 
     loopnest = src / "ir" / "loopnest.py"
     loopnest.write_text(loopnest.read_text() + "\nEDITED = True\n")
-    assert _python(where, src, **env).splitlines() == ["['ir.dag']", "held"]  # ir.plan's waits for ir.loopnest's
+    assert _python(where, src, **env).splitlines() == ["['ir.dag', 'ir.symbolic']", "held"]  # waits for ir.loopnest
 
     pxd = src / "ir" / "plan.pxd"
     pxd.write_text(pxd.read_text() + "\n# edited\n")

@@ -103,3 +103,5 @@ def test_atoms_are_frozen_values_with_their_hash_and_sort_key_remembered():
                 setattr(atom, name, 1)
     assert lmin(a, b) == Lin(((MinMax("min", (b, a)), 1),), 0) and Lin(((mm, 1),), 0).range() == (0, 92)
     assert fd.range() == (0, 11) and i.range() == (0, 15)
+    for form in (a, b, a + b, Lin(((fd, 2), (mm, -1)), 7)):  # a form's hash, remembered in the builds, is the tuple's
+        assert hash(form) == hash(form) == hash((form.terms, form.const)) == hash(Lin(form.terms, form.const))
