@@ -29,6 +29,8 @@ Number = Union[int, float]  # float only for +-inf
 # The atoms below are frozen values, compared and hashed by their fields, with their sort key and hash computed once
 # (plain slotted classes, not dataclasses: ir/symbolic.pxd declares them as Cython extension types, which the
 # compiled hot modules make in C and hash through a C field; a search makes and hashes hundreds of thousands).
+# Compiled, __init__ sets the fields as struct members (read-only to Python); as Python, through object.__setattr__,
+# as a frozen dataclass does (the classes refuse assignment).
 
 
 class Sym:
@@ -40,7 +42,7 @@ class Sym:
         if cython.compiled:
             self.name, self.lo, self.hi, self.key, self._hash = name, lo, hi, (0, name), hash((name, lo, hi))
         else:
-            _fill_atom(self, self.__slots__, (name, lo, hi, (0, name), hash((name, lo, hi))))
+            set_frozen_fields(self, self.__slots__, (name, lo, hi, (0, name), hash((name, lo, hi))))
 
     @cython.locals(o="Sym")
     def __eq__(self, other):
@@ -84,7 +86,7 @@ class FloorDiv:
         if cython.compiled:
             self.num, self.q, self.key, self._hash = num, q, (1, q, num.sort_key()), hash((num, q))
         else:
-            _fill_atom(self, self.__slots__, (num, q, (1, q, num.sort_key()), hash((num, q))))
+            set_frozen_fields(self, self.__slots__, (num, q, (1, q, num.sort_key()), hash((num, q))))
 
     @cython.locals(o="FloorDiv")
     def __eq__(self, other):
@@ -130,7 +132,7 @@ class MinMax:
         if cython.compiled:
             self.kind, self.args, self.key, self._hash = kind, args, key, hash((kind, args))
         else:
-            _fill_atom(self, self.__slots__, (kind, args, key, hash((kind, args))))
+            set_frozen_fields(self, self.__slots__, (kind, args, key, hash((kind, args))))
 
     @cython.locals(o="MinMax")
     def __eq__(self, other):
@@ -165,12 +167,6 @@ class MinMax:
         rs = [a.range() for a in self.args]
         f = min if self.kind == "min" else max
         return f([r[0] for r in rs]), f([r[1] for r in rs])
-
-
-def _fill_atom(x, names: tuple, values: tuple) -> None:
-    """Set the fields of a new atom as Python: through object.__setattr__ (the classes refuse assignment, as a frozen
-    dataclass does). Compiled, each __init__ sets them as struct members (read-only to Python) instead."""
-    set_frozen_fields(x, names, values)
 
 
 Atom = Union[Sym, FloorDiv, MinMax]
