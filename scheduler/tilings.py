@@ -49,16 +49,26 @@ def inner_tilings(extents: list[int], vector_dim: int = -1, vector_width: int = 
     return list(_inner_tilings(tuple(extents), vector_dim, vector_width, limit))
 
 
+def _tiling_count(extents: tuple[int, ...], per_dim: list[list[int]]) -> int:
+    """How many of the combinations of `per_dim` are tilings (not the whole region, not single points), counted
+    without listing them: each dimension's sizes hold its extent once, so the whole region is one combination,
+    and the single-point ones are the products of the dimensions' sizes of 1 (the two coincide when every
+    extent is 1)."""
+    whole = math.prod([len(sizes) for sizes in per_dim])
+    points = math.prod([sizes.count(1) for sizes in per_dim])
+    return whole - 1 - points + (1 if max(extents) <= 1 else 0)
+
+
 @functools.lru_cache(maxsize=4096)
 def _inner_tilings(extents: tuple[int, ...], vector_dim: int, vector_width: int, limit: int) -> tuple:
     """inner_tilings, memoized: search asks for the same regions over and over."""
     stride = 1
     while True:
         per_dim = [_sizes(e, vector_width if d == vector_dim else 1, stride) for d, e in enumerate(extents)]
-        combos = [t for t in itertools.product(*per_dim) if t != extents and any(s > 1 for s in t)]
-        if len(combos) <= limit or stride > 8:
+        if stride > 8 or _tiling_count(extents, per_dim) <= limit:
             break
         stride *= 2
+    combos = [t for t in itertools.product(*per_dim) if t != extents and max(t) > 1]
     if len(combos) > limit:  # still too many on many dimensions: keep an even spread
         step = len(combos) / limit
         combos = [combos[int(i * step)] for i in range(limit)]
@@ -185,7 +195,13 @@ def _register_tilings(extents: tuple[int, ...], vector_dim: int, vector_width: i
 
 def unroll_extents(tile: tuple[int, ...], vector_dim: int) -> dict[int, int]:
     """adams2019 §3.3: the innermost tile's non-vector dimensions are unrolled when their product is small."""
-    dims = {d: s for d, s in enumerate(tile) if d != vector_dim and s > 1}
-    if dims and math.prod(dims.values()) <= UNROLL_LIMIT:
-        return dims
-    return {}
+    return dict(_unroll_extents(tile, vector_dim))
+
+
+@functools.lru_cache(maxsize=4096)
+def _unroll_extents(tile: tuple[int, ...], vector_dim: int) -> tuple[tuple[int, int], ...]:
+    """unroll_extents as (dimension, extent) pairs, memoized: a search asks it of every child's innermost tile."""
+    dims = [(d, s) for d, s in enumerate(tile) if d != vector_dim and s > 1]
+    if dims and math.prod([s for _, s in dims]) <= UNROLL_LIMIT:
+        return tuple(dims)
+    return ()
