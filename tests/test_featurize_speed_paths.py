@@ -10,11 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from featurize.schedule import SCHEDULE_FEATURES, schedule_features
+from featurize.schedule import SCHEDULE_FEATURES, _Memo, schedule_features
 from ir import Func, Input, LoopNest, Pipeline, Var, f32
 from ir.builder import FuncDecision, ScheduleBuilder, StageSpec
 from ir.plan import Plan
 from ir.target import get_target
+from scheduler.space import make_space
+
+from .search_walk import pipeline_from_spec, sampled_search_children
 
 x, y = Var("x"), Var("y")
 TARGET = get_target("i9-7960x")
@@ -136,3 +139,26 @@ def test_a_stages_loads_are_shared_across_inlined_sets_that_differ_only_where_it
     assert _loads(fresh, frozenset({"h", "e"}), fresh.node("g").stages[0]) == through_h
     assert sorted((p, n) for p, _, n in _loads(dag, frozenset({"h"}), f)) == [("e", 1), ("g", 2)]
     assert sorted((p, n) for p, _, n in _loads(dag, frozenset({"h", "e"}), f)) == [("g", 2), ("inp", 1)]
+
+
+@pytest.mark.parametrize("spec", ["camera_pipe", "local_laplacian", "random:2"])
+def test_features_from_the_search_wide_memos_equal_those_of_an_empty_memo(spec):
+    """A search keeps what featurization derives in one memo per DAG (featurize.schedule._Memo): the regions one SIMD
+    vector reads by value (stage, SIMD loop, innermost loops' bases, the SIMD loop's outer box, inlined Funcs), loads
+    per point, task footprints. Every child of a search walk, featurized with what other states left there, has
+    exactly the features a featurizer starting from an empty memo gives its tree."""
+    p = pipeline_from_spec(spec)
+    space = make_space(p, TARGET)
+    memo = p.dag.analysis("featurize.memo", _Memo)
+    checked = 0
+    for c in sampled_search_children(space, spec, 1):
+        p.dag._analyses["featurize.memo"] = _Memo()
+        try:
+            want = schedule_features(Plan(p.dag, c.tree, space.target, complete=False), space.target, c.pending)
+        finally:
+            p.dag._analyses["featurize.memo"] = memo
+        assert want.keys() == c.features.keys()
+        for k, v in want.items():
+            assert np.array_equal(c.features[k], v), (spec, c.num_decisions, k, np.flatnonzero(c.features[k] != v))
+        checked += 1
+    assert checked > 100 and memo.vectors, (checked, len(memo.vectors))

@@ -5,6 +5,7 @@ interpreter's output, over the app suite and random pipelines."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -55,6 +56,15 @@ def test_inner_tilings(extents, vd, w):
         assert all(1 <= s <= e for s, e in zip(t, extents))
         if vd >= 0:
             assert t[vd] % w == 0 or t[vd] == extents[vd]
+
+
+@pytest.mark.parametrize("extents,multiple,stride", [((64, 48), 16, 1), ((1, 1), 1, 1), ((1, 7, 300), 1, 2),
+                                                     ((1536, 2560, 3), 8, 4), ((3,), 8, 1), ((2, 1, 5, 9), 1, 8)])
+def test_tilings_are_counted_as_listing_them_would(extents, multiple, stride):
+    """_inner_tilings picks its spacing by counting combinations (_tiling_count) rather than listing them."""
+    per_dim = [tilings._sizes(e, multiple if d == 0 else 1, stride) for d, e in enumerate(extents)]
+    listed = [t for t in itertools.product(*per_dim) if t != extents and any(s > 1 for s in t)]
+    assert tilings._tiling_count(extents, per_dim) == len(listed)
 
 
 @pytest.mark.parametrize("cores", [2, 8, 16])
