@@ -26,6 +26,7 @@ cdef class Lin:
     cdef Py_hash_t _hashed
 
 cdef Lin _as_lin(object v)  # a C function: the arithmetic converts its operands with it
+cdef tuple _merged_terms(tuple a, tuple b, long sign)  # the terms of a sum or a difference, merged in C
 
 # C functions for the compiled hot modules, which cimport them (a Python-level call costs more than the small ones do);
 # cpdef ones stay callable from Python with the same arguments

@@ -279,6 +279,9 @@ class Lin:
             return Lin(self.terms, self.const + f.const)
         if not self.terms:
             return Lin(f.terms, self.const + f.const)
+        terms = _merged_terms(self.terms, f.terms, 1)
+        if terms is not None:
+            return Lin(terms, self.const + f.const)
         coefs = dict(self.terms)
         for a, c in f.terms:
             coefs[a] = coefs.get(a, 0) + c
@@ -299,6 +302,9 @@ class Lin:
             return Lin(self.terms, self.const - f.const)
         if not self.terms:
             return Lin(tuple([(a, -c) for a, c in f.terms]), self.const - f.const)
+        terms = _merged_terms(self.terms, f.terms, -1)
+        if terms is not None:
+            return Lin(terms, self.const - f.const)
         coefs = dict(self.terms)
         for a, c in f.terms:
             coefs[a] = coefs.get(a, 0) - c
@@ -341,6 +347,42 @@ def _fill_lin(x, terms, const) -> None:
         x.terms, x.const = terms, const
     else:
         set_frozen_fields(x, ("terms", "const"), (terms, const))
+
+
+@cython.locals(i=cython.Py_ssize_t, j=cython.Py_ssize_t, na=cython.Py_ssize_t, nb=cython.Py_ssize_t, out=list)
+def _merged_terms(a: tuple, b: tuple, sign: int) -> tuple | None:
+    """The terms of a + sign * b, both sorted by their atoms' keys as every form's are (Lin._make sorts them; the
+    other constructors keep an order or make one term): one merge, as Lin._make's dict and sort would give them.
+    None where two different atoms share a key (a Sym's key is its name, its range aside): Lin._make then keeps
+    their order of insertion, which the caller reproduces."""
+    out = []
+    i = j = 0
+    na, nb = len(a), len(b)
+    while i < na and j < nb:
+        ta, tb = a[i], b[j]
+        ka, kb = ta[0].key, tb[0].key
+        if ka == kb:
+            if ta[0] is not tb[0] and ta[0] != tb[0]:
+                return None
+            c = ta[1] + sign * tb[1]
+            if c != 0:
+                out.append((ta[0], c))
+            i += 1
+            j += 1
+        elif ka < kb:
+            out.append(ta)
+            i += 1
+        else:
+            out.append(tb if sign == 1 else (tb[0], -tb[1]))
+            j += 1
+    while i < na:
+        out.append(a[i])
+        i += 1
+    while j < nb:
+        tb = b[j]
+        out.append(tb if sign == 1 else (tb[0], -tb[1]))
+        j += 1
+    return tuple(out)
 
 
 def _term_key(t: tuple) -> tuple:
