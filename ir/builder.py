@@ -199,7 +199,7 @@ class ScheduleBuilder:
         """The levels of one stage: the region, the requested tiles, then one SIMD vector with the
         unrolled extents (or, with neither, the innermost level iterates the whole last tile); the innermost
         level lists `inlined` (annotate_inlined's list for it)."""
-        key = (func, stage.index, tuple(tuple(t.items()) for t in spec.tiles), spec.vectorize, spec.vector_width,
+        key = (func, stage.index, tuple([tuple(t.items()) for t in spec.tiles]), spec.vectorize, spec.vector_width,
                tuple(spec.unroll.items()), spec.parallel, tuple(extents), v, at_root)
         shape = self._shapes.get(key)
         if shape is None:

@@ -60,3 +60,5 @@ cdef class Plan:
     cpdef _check_level_flags(self, FuncPlan fp, Chain ch, Level lvl)
 
 cdef Py_ssize_t _id(object o)  # id(o) as a C cast (the .py says why)
+cpdef tuple loop_order(stage, LoopNest n, tuple layout)  # C calls from _derive_chain (once per level it derives)
+cpdef dict dag_loop_memo(FunctionDAG dag)

@@ -433,7 +433,7 @@ class Plan:
     def inlined(self) -> set[str]:
         return {f for f, p in self.funcs.items() if p.inlined}
 
-    @cython.locals(cp="FuncPlan", ch="Chain", n="LoopNest", lvl="Level", lp="Loop")
+    @cython.locals(cp="FuncPlan", ch="Chain", n="LoopNest", lvl="Level", lp="Loop", shared=dict)
     def region_at(self, func: str, n: LoopNest) -> Region | None:
         """The region of `func` read during one iteration of node `n` (None if nothing there reads it).
 
@@ -776,7 +776,7 @@ class Plan:
             ch.levels.append(lvl)
             self.levels[_id(n)] = lvl
 
-    @cython.locals(fp="FuncPlan", lp="Loop", loop="Loop")
+    @cython.locals(fp="FuncPlan", lp="Loop", loop="Loop", n="LoopNest", memo=dict)
     def _derive_chain(self, fp: FuncPlan, stage: Stage, nodes: list[LoopNest]) -> tuple:
         """(bounds, extents, exact, [(loops, order) per level]) of one stage's chain of levels: what depends
         only on its Func's region forms, its layout and its levels' shapes."""
@@ -803,6 +803,7 @@ class Plan:
             t = [a * b for a, b in zip(t, nodes[depth].size)]
         levels = []
         memo = None if self._chains is None else dag_loop_memo(self.dag)
+        index = stage.index
         for depth, n in enumerate(nodes):
             loops = []
             tiles = below[depth]
@@ -811,7 +812,7 @@ class Plan:
                     loop = self._loop(fp.name, stage, n, depth, j, l.name, l.pure, bases[j], exts[j], bound[j],
                                       tiles[j])
                 else:  # siblings tiled otherwise along another loop share this one's forms
-                    key = (fp.name, stage.index, depth, j, n.size[j], bases[j], exts[j], bound[j], tiles[j])
+                    key = (fp.name, index, depth, j, n.size[j], bases[j], exts[j], bound[j], tiles[j])
                     loop = memo.get(key)
                     if loop is None:
                         loop = self._loop(fp.name, stage, n, depth, j, l.name, l.pure, bases[j], exts[j], bound[j],
@@ -1054,7 +1055,6 @@ def storage_layout(node: Node, vector_dim: int) -> tuple[int, ...]:
     return (vector_dim,) + tuple(d for d in dims if d != vector_dim)
 
 
-@cython.locals(n="LoopNest")
 def loop_order(stage: Stage, n: LoopNest, layout: tuple[int, ...]) -> tuple[int, ...]:
     """Loop indices of one level, outermost first: pure loops in storage order (the vectorized one
     innermost); RVars in RDom order, outside SIMD or unrolled loops and innermost otherwise."""
@@ -1141,7 +1141,6 @@ def dag_search_regions(dag: FunctionDAG) -> _SearchRegions:
     return dag.analysis("ir.plan.regions", _SearchRegions)
 
 
-@cython.locals(dag="FunctionDAG")
 def dag_loop_memo(dag: FunctionDAG) -> dict:
     """The search-wide memo of Plan._loop results for `dag`, by everything a loop's forms derive from: a chain
     tiled anew along one loop keeps the forms of the others (values only: no ids, no pins)."""
