@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from ir.symbolic import INF, FloorDiv, Lin, Sym, _sym_upper_diffs, const, exact_diff, lmax, lmin, static_extent, upper_diff
+from ir.symbolic import (INF, FloorDiv, Lin, Sym, _sym_upper_diffs, const, exact_diff, floordiv, lmax, lmin, static_extent,
+                         upper_diff)
 
 
 def _random_form(rng: random.Random, syms: list[Sym]) -> Lin:
@@ -105,3 +106,42 @@ def test_atoms_are_frozen_values_with_their_hash_and_sort_key_remembered():
     assert fd.range() == (0, 11) and i.range() == (0, 15)
     for form in (a, b, a + b, Lin(((fd, 2), (mm, -1)), 7)):  # a form's hash, remembered in the builds, is the tuple's
         assert hash(form) == hash(form) == hash((form.terms, form.const)) == hash(Lin(form.terms, form.const))
+
+
+def _sum_by_dict(a: Lin, b: Lin, sign: int) -> Lin:
+    """a + sign * b as Lin._make forms it: coefficients gathered in a dict, terms sorted by their atoms' keys."""
+    coefs = dict(a.terms)
+    for x, c in b.terms:
+        coefs[x] = coefs.get(x, 0) + sign * c
+    return Lin._make(coefs, a.const + sign * b.const)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_sums_and_differences_merge_their_terms_as_the_dict_and_sort_did(seed):
+    """Lin's + and - merge two sorted term lists (ir.symbolic._merged_terms); the terms, their order and their
+    coefficients are what gathering and sorting give, also where two Syms share a name but not a range (a tie of keys:
+    the dict's order decides) and where terms cancel."""
+    rng = random.Random(seed)
+    syms = [Sym(f"v{i}", 0, rng.randint(1, 9)) for i in range(5)] + [Sym("v1", 0, 99), Sym("w", -3, 3)]
+
+    def form(depth: int = 0) -> Lin:
+        x = const(rng.randint(-5, 5))
+        for _ in range(rng.randint(0, 4)):
+            r = rng.random()
+            if r < 0.7 or depth > 1:
+                a = Lin.of(rng.choice(syms))
+            elif r < 0.85:
+                a = floordiv(form(depth + 1), rng.randint(2, 4))
+            else:
+                a = lmin(form(depth + 1), form(depth + 1))
+            x = x + a * rng.choice([-2, -1, 1, 3])
+        return x
+
+    cancelled = 0
+    for _ in range(2000):
+        a, b = form(), form()
+        for x, y, sign, got in ((a, b, 1, a + b), (a, b, -1, a - b), (a, a, -1, a - a)):
+            want = _sum_by_dict(x, y, sign)
+            assert got.terms == want.terms and got.const == want.const, (x, y, sign)
+            cancelled += bool(x.terms) and not got.terms
+    assert cancelled > 0
