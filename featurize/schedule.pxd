@@ -53,6 +53,7 @@ cdef class _Featurizer:
     cpdef new_reads(self, v, FuncPlan fp, stage, vec_regions, b_real, l_real)
     cpdef load_counts(self, stage, LoopNest inner)
     cpdef vector_regions(self, Chain ch)
+    cpdef vector_env(self, Chain ch)
     cpdef classify(self, producer, jac, vec)
     cpdef inlined(self, FuncPlan fp)
 

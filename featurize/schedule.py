@@ -829,29 +829,33 @@ class _Featurizer:
         memo[key] = counts
         return counts
 
-    @cython.locals(ch="Chain", inner="Level", lp="Loop")
+    @cython.locals(ch="Chain", inner="Level")
     def vector_regions(self, ch: Chain) -> list[tuple[str, list[int]]]:
-        """(producer, static extents) of the regions one SIMD vector reads, memoized for the search on what they
-        depend on: the stage, the inlined Funcs, the SIMD loop, the innermost loops' bases (one point of every
-        other loop) and the SIMD loop's box in the level around. Siblings, and plans of other beam
-        states, that place or tile something else share them."""
+        """(producer, static extents) of the regions one SIMD vector reads, memoized on the identity of the
+        loop lists vector_env derives from (shared with the parent plan's where the chain was not replanned)."""
         inner = ch.levels[-1]
-        vec = inner.node.vectorized_loop
+        loops = inner.loops
+        outer = ch.levels[-2].loops if len(ch.levels) > 1 else ch.bounds
         stage = ch.stage
-        bases = tuple([lp.base for lp in inner.loops])
-        outer = self._outer_box(ch, stage.loop[vec].name) if vec >= 0 else None
-        key = (stage.func, stage.index, vec, bases, outer, self.inlined_set)
-        regions = self._vectors_memo.get(key)
-        if regions is not None:
-            return regions
-        env = {}
-        for j, l in enumerate(stage.loop):
-            env[l.name] = outer if j == vec else (bases[j], bases[j])
+        key = (_id(stage), inner.node.vectorized_loop, _id(loops), _id(outer), self.inlined_set)
+        hit = self._vectors_memo.get(key)
+        if hit is not None and hit[0] is stage and hit[1] is loops and hit[2] is outer:
+            return hit[3]
         cap = self.static.cap
         regions = [(p, self.extents(reg, cap[p]))
-                   for p, reg in _regions_read(self.dag, self.inlined_set, stage, env).items()]
-        self._vectors_memo[key] = regions
+                   for p, reg in _regions_read(self.dag, self.inlined_set, stage, self.vector_env(ch)).items()]
+        self._vectors_memo[key] = (stage, loops, outer, regions)
         return regions
+
+    @cython.locals(ch="Chain", inner="Level", lp="Loop")
+    def vector_env(self, ch: Chain) -> dict[str, tuple[Lin, Lin]]:
+        """Loop boxes of one SIMD vector: the whole SIMD loop, one point of every other loop."""
+        inner = ch.levels[-1]
+        vec = inner.node.vectorized_loop
+        env = {}
+        for j, (lp, l) in enumerate(zip(inner.loops, ch.stage.loop)):
+            env[l.name] = self._outer_box(ch, l.name) if j == vec else (lp.base, lp.base)
+        return env
 
     @staticmethod
     def _outer_box(ch: Chain, name: str) -> tuple[Lin, Lin]:
@@ -974,8 +978,8 @@ class _Memo:
     def __init__(self):
         # (producer, id(region), dense dim) -> (region, (bytes, lines)): footprint of a Plan.region_at result
         self.regions: dict[tuple, tuple] = {}
-        # (func, stage, SIMD loop, innermost loops' bases, the SIMD loop's outer box, inlined) ->
-        #   [(producer, extents)]: regions one vector reads (no ids: no pins)
+        # (id(stage), SIMD loop, id(innermost loops), id(outer box source), inlined) ->
+        #   (stage, innermost loops, outer source, [(producer, extents)]): regions one vector reads
         self.vectors: dict[tuple, tuple] = {}
         # (func, stage, inlined, SIMD loop, unrolled extents, producer layouts) -> load counts (no ids: no pins)
         self.counts: dict[tuple, dict[str, float]] = {}

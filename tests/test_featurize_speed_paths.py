@@ -143,9 +143,9 @@ def test_a_stages_loads_are_shared_across_inlined_sets_that_differ_only_where_it
 
 @pytest.mark.parametrize("spec", ["camera_pipe", "local_laplacian", "random:2"])
 def test_features_from_the_search_wide_memos_equal_those_of_an_empty_memo(spec):
-    """A search keeps what featurization derives in one memo per DAG (featurize.schedule._Memo): the regions one SIMD
-    vector reads by value (stage, SIMD loop, innermost loops' bases, the SIMD loop's outer box, inlined Funcs), loads
-    per point, task footprints. Every child of a search walk, featurized with what other states left there, has
+    """A search keeps what featurization derives in one memo per DAG (featurize.schedule._Memo): footprints and the
+    regions one SIMD vector reads by the identity of the forms they derive from, loads per point by value, task
+    footprints. Every child of a search walk, featurized with what other states left there, has
     exactly the features a featurizer starting from an empty memo gives its tree."""
     p = pipeline_from_spec(spec)
     space = make_space(p, TARGET)
