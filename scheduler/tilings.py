@@ -56,7 +56,7 @@ def _tiling_count(extents: tuple[int, ...], per_dim: list[list[int]]) -> int:
     extent is 1)."""
     whole = math.prod([len(sizes) for sizes in per_dim])
     points = math.prod([sizes.count(1) for sizes in per_dim])
-    return whole - 1 - points + (1 if max(extents) <= 1 else 0)
+    return whole - 1 - points + (1 if all(e <= 1 for e in extents) else 0)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -59,7 +59,8 @@ def test_inner_tilings(extents, vd, w):
 
 
 @pytest.mark.parametrize("extents,multiple,stride", [((64, 48), 16, 1), ((1, 1), 1, 1), ((1, 7, 300), 1, 2),
-                                                     ((1536, 2560, 3), 8, 4), ((3,), 8, 1), ((2, 1, 5, 9), 1, 8)])
+                                                     ((1536, 2560, 3), 8, 4), ((3,), 8, 1), ((2, 1, 5, 9), 1, 8),
+                                                     ((), 1, 1)])
 def test_tilings_are_counted_as_listing_them_would(extents, multiple, stride):
     """_inner_tilings picks its spacing by counting combinations (_tiling_count) rather than listing them."""
     per_dim = [tilings._sizes(e, multiple if d == 0 else 1, stride) for d, e in enumerate(extents)]
