@@ -36,9 +36,10 @@ from ir.target import CpuTarget
 from .schema import DTYPE, LINE_BYTES, SCHEDULE_FEATURES, lines_per_vector
 
 
-if not cython.compiled:  # run as Python, ir.plan's _id is the builtin id (compiled, the .pxd cimports its C cast)
+# run as Python: ir.plan's _id is the builtin id, and ir.symbolic's functions are imported (compiled,
+# featurize/schedule.pxd cimports _id's C cast and those C functions)
+if not cython.compiled:
     from ir.plan import _id
-if not cython.compiled:  # run as Python (compiled, featurize/schedule.pxd cimports them: C calls)
     from ir.symbolic import lmax, lmin, static_extent
 
 

@@ -50,10 +50,10 @@ def _id(o) -> int:
     return cython.cast(cython.Py_ssize_t, cython.cast(cython.p_void, o))
 
 
-if not cython.compiled:  # run as Python: the builtin itself
+# run as Python: _id is the builtin itself, and ir.symbolic's functions are imported (compiled, ir/plan.pxd cimports
+# them: C calls)
+if not cython.compiled:
     _id = id  # noqa: F811
-
-if not cython.compiled:  # run as Python (compiled, ir/plan.pxd cimports them: C calls)
     from .symbolic import exact_diff, lmax, lmin, static_extent
 
 
