@@ -195,14 +195,14 @@ def analytical_terms(pipeline_features, schedule_features, cores: float, prior: 
     dtype: compute terms times the stage's operations per point, and the terms that divide among cores (compute,
     loads, stores) divided by the cores its tasks occupy. The cost is their dot product with COEFFICIENTS, so a
     model that rescales those coefficients (train.model's `residual` kind) starts from exactly this cost.
-    `prior` 2 replaces the page-fault term with pages_faulted. `ops`: stage_ops(pipeline_features) for float64
-    schedule features, when the caller has it (the loop over rows then does not sum it again)."""
+    `prior` 2 replaces the page-fault term with pages_faulted. `ops`: stage_ops(pipeline_features), when the caller
+    has it (the loop over rows then does not sum float32 pipeline features again)."""
     check_prior(prior)
     xp = array_ops(schedule_features)
     if xp is NUMPY and analytical_rows.COMPILED and PRIOR_PARTS[prior] <= analytical_rows.ROW_PARTS and \
             schedule_features.dtype in _ROW_DTYPES:
         return _terms_by_rows(pipeline_features, schedule_features, cores, prior,
-                              ops if schedule_features.dtype == np.float64 else None)
+                              ops if pipeline_features.dtype == np.float32 else None)
     with xp.quiet():
         return _analytical_terms(xp, pipeline_features, schedule_features, cores, prior)
 
@@ -228,8 +228,9 @@ def _terms_by_rows(pipeline_features: np.ndarray, schedule_features: np.ndarray,
 
 
 def stage_ops(pipeline_features: np.ndarray) -> np.ndarray:
-    """ops_per_point of float64 schedule features, [S] float64: what the compiled loop reads per stage. A caller that
-    scores many batches with one pipeline-features array computes it once and passes it on (AnalyticalModel)."""
+    """ops_per_point of float32 pipeline features, [S] float64 (the same values for float32 and float64 schedule
+    features: the sum is float32's either way): what the compiled loop reads per stage. A caller that scores many
+    batches with one pipeline-features array computes it once and passes it on (AnalyticalModel, LearnedModel)."""
     with NUMPY.quiet():
         return ops_per_point(NUMPY, np.asarray(pipeline_features, dtype=np.float32), np.empty(0))
 
