@@ -113,22 +113,3 @@ def test_the_loop_refuses_rows_of_the_wrong_shape():
 
 def test_the_loop_fills_the_model_terms():
     assert analytical_rows.NUM_TERMS == len(TERMS)
-
-
-def test_the_analytical_model_sums_each_arrays_operations_once_and_gives_the_same_bits():
-    """AnalyticalModel keeps each pipeline-features array's operations per point (the search hands it one array per
-    stage set): costs equal analytical_stage_costs computing them afresh, for two arrays taken in turns (a cache
-    keyed by anything but the array would hand one the other's), and a new array with an old one's values."""
-    from scheduler.cost import AnalyticalModel
-    from train.analytical import analytical_stage_costs, stage_ops
-
-    rng = np.random.default_rng(11)
-    (pf_a, sf_a), (pf_b, sf_b) = _random_features(rng, 6, 5, np.float32), _random_features(rng, 6, 5, np.float32)
-    assert not np.array_equal(stage_ops(pf_a), stage_ops(pf_b))
-    model = AnalyticalModel()
-    for pf, sf in [(pf_a, sf_a), (pf_b, sf_b), (pf_a, sf_b), (pf_b, sf_a), (pf_a.copy(), sf_a)]:
-        got = model.predict(pf, sf)
-        ref = analytical_stage_costs(pf, sf, model.cores, model.prior)
-        np.testing.assert_array_equal(got.stages, ref)
-        np.testing.assert_array_equal(got.total, ref.sum(-1))
-    assert len(model._stage_ops) == 3

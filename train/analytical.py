@@ -158,18 +158,6 @@ def coefficients(prior: int = PRIOR) -> np.ndarray:
     return c
 
 
-_COEFFICIENTS_OF: dict[int, np.ndarray] = {}
-
-
-def _fixed_coefficients(prior: int) -> np.ndarray:
-    """coefficients(prior), made once and read-only: the search charges every batch with them."""
-    c = _COEFFICIENTS_OF.get(prior)
-    if c is None:
-        c = _COEFFICIENTS_OF[prior] = coefficients(prior)
-        c.flags.writeable = False
-    return c
-
-
 def check_prior(prior) -> None:
     if isinstance(prior, bool) or prior not in PRIORS:
         raise ValueError(f"unknown analytical prior {prior!r}; priors: {', '.join(map(str, PRIORS))} (current {PRIOR})")
@@ -190,19 +178,17 @@ def pages_faulted(schedule_features, threshold: float = MMAP_THRESHOLD):
     return pages
 
 
-def analytical_terms(pipeline_features, schedule_features, cores: float, prior: int = PRIOR, ops=None):
+def analytical_terms(pipeline_features, schedule_features, cores: float, prior: int = PRIOR):
     """The Appendix B terms as the analytical model charges them, [..., S, 27] in the schedule features' type and
     dtype: compute terms times the stage's operations per point, and the terms that divide among cores (compute,
     loads, stores) divided by the cores its tasks occupy. The cost is their dot product with COEFFICIENTS, so a
     model that rescales those coefficients (train.model's `residual` kind) starts from exactly this cost.
-    `prior` 2 replaces the page-fault term with pages_faulted. `ops`: stage_ops(pipeline_features), when the caller
-    has it (the loop over rows then does not sum float32 pipeline features again)."""
+    `prior` 2 replaces the page-fault term with pages_faulted."""
     check_prior(prior)
     xp = array_ops(schedule_features)
     if xp is NUMPY and analytical_rows.COMPILED and PRIOR_PARTS[prior] <= analytical_rows.ROW_PARTS and \
             schedule_features.dtype in _ROW_DTYPES:
-        return _terms_by_rows(pipeline_features, schedule_features, cores, prior,
-                              ops if pipeline_features.dtype == np.float32 else None)
+        return _terms_by_rows(pipeline_features, schedule_features, cores, prior)
     with xp.quiet():
         return _analytical_terms(xp, pipeline_features, schedule_features, cores, prior)
 
@@ -211,28 +197,18 @@ _ROW_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _terms_by_rows(pipeline_features: np.ndarray, schedule_features: np.ndarray, cores: float,
-                   prior: int, ops: np.ndarray | None = None) -> np.ndarray:
-    """analytical_terms of numpy arrays by the compiled loop over rows (train.analytical_rows), the same bits;
-    `ops`: ops_per_point of these arrays, when the caller has it."""
+                   prior: int) -> np.ndarray:
+    """analytical_terms of numpy arrays by the compiled loop over rows (train.analytical_rows), the same bits."""
     sf, parts = schedule_features, PRIOR_PARTS[prior]
+    with NUMPY.quiet():
+        ops = ops_per_point(NUMPY, pipeline_features, sf)
     rows = np.ascontiguousarray(sf.reshape(-1, sf.shape[-1]), dtype=np.float64)
-    if ops is None:
-        with NUMPY.quiet():
-            ops = ops_per_point(NUMPY, pipeline_features, sf)
-    ops_rows = np.tile(np.asarray(ops, dtype=np.float64), rows.shape[0] // sf.shape[-2])  # as broadcast to the rows
+    ops_rows = np.ascontiguousarray(np.broadcast_to(ops, sf.shape[:-1]).reshape(-1), dtype=np.float64)
     out = np.empty((rows.shape[0], analytical_rows.NUM_TERMS))
     analytical_rows.terms_rows(rows, ops_rows, out, sf.shape[-2], float(cores), sf.dtype == np.float32,
                                "fresh_pages" in parts, "line_cap" in parts, "new_reads" in parts, "dram_bytes" in parts,
                                float(MMAP_THRESHOLD), float(PAGE_BYTES), float(LINE_BYTES), float(DRAM_ALLOCATION))
     return out.reshape(sf.shape[:-1] + (analytical_rows.NUM_TERMS,)).astype(sf.dtype, copy=False)
-
-
-def stage_ops(pipeline_features: np.ndarray) -> np.ndarray:
-    """ops_per_point of float32 pipeline features, [S] float64 (the same values for float32 and float64 schedule
-    features: the sum is float32's either way): what the compiled loop reads per stage. A caller that scores many
-    batches with one pipeline-features array computes it once and passes it on (AnalyticalModel, LearnedModel)."""
-    with NUMPY.quiet():
-        return ops_per_point(NUMPY, np.asarray(pipeline_features, dtype=np.float32), np.empty(0))
 
 
 def _analytical_terms(xp, pipeline_features, schedule_features, cores: float, prior: int):
@@ -350,15 +326,14 @@ def _cap_footprints_by_lines(terms, x) -> None:
 
 
 def analytical_charges_ns(pipeline_features: np.ndarray, schedule_features: np.ndarray, cores: int,
-                          prior: int = PRIOR, ops: np.ndarray | None = None) -> np.ndarray:
+                          prior: int = PRIOR) -> np.ndarray:
     """Nanoseconds per stage per term, [schedules, stages, 27], for schedule features [schedules, stages, 41] (or
-    one schedule) of a pipeline whose pipeline features are [stages, 40, 7]: what the model of `prior` charges.
-    `ops`: stage_ops(pipeline_features), when the caller has it."""
+    one schedule) of a pipeline whose pipeline features are [stages, 40, 7]: what the model of `prior` charges."""
     schedule = np.asarray(schedule_features, dtype=np.float64)
     if schedule.ndim == 2:
         schedule = schedule[None]
-    terms = analytical_terms(np.asarray(pipeline_features, dtype=np.float32), schedule, cores, prior, ops)
-    return terms * _fixed_coefficients(prior)
+    terms = analytical_terms(np.asarray(pipeline_features, dtype=np.float32), schedule, cores, prior)
+    return terms * coefficients(prior)
 
 
 def analytical_term_costs(pipeline_features: np.ndarray, schedule_features: np.ndarray, cores: int,
@@ -368,11 +343,10 @@ def analytical_term_costs(pipeline_features: np.ndarray, schedule_features: np.n
 
 
 def analytical_stage_costs(pipeline_features: np.ndarray, schedule_features: np.ndarray, cores: int,
-                           prior: int = PRIOR, ops: np.ndarray | None = None) -> np.ndarray:
+                           prior: int = PRIOR) -> np.ndarray:
     """Seconds per stage, [schedules, stages], for schedule features [schedules, stages, 41] (or one schedule)
-    of a pipeline whose pipeline features are [stages, 40, 7]; `ops`: stage_ops(pipeline_features), when the
-    caller has it."""
-    return analytical_charges_ns(pipeline_features, schedule_features, cores, prior, ops).sum(-1) * 1e-9
+    of a pipeline whose pipeline features are [stages, 40, 7]."""
+    return analytical_charges_ns(pipeline_features, schedule_features, cores, prior).sum(-1) * 1e-9
 
 
 class AnalyticalCost:

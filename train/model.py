@@ -236,11 +236,10 @@ class CostNetwork(nn.Module):
         terms(pipeline_features, schedule_features) gives, when the caller computed it already."""
         raise NotImplementedError
 
-    def terms(self, pipeline_features, schedule_features, ops=None):
+    def terms(self, pipeline_features, schedule_features):
         """The hand-designed terms [B, S, 27] the model's coefficients multiply, or None for a model without them.
         Tensors give a tensor, ndarrays an ndarray of the same bits (train.array_ops): search computes them with
-        numpy, whose small operations cost a fraction of torch's. `ops`: train.analytical.stage_ops of the
-        pipeline features, when the caller has it (a model of the analytical terms then does not sum them again)."""
+        numpy, whose small operations cost a fraction of torch's."""
         return None
 
     def reset_parameters(self, generator: torch.Generator) -> None:
@@ -330,7 +329,7 @@ class HybridCostModel(CostNetwork):
         stage = torch.cat([emb.expand(sched.shape[0], -1, -1), sched], dim=-1)
         return self.trunk(stage)
 
-    def terms(self, pipeline_features, schedule_features, ops=None):
+    def terms(self, pipeline_features, schedule_features):
         return cost_terms(schedule_features, float(self.config.num_cores))
 
     def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
@@ -400,9 +399,8 @@ class ResidualCostModel(HybridCostModel):
             flags = [self.at_trust_region_bound(p, s).reshape(-1) for p, s in pairs]
         return float(torch.cat(flags).float().mean())
 
-    def terms(self, pipeline_features, schedule_features, ops=None):
-        return analytical_terms(pipeline_features, schedule_features, float(self.config.num_cores), self.config.prior,
-                                ops)
+    def terms(self, pipeline_features, schedule_features):
+        return analytical_terms(pipeline_features, schedule_features, float(self.config.num_cores), self.config.prior)
 
     def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
                     pipeline_embedding: Tensor | None = None, terms: Tensor | None = None) -> Tensor:
@@ -432,9 +430,8 @@ class CalibratedCostModel(CostNetwork):
     def embed_pipeline(self, pipeline_features: Tensor) -> Tensor:
         return pipeline_features.new_zeros((pipeline_features.shape[0], 0))  # the terms need no embedding
 
-    def terms(self, pipeline_features, schedule_features, ops=None):
-        return analytical_terms(pipeline_features, schedule_features, float(self.config.num_cores), self.config.prior,
-                                ops)
+    def terms(self, pipeline_features, schedule_features):
+        return analytical_terms(pipeline_features, schedule_features, float(self.config.num_cores), self.config.prior)
 
     def stage_costs(self, pipeline_features: Tensor, schedule_features: Tensor,
                     pipeline_embedding: Tensor | None = None, terms: Tensor | None = None) -> Tensor:

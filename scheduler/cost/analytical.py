@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from train.analytical import PRIOR, PRIORS, analytical_stage_costs, stage_ops
+from train.analytical import PRIOR, PRIORS, analytical_stage_costs
 
 from . import CostModel, CostModelError, PredictedCosts
 from .registry import register_cost_model
@@ -24,7 +24,6 @@ class AnalyticalModel(CostModel):
         self.cores = max(1, getattr(target, "cores", 1) if target is not None else 1)
         self.prior = prior
         self.name = "analytical" if prior == PRIOR else f"analytical:{prior}"
-        self._stage_ops: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id(pipeline features) -> (them, ops)
 
     @classmethod
     def load(cls, arg: str, target, backend: str = "numba", tracking: str | None = None) -> AnalyticalModel:
@@ -36,17 +35,5 @@ class AnalyticalModel(CostModel):
         return cls(target, int(arg))
 
     def predict(self, pipeline_features: np.ndarray, schedule_features: np.ndarray) -> PredictedCosts:
-        stages = analytical_stage_costs(pipeline_features, schedule_features, self.cores, self.prior,
-                                        self._ops(pipeline_features))
+        stages = analytical_stage_costs(pipeline_features, schedule_features, self.cores, self.prior)
         return PredictedCosts(stages.sum(-1), stages)
-
-    def _ops(self, pipeline_features: np.ndarray) -> np.ndarray:
-        """Each stage's operations per point, once per array (CostModel.pipeline_features hands the search the same
-        array for a pipeline and stage set; the learned model keeps its embedding the same way)."""
-        hit = self._stage_ops.get(id(pipeline_features))
-        if hit is None or hit[0] is not pipeline_features:
-            hit = (pipeline_features, stage_ops(pipeline_features))
-            if len(self._stage_ops) >= 1024:  # many pipelines (evaluation): keep the cache bounded
-                self._stage_ops.clear()
-            self._stage_ops[id(pipeline_features)] = hit
-        return hit[1]

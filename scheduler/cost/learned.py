@@ -7,8 +7,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from train.analytical import stage_ops
-
 from . import CostModel, CostModelError, PredictedCosts
 from .registry import register_cost_model
 
@@ -25,7 +23,7 @@ class LearnedModel(CostModel):
         self.name = name
         self.target = target
         self.backend = backend
-        self._embeddings: dict[int, tuple[np.ndarray, torch.Tensor, torch.Tensor, np.ndarray]] = {}
+        self._embeddings: dict[int, tuple[np.ndarray, torch.Tensor, torch.Tensor]] = {}
 
     @classmethod
     def load(cls, arg: str, target, backend: str = "numba", tracking: str | None = None) -> LearnedModel:
@@ -40,28 +38,27 @@ class LearnedModel(CostModel):
             raise CostModelError(str(e)) from None
         return cls(network, arg, learned_target, learned_backend)
 
-    def _inputs(self, pipeline_features: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
-        """(pipeline features as a tensor, their embedding, each stage's operations per point for the hand-designed
-        terms), once per array (CostModel.pipeline_features hands the search the same array for a pipeline and
-        stage set)."""
+    def _inputs(self, pipeline_features: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """(pipeline features as a tensor, their embedding), once per array (CostModel.pipeline_features
+        hands the search the same array for a pipeline and stage set)."""
         hit = self._embeddings.get(id(pipeline_features))
         if hit is None or hit[0] is not pipeline_features:
             pf = torch.as_tensor(np.asarray(pipeline_features, dtype=np.float32))
             with torch.no_grad():
-                hit = (pipeline_features, pf, self.network.embed_pipeline(pf), stage_ops(pf.numpy()))
+                hit = (pipeline_features, pf, self.network.embed_pipeline(pf))
             if len(self._embeddings) >= 1024:  # many pipelines (evaluation): keep the cache bounded
                 self._embeddings.clear()
             self._embeddings[id(pipeline_features)] = hit
-        return hit[1], hit[2], hit[3]
+        return hit[1], hit[2]
 
     def predict(self, pipeline_features: np.ndarray, schedule_features: np.ndarray) -> PredictedCosts:
-        pf, emb, ops = self._inputs(pipeline_features)
+        pf, emb = self._inputs(pipeline_features)
         sf_array = np.asarray(schedule_features, dtype=np.float32)
         if sf_array.ndim == 2:
             sf_array = sf_array[None]
         sf = torch.as_tensor(sf_array)
         # the hand-designed terms in numpy: the bits torch computes, without its dispatch per small operation
-        terms = self.network.terms(pf.numpy(), sf_array, ops)
+        terms = self.network.terms(pf.numpy(), sf_array)
         from train.model import MIN_RUNTIME
 
         with torch.no_grad():  # the total as the network's forward computes it
