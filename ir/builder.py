@@ -32,7 +32,7 @@ if not cython.compiled:  # run as Python (compiled, ir/builder.pxd cimports it: 
     from .symbolic import static_extent
 
 
-@dataclass
+@dataclass(slots=True)
 class StageSpec:
     tiles: list[dict[str, int]] = field(default_factory=list)  # outermost first: Var -> tile extent
     vectorize: str | None = None  # the Var run as SIMD lanes
@@ -41,7 +41,7 @@ class StageSpec:
     parallel: bool = False  # run the outermost level in parallel (compute_root Funcs only)
 
 
-@dataclass
+@dataclass(slots=True)
 class FuncDecision:
     kind: str  # "root" | "at" | "inline"
     consumer: str | None = None

@@ -33,7 +33,7 @@ Jacobian = tuple[tuple[Optional[Fraction | int], ...], ...]  # [producer dim][st
 MAX_REGION_POINTS = 1 << 31
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LoopDim:
     """One loop of a stage: a pure Var of the Func, or a dimension of the update's RDom."""
 
@@ -48,7 +48,7 @@ class LoopDim:
         return self.rvar.min, self.rvar.min + self.rvar.extent - 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Access:
     """Calls from one stage to one producer with the same arguments (`count` of them)."""
 
@@ -60,7 +60,7 @@ class Access:
     type: Type
 
 
-@dataclass
+@dataclass(slots=True)
 class Stage:
     func: str
     index: int  # 0 = pure definition, k = k-th update
@@ -79,8 +79,11 @@ class Stage:
                                (l.name, -1, (const(l.rvar.min), const(l.rvar.min + l.rvar.extent - 1)))
                                for l in self.loop)
 
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
+    def __setstate__(self, state) -> None:
+        if isinstance(state, tuple):  # (None, slots): object.__getstate__ of a slotted object
+            state = state[1]
+        for k, v in state.items():  # a dict: pickled before Stage had slots
+            object.__setattr__(self, k, v)
         if "env_loops" not in state:  # pickled before the field existed
             self.__post_init__()
 
@@ -127,7 +130,7 @@ class Stage:
         return out
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     """A Func of the pipeline with its stages and its global region."""
 

@@ -21,7 +21,7 @@ from .symbolic import FloorDiv, Lin, Sym, floordiv, lmax, lmin
 from .types import i32
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AffineDim:
     coefs: tuple[tuple[str, int], ...]  # (loop variable, coefficient)
     kmin: int
@@ -48,7 +48,7 @@ class AffineDim:
         return lo, hi
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Relation:
     """How one stage reads one producer: per producer dimension an AffineDim, or None to evaluate the
     raw access arguments (kept in `args`) with interval arithmetic."""
@@ -71,8 +71,12 @@ class Relation:
                         names[e.name] = None
         object.__setattr__(self, "loop_vars", tuple(names))
 
+    def __getstate__(self) -> dict:
+        return {"dims": self.dims, "args": self.args, "loop_vars": self.loop_vars}
+
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
+        for k, v in state.items():  # also a pickle of before Relation had slots
+            object.__setattr__(self, k, v)
         if "loop_vars" not in state:  # pickled before the field existed
             self.__post_init__()
 

@@ -25,7 +25,7 @@ from .types import Type
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf" / "targets"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CpuTarget:
     name: str
     cores: int
@@ -42,7 +42,7 @@ class CpuTarget:
         return asdict(self)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CudaTarget:
     name: str
     sm_count: int

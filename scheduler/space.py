@@ -171,7 +171,7 @@ def _fill_state(s, tree, planned, features, num_decisions, decisions, inlined, p
 _SLOW = object()  # SearchSpace._retiled: not a tiling sibling, derive it by Plan.extend
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _FirstSibling:
     """The first child of a placement (SearchSpace._retiled): what its tiling siblings are derived from."""
 
@@ -240,7 +240,7 @@ class _Replays:
             self.previous, self.current = self.current, {}
 
 
-@dataclass
+@dataclass(slots=True)
 class Timing:
     """Where search time goes (benchmarks/search_speed.py): placing and planning, featurizing, the model."""
 

@@ -324,7 +324,11 @@ def test_a_pickled_dag_leaves_its_analyses_behind_and_recomputes_them_alike():
 
 
 def test_pickles_of_the_dict_based_dag_and_of_stages_without_env_loops_still_load():
-    """Before stop 84 a FunctionDAG pickled its __dict__ and a Stage had no env_loops: such state loads as now."""
+    """Before stop 84 a FunctionDAG pickled its __dict__ and a Stage had no env_loops, and before stop 94 a Stage
+    pickled its __dict__ (it has slots now): such state loads as now, and so does a pickle of today's."""
+    import dataclasses
+    import pickle
+
     from generator.apps import get_app
     from ir.dag import FunctionDAG, Stage
     from ir.symbolic import const
@@ -337,11 +341,14 @@ def test_pickles_of_the_dict_based_dag_and_of_stages_without_env_loops_still_loa
     d.__setstate__(old)
     assert d._analyses == {} and d.node(out) is p.dag.node(out) and out in d
     stage = p.dag.stage(out, 0)
-    state = {k: v for k, v in vars(stage).items() if k != "env_loops"}
+    state = {f.name: getattr(stage, f.name) for f in dataclasses.fields(stage) if f.name != "env_loops"}
     s = Stage.__new__(Stage)
     s.__setstate__(state)
     region = tuple((const(lo), const(hi)) for lo, hi in p.dag.node(out).region)
     assert s.env_loops == stage.env_loops and s.loop_env(region) == stage.loop_env(region)
+    again = pickle.loads(pickle.dumps(stage))
+    assert again.env_loops == stage.env_loops and again.loop_env(region) == stage.loop_env(region)
+    assert (again.func, again.index, again.op_histogram) == (stage.func, stage.index, stage.op_histogram)
 
 
 # -- derivative's memo of Var names (one walk per stage's expressions) ----------------------------
@@ -461,12 +468,19 @@ def test_a_relation_of_fewer_loops_than_its_stage_ignores_the_other_loops_boxes(
 
 
 def test_a_relation_pickled_before_loop_vars_existed_loads_with_them():
+    """A Relation pickled as its __dict__ without loop_vars (before stop 94 it had no slots) loads with them; so
+    does a pickle of today's."""
+    import dataclasses
+    import pickle
+
     from generator.apps import get_app
     from ir.relation import Relation
 
     dag = get_app("harris").build("small").dag
     rel = next(r for n in dag.nodes for s in n.stages for r in s.relations.values())
-    state = {k: v for k, v in vars(rel).items() if k != "loop_vars"}
+    state = {f.name: getattr(rel, f.name) for f in dataclasses.fields(rel) if f.name != "loop_vars"}
     old = Relation.__new__(Relation)
     old.__setstate__(state)
     assert old.loop_vars == rel.loop_vars and old == rel
+    again = pickle.loads(pickle.dumps(rel))
+    assert again.loop_vars == rel.loop_vars and again.dims == rel.dims and len(again.args) == len(rel.args)
