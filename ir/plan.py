@@ -315,7 +315,11 @@ class Plan:
     def _inherit_regions(self, parent: "Plan", stale: set[str]) -> None:
         """The parent's region forms that nothing they depend on changed (neither the Func nor the stage
         owning the node they were asked at)."""
-        memo = {k: v for k, v in parent._memo.items() if k[0] not in stale and k[1][0] not in stale}
+        # a copy and the few stale keys deleted, not a comprehension of the rest: a dict's copy keeps its keys'
+        # hashes, and the keys are nested tuples, which Python hashes afresh on every insert (~13 % go)
+        memo = dict(parent._memo)
+        for k in [k for k in memo if k[0] in stale or k[1][0] in stale]:
+            del memo[k]
         memo.update(self._memo)  # what this plan derived itself stands
         self._memo = memo
 
@@ -385,7 +389,9 @@ class Plan:
         v.funcs, v.levels, v.parent = dict(self.funcs), dict(self.levels), dict(self.parent)
         v.keys, v.by_key, v._walk = dict(self.keys), dict(self.by_key), self._walk
         # region forms asked at `func`'s own levels depend on its tiling; the others on its region alone
-        v._memo = {k: r for k, r in self._memo.items() if k[1][0] != func}
+        v._memo = memo = dict(self._memo)  # copied with its keys' hashes, then the few of `func`'s levels deleted
+        for k in [k for k in memo if k[1][0] == func]:
+            del memo[k]
         v._chains = self._chains
         v.replanned, v.changed = {func}, self.changed
         site = old.site
