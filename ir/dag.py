@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from typing import Optional
 
@@ -79,11 +79,13 @@ class Stage:
                                (l.name, -1, (const(l.rvar.min), const(l.rvar.min + l.rvar.extent - 1)))
                                for l in self.loop)
 
-    def __setstate__(self, state) -> None:
-        if isinstance(state, tuple):  # (None, slots): object.__getstate__ of a slotted object
-            state = state[1]
-        for k, v in state.items():  # a dict: pickled before Stage had slots
-            object.__setattr__(self, k, v)
+    def __getstate__(self) -> dict:
+        """The fields by name: the form a Stage pickled in before it had slots, so __setstate__ reads one form."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def __setstate__(self, state: dict) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
         if "env_loops" not in state:  # pickled before the field existed
             self.__post_init__()
 

@@ -13,9 +13,10 @@ corners, whatever the number of taps. Anything else falls back to interval evalu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from .bounds import Env, interval
+from .cython_pure import set_frozen_fields
 from .expr import BinOp, Cast, Const, Expr, RVar, Var, walk
 from .symbolic import FloorDiv, Lin, Sym, floordiv, lmax, lmin
 from .types import i32
@@ -72,11 +73,11 @@ class Relation:
         object.__setattr__(self, "loop_vars", tuple(names))
 
     def __getstate__(self) -> dict:
-        return {"dims": self.dims, "args": self.args, "loop_vars": self.loop_vars}
+        """The fields by name: the form a Relation pickled in before it had slots, so __setstate__ reads one form."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def __setstate__(self, state: dict) -> None:
-        for k, v in state.items():  # also a pickle of before Relation had slots
-            object.__setattr__(self, k, v)
+        set_frozen_fields(self, tuple(state), tuple(state.values()))
         if "loop_vars" not in state:  # pickled before the field existed
             self.__post_init__()
 
