@@ -440,9 +440,17 @@ class SearchSpace:
         return State(c.tree, plan, feats, s.num_decisions + 1, decisions, inlined, c.pending, parent=s,
                      order=self._counter)
 
-    @cython.locals(c="Candidate", s="State", plan="Plan")
+    @cython.locals(c="Candidate")
     def _plan_and_featurize(self, c: Candidate):
         """(plan, features) of a placed candidate; None when it is illegal or pruned."""
+        done = self._planned(c)
+        if done is None or not self._acceptable(done[1], None if self._fresh else done[0].changed or set()):
+            return None
+        return done
+
+    @cython.locals(c="Candidate", s="State", plan="Plan")
+    def _planned(self, c: Candidate):
+        """(plan, features) of a placed candidate, pruned or not; None when it is illegal."""
         s = c.parent
         t0 = perf_counter()
         try:
@@ -458,8 +466,6 @@ class SearchSpace:
         else:
             feats = schedule_features(plan, self.target, c.pending, parent=s.features, parent_pending=s.pending)
         self.timing.featurize_s += perf_counter() - t1
-        if not self._acceptable(feats, None if self._fresh else plan.changed or set()):
-            return None
         return plan, feats
 
     # -- tiling siblings -------------------------------------------------------------------------
@@ -485,10 +491,13 @@ class SearchSpace:
         key = self._sibling_key(c)
         first = firsts.get(key)
         if first is None:
-            done = self._plan_and_featurize(c)
-            if done is not None:
-                firsts[key] = _FirstSibling(c.tree, done[0], done[1])
-            return done
+            # a first child that adams2019's rules prune is still legal: its siblings are retiled from it, as they
+            # would be from an accepted one (each is then judged by the rules on its own features)
+            done = self._planned(c)
+            if done is None:
+                return None
+            firsts[key] = _FirstSibling(c.tree, done[0], done[1])
+            return done if self._acceptable(done[1], None if self._fresh else done[0].changed or set()) else None
         plan = first.plan
         t0 = perf_counter()
         heads = retiled_heads(first.tree, c.tree, c.func)

@@ -111,6 +111,36 @@ def test_tiling_siblings_from_their_first_sibling_equal_extended_ones(pipeline):
     assert checked.stats.states_evaluated == extended.stats.states_evaluated
 
 
+def test_a_first_sibling_that_the_rules_prune_still_serves_its_siblings(monkeypatch):
+    """adams2019's rejection rules (recompute or inlined calls beyond their bounds) prune a child on its features, not
+    its legality: when they prune the first child of a placement, its tiling siblings are still retiled from its plan.
+    derivation="checked" compares each of them with Plan.extend's (legality, acceptability, every feature), and the
+    search finds what searching with Plan.extend alone finds. (A random pipeline at the generator's sizes, where the
+    rules prune first siblings: at 64x48x3 they seldom do.)"""
+    from generator.random import generate
+    from scheduler.space import SearchSpace
+
+    served = []
+    retiled = SearchSpace._retiled
+
+    def counting(self, c):
+        parent, firsts = self._siblings
+        first = firsts.get(self._sibling_key(c)) if parent is c.parent else None
+        if first is not None and not self._acceptable(first.features, first.plan.changed or set()):
+            served.append(c.func)
+        return retiled(self, c)
+
+    monkeypatch.setattr(SearchSpace, "_retiled", counting)
+    p = generate(0, max_stages=20).pipeline
+    kw = dict(model="analytical", algorithm="beam", beam_size=8, passes=2, seed=1)
+    checked = autoschedule(p, TARGET, derivation="checked", **kw)
+    assert served, "no tiling sibling of a pruned first sibling"
+    extended = autoschedule(p, TARGET, derivation="extend", **kw)
+    assert checked.loopnest.fingerprint == extended.loopnest.fingerprint
+    assert checked.predicted_cost == extended.predicted_cost
+    assert checked.stats.states_evaluated == extended.stats.states_evaluated
+
+
 def test_a_tiling_sibling_is_planned_only_when_asked():
     """A retiled sibling's State holds a DeferredPlan: no plan of its own until something asks for it, then the
     plan Plan.extend gives its tree, made once."""
