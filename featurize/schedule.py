@@ -228,12 +228,15 @@ def allocations(plan: Plan) -> dict[int, int]:
 @cython.locals(view="Plan", fp="FuncPlan", ch="Chain")
 def retiled_features(view: Plan, target: CpuTarget, pending_parallel: frozenset,
                      sibling: dict[tuple[str, int], np.ndarray], func: str,
-                     sibling_allocations: dict[int, int]) -> dict[tuple[str, int], np.ndarray]:
+                     sibling_allocations: dict[int, int], relayout: bool = False) -> dict[tuple[str, int], np.ndarray]:
     """The features of a tiling sibling: `sibling`'s (those of the plan `view` was retiled from, Plan.retiled, whose
     allocations() are `sibling_allocations`) with `func`'s stages featurized over `view`. The tiling of a Func whose
     producers are not scheduled moves nothing else: its readers read its region and layout, its producers' regions
     at coarser levels are over that region, and its levels allocate nothing (what schedule_features would recompute
-    of the others is the sibling's)."""
+    of the others is the sibling's). `relayout`: the sibling vectorizes `func` along another dimension, which
+    becomes its innermost storage dimension (Plan's layout), so what its readers load moves too: the stages that
+    read it directly or through inlined Funcs are featurized again, and those that read it only through Funcs
+    computed inside their task have their reads per task patched."""
     fz = _Featurizer(view, target, pending_parallel)
     fp = view.funcs[func]
     table = fz._alloc = dict(sibling_allocations)
@@ -242,7 +245,34 @@ def retiled_features(view: Plan, target: CpuTarget, pending_parallel: frozenset,
     out = dict(sibling)
     for ch in fp.chains:
         out[(func, ch.stage.index)] = fz.stage(fp, ch).astype(DTYPE)
+    if relayout:
+        _relayout_readers(fz, func, out)
     return out
+
+
+@cython.locals(fz="_Featurizer", fp="FuncPlan", ch="Chain")
+def _relayout_readers(fz, func: str, out: dict) -> None:
+    """retiled_features' `relayout`: `func`'s readers featurized again over the view, in `out`, in place (as
+    _Featurizer.run would for a plan whose only change is `func`'s layout)."""
+    redo, task_only = fz.readers({func})
+    task_only -= redo
+    funcs = fz.plan.funcs
+    feats = fz.feats
+    feats.update(out)
+    for name, fp in funcs.items():
+        if not fp.inlined and (name in redo or name in task_only) and name != func:
+            for ch in fp.chains:
+                key = (name, ch.stage.index)
+                if name in redo:
+                    feats[key] = fz.stage(fp, ch)
+                else:
+                    feats[key] = fz.patch_working_sets(out[key], fp, ch, True)
+    for name, fp in funcs.items():
+        if fp.inlined and fz.callers_redone(name, redo):
+            feats[(name, 0)] = fz.inlined(fp)
+    for key, v in feats.items():
+        if v is not out[key]:
+            out[key] = v.astype(DTYPE)
 
 
 @cython.locals(n="LoopNest", c="LoopNest")
@@ -426,14 +456,11 @@ class _Featurizer:
         v[_WS_ROOT] = ws
         return v
 
-    @cython.locals(plan="Plan", cp="FuncPlan")
     def affected(self, changed: set[str]) -> tuple[set[str], set[str]]:
         """(Funcs whose features may differ from the parent plan's, Funcs of which only the reads per task may),
         given the Funcs scheduled differently. A stage that reads a changed Func's producer only through Funcs
         stored inside its task (not inlined) reads that producer in its task's footprint, not in its loads."""
-        plan, dag = self.plan, self.dag
-        out = set(changed)
-        task_only: set[str] = set()
+        dag = self.dag
         # a stage's footprint of a producer includes what the producer's other readers need there, so a
         # changed Func also moves its producers' regions, and with them their other readers' features
         # (inputs too: a footprint of an input spans what all its scheduled readers read of it)
@@ -441,6 +468,17 @@ class _Featurizer:
         for f in changed:
             if f in dag:
                 roots.update(dag.node(f).producers)
+        out, task_only = self.readers(roots)
+        out |= changed
+        return out, task_only - out
+
+    @cython.locals(plan="Plan", cp="FuncPlan")
+    def readers(self, roots: set[str]) -> tuple[set[str], set[str]]:
+        """(the scheduled Funcs that read one of `roots` directly or through inlined Funcs, those that read one only
+        through Funcs computed inside their task)."""
+        plan, dag = self.plan, self.dag
+        out: set[str] = set()
+        task_only: set[str] = set()
         input_readers = self.static.input_readers
         for f in roots:
             pending = [(f, False)]
@@ -461,7 +499,7 @@ class _Featurizer:
                         pending.append((c, in_task))
                     elif cp.store.func is not None or cp.site.func is not None:
                         pending.append((c, True))
-        return out, task_only - out
+        return out, task_only
 
     @cython.locals(fp="FuncPlan", ch="Chain")
     def patch_working_sets(self, old: np.ndarray, fp: FuncPlan, ch: Chain, task_reads: bool = False) -> np.ndarray:

@@ -173,7 +173,9 @@ _SLOW = object()  # SearchSpace._retiled: not a tiling sibling, derive it by Pla
 
 @dataclass(eq=False, slots=True)
 class _FirstSibling:
-    """The first child of a placement (SearchSpace._retiled): what its tiling siblings are derived from."""
+    """The first child of a placement and SIMD loops (SearchSpace._retiled): what its tiling siblings are derived
+    from. Its plan is Plan.extend's for the placement's first child, and for the first of other SIMD loops the view
+    retiled from that child's (a Plan of the same placement with this child's levels)."""
 
     tree: LoopNest
     plan: Plan
@@ -341,8 +343,8 @@ class SearchSpace:
         self._retile = (self.options.derivation in ("incremental", "checked")
                         and target_kind(self.target).check_limits is None)
         self._checked = self.options.derivation == "checked"
-        # the last parent realized and its first child of each placement (_sibling_key)
-        self._siblings: tuple[State | None, dict[tuple, _FirstSibling]] = (None, {})
+        # the last parent realized and its first child of each placement (_sibling_key) and SIMD loops (_simd_loops)
+        self._siblings: tuple[State | None, dict[tuple, dict[tuple, _FirstSibling]]] = (None, {})
         self.builder = ScheduleBuilder(pipeline, self.target)
         self.nodes = list(self.dag.nodes)
         self.total_decisions = 2 * len(self.nodes)
@@ -472,32 +474,43 @@ class SearchSpace:
 
     @staticmethod
     def _sibling_key(c: Candidate) -> tuple:
-        """What tiling siblings share: the Func, its placement, its SIMD loops and the pending set."""
+        """What tiling siblings share: the Func, its placement and the pending set (their SIMD loops may differ:
+        _simd_loops)."""
         d = c.decision
-        return (c.func, d.kind, d.consumer, d.consumer_stage, d.level, d.store_level, c.pending,
-                tuple(sorted((k, sp.vectorize) for k, sp in d.specs.items())))
+        return (c.func, d.kind, d.consumer, d.consumer_stage, d.level, d.store_level, c.pending)
+
+    @staticmethod
+    def _simd_loops(c: Candidate) -> tuple:
+        """The dimension each stage of the decided Func vectorizes: a sibling that vectorizes another lays the Func
+        out otherwise, so its readers are featurized again (retiled_features' relayout)."""
+        return tuple(sorted([(k, sp.vectorize) for k, sp in c.decision.specs.items()]))
 
     @cython.locals(c="Candidate", s="State", plan="Plan", view="Plan")
     def _retiled(self, c: Candidate):
         """(plan, features) of `c` from the first child of its parent placed the same way (Plan.retiled): only the
-        decided Func's stages are featurized, and its own plan is made when it is asked for (DeferredPlan). None
-        when it is illegal or pruned; _SLOW when its tree differs from that child's elsewhere too (realize then plans
-        it with Plan.extend)."""
+        decided Func's stages are featurized (and its readers', where it vectorizes another dimension than that
+        child), and its own plan is made when it is asked for (DeferredPlan). None when it is illegal or pruned;
+        _SLOW when its tree differs from that child's elsewhere too (realize then plans it with Plan.extend)."""
         s = c.parent
         parent, firsts = self._siblings
         if parent is not s:
             firsts = {}
             self._siblings = (s, firsts)
         key = self._sibling_key(c)
-        first = firsts.get(key)
-        if first is None:
+        simd = self._simd_loops(c)
+        group = firsts.get(key)
+        if group is None:
             # a first child that adams2019's rules prune is still legal: its siblings are retiled from it, as they
             # would be from an accepted one (each is then judged by the rules on its own features)
             done = self._planned(c)
             if done is None:
                 return None
-            firsts[key] = _FirstSibling(c.tree, done[0], done[1])
+            firsts[key] = {simd: _FirstSibling(c.tree, done[0], done[1])}
             return done if self._acceptable(done[1], None if self._fresh else done[0].changed or set()) else None
+        first = group.get(simd)
+        relayout = first is None
+        if relayout:  # the first of its SIMD loops: from the placement's first child, then the base of its own
+            first = next(iter(group.values()))
         plan = first.plan
         t0 = perf_counter()
         heads = retiled_heads(first.tree, c.tree, c.func)
@@ -515,7 +528,10 @@ class SearchSpace:
         if view is not None:
             if first.allocations is None:
                 first.allocations = allocations(plan)
-            out = retiled_features(view, self.target, c.pending, first.features, c.func, first.allocations)
+            out = retiled_features(view, self.target, c.pending, first.features, c.func, first.allocations,
+                                   relayout)
+            if relayout:  # its view is a plan of the placement like the first child's, with this child's levels
+                group[simd] = _FirstSibling(c.tree, view, out)
             if self._acceptable(out, plan.changed or set()):
                 done = (DeferredPlan(s.plan, c.tree), out)
         self.timing.featurize_s += perf_counter() - t1

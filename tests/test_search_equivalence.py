@@ -96,49 +96,66 @@ def test_every_strategy_finds_the_same_schedule_with_either_derivation(pipeline,
     assert a.stats.states_evaluated == b.stats.states_evaluated
 
 
-@pytest.mark.parametrize("pipeline", ["harris", "camera_pipe", "max_filter", "random:0", "random:2"])
-def test_tiling_siblings_from_their_first_sibling_equal_extended_ones(pipeline):
-    """A child placed as an earlier child of the same parent, but tiled otherwise, is featurized from that sibling's
-    plan (Plan.retiled). derivation="checked" derives each such sibling both ways and compares legality,
-    acceptability and every feature bit for bit; the search finds what searching with Plan.extend alone finds."""
-    p = _pipeline(pipeline)
-    kw = dict(model="analytical", algorithm="beam", beam_size=4, passes=2, seed=1)
+def _checked_search_equals_extended(p, monkeypatch, derived=None, beam_size: int = 4) -> list[str]:
+    """Beam search with derivation="checked" (each tiling sibling derived from its first sibling's plan and from
+    Plan.extend, compared in legality, acceptability and every feature bit for bit) finds what searching with
+    Plan.extend alone finds. `derived(space, c)`: which siblings to name in the list returned, asked of each
+    sibling that has a first sibling (SearchSpace._retiled's group of its placement) before it is derived."""
+    from scheduler.space import SearchSpace
+
+    named: list[str] = []
+    if derived is not None:
+        retiled = SearchSpace._retiled
+
+        def naming(self, c):
+            parent, firsts = self._siblings
+            group = firsts.get(self._sibling_key(c)) if parent is c.parent else None
+            if group is not None and derived(self, c, group):
+                named.append(c.func)
+            return retiled(self, c)
+
+        monkeypatch.setattr(SearchSpace, "_retiled", naming)
+    kw = dict(model="analytical", algorithm="beam", beam_size=beam_size, passes=2, seed=1)
     checked = autoschedule(p, TARGET, derivation="checked", **kw)
+    monkeypatch.undo()
     extended = autoschedule(p, TARGET, derivation="extend", **kw)
     assert checked.stats.retiled > 0 and extended.stats.retiled == 0
     assert checked.loopnest.fingerprint == extended.loopnest.fingerprint
     assert checked.predicted_cost == extended.predicted_cost
     assert checked.stats.states_evaluated == extended.stats.states_evaluated
+    return named
+
+
+@pytest.mark.parametrize("pipeline", ["harris", "camera_pipe", "max_filter", "random:0", "random:2"])
+def test_tiling_siblings_from_their_first_sibling_equal_extended_ones(pipeline, monkeypatch):
+    """A child placed as an earlier child of the same parent, but tiled otherwise, is featurized from that sibling's
+    plan (Plan.retiled)."""
+    _checked_search_equals_extended(_pipeline(pipeline), monkeypatch)
 
 
 def test_a_first_sibling_that_the_rules_prune_still_serves_its_siblings(monkeypatch):
     """adams2019's rejection rules (recompute or inlined calls beyond their bounds) prune a child on its features, not
     its legality: when they prune the first child of a placement, its tiling siblings are still retiled from its plan.
-    derivation="checked" compares each of them with Plan.extend's (legality, acceptability, every feature), and the
-    search finds what searching with Plan.extend alone finds. (A random pipeline at the generator's sizes, where the
-    rules prune first siblings: at 64x48x3 they seldom do.)"""
+    (A random pipeline at the generator's sizes, where the rules prune first siblings: at 64x48x3 they seldom do.)"""
     from generator.random import generate
-    from scheduler.space import SearchSpace
 
-    served = []
-    retiled = SearchSpace._retiled
+    def pruned_first(space, c, group):
+        first = group.get(space._simd_loops(c))
+        return first is not None and not space._acceptable(first.features, first.plan.changed or set())
 
-    def counting(self, c):
-        parent, firsts = self._siblings
-        first = firsts.get(self._sibling_key(c)) if parent is c.parent else None
-        if first is not None and not self._acceptable(first.features, first.plan.changed or set()):
-            served.append(c.func)
-        return retiled(self, c)
-
-    monkeypatch.setattr(SearchSpace, "_retiled", counting)
-    p = generate(0, max_stages=20).pipeline
-    kw = dict(model="analytical", algorithm="beam", beam_size=8, passes=2, seed=1)
-    checked = autoschedule(p, TARGET, derivation="checked", **kw)
+    served = _checked_search_equals_extended(generate(0, max_stages=20).pipeline, monkeypatch, pruned_first, 8)
     assert served, "no tiling sibling of a pruned first sibling"
-    extended = autoschedule(p, TARGET, derivation="extend", **kw)
-    assert checked.loopnest.fingerprint == extended.loopnest.fingerprint
-    assert checked.predicted_cost == extended.predicted_cost
-    assert checked.stats.states_evaluated == extended.stats.states_evaluated
+
+
+@pytest.mark.parametrize("pipeline", ["harris", "local_laplacian", "random:1"])
+def test_a_sibling_that_vectorizes_another_dimension_is_retiled_with_its_readers(pipeline, monkeypatch):
+    """A child placed as an earlier child but vectorized along another dimension lays its Func out otherwise (the
+    SIMD dimension innermost in storage), so what the Func's readers load moves with it: it is retiled from that
+    sibling with its readers featurized again (retiled_features' relayout), and its own tiling siblings are retiled
+    from it."""
+    relaid = _checked_search_equals_extended(_pipeline(pipeline), monkeypatch,
+                                             lambda space, c, group: space._simd_loops(c) not in group)
+    assert relaid, "no sibling vectorized along another dimension"
 
 
 def test_a_tiling_sibling_is_planned_only_when_asked():
