@@ -99,7 +99,7 @@ def test_every_strategy_finds_the_same_schedule_with_either_derivation(pipeline,
 def _checked_search_equals_extended(p, monkeypatch, derived=None, beam_size: int = 4) -> list[str]:
     """Beam search with derivation="checked" (each tiling sibling derived from its first sibling's plan and from
     Plan.extend, compared in legality, acceptability and every feature bit for bit) finds what searching with
-    Plan.extend alone finds. `derived(space, c)`: which siblings to name in the list returned, asked of each
+    Plan.extend alone finds. `derived(space, c, group)`: which siblings to name in the list returned, asked of each
     sibling that has a first sibling (SearchSpace._retiled's group of its placement) before it is derived."""
     from scheduler.space import SearchSpace
 
