@@ -445,7 +445,10 @@ class SearchSpace:
     @cython.locals(c="Candidate")
     def _plan_and_featurize(self, c: Candidate):
         """(plan, features) of a placed candidate; None when it is illegal or pruned."""
-        done = self._planned(c)
+        return self._judged(self._planned(c))
+
+    def _judged(self, done):
+        """`done`, a (plan, features) planned in full, unless it is None or adams2019's rules prune it."""
         if done is None or not self._acceptable(done[1], None if self._fresh else done[0].changed or set()):
             return None
         return done
@@ -506,7 +509,7 @@ class SearchSpace:
             if done is None:
                 return None
             firsts[key] = {simd: _FirstSibling(c.tree, done[0], done[1])}
-            return done if self._acceptable(done[1], None if self._fresh else done[0].changed or set()) else None
+            return self._judged(done)
         first = group.get(simd)
         relayout = first is None
         if relayout:  # the first of its SIMD loops: from the placement's first child, then the base of its own
@@ -530,8 +533,10 @@ class SearchSpace:
                 first.allocations = allocations(plan)
             out = retiled_features(view, self.target, c.pending, first.features, c.func, first.allocations,
                                    relayout)
-            if relayout:  # its view is a plan of the placement like the first child's, with this child's levels
-                group[simd] = _FirstSibling(c.tree, view, out)
+            if relayout:  # its view is a plan of the placement like the first child's, with this child's levels;
+                # their allocations() differ only at the Func's levels, which allocate nothing and which
+                # retiled_features walks afresh for every sibling
+                group[simd] = _FirstSibling(c.tree, view, out, first.allocations)
             if self._acceptable(out, plan.changed or set()):
                 done = (DeferredPlan(s.plan, c.tree), out)
         self.timing.featurize_s += perf_counter() - t1
