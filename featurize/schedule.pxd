@@ -42,15 +42,15 @@ cdef class _Featurizer:
     cpdef patch_working_sets(self, old, FuncPlan fp, Chain ch, task_reads=*)
     cpdef stage(self, FuncPlan fp, Chain ch)
     cpdef native_vector_size(self, stage)
-    cpdef task_features(self, v, FuncPlan fp, Chain ch)
-    cpdef task_reads(self, v, FuncPlan fp, Chain ch)
+    cpdef task_features(self, list v, FuncPlan fp, Chain ch)
+    cpdef task_reads(self, list v, FuncPlan fp, Chain ch)
     cpdef region_footprint(self, producer, LoopNest n)
     cpdef _input_region_at(self, name, n)
     cpdef dense_dim(self, producer)
     cpdef footprint(self, producer, extents)
     cpdef _footprint(self, producer, extents, dense)
-    cpdef load_features(self, v, FuncPlan fp, Chain ch, realizations)
-    cpdef new_reads(self, v, FuncPlan fp, stage, vec_regions, b_real, l_real)
+    cpdef load_features(self, list v, FuncPlan fp, Chain ch, realizations)
+    cpdef new_reads(self, list v, FuncPlan fp, stage, vec_regions, b_real, l_real)
     cpdef load_counts(self, stage, LoopNest inner)
     cpdef vector_regions(self, Chain ch)
     cpdef vector_env(self, Chain ch)
@@ -88,3 +88,14 @@ cdef inline double* _float64_data(object a) except NULL:
             not cnp.PyArray_ISCARRAY(<cnp.ndarray>a):
         raise TypeError("expected a writeable float64 array in C order")
     return <double*>cnp.PyArray_DATA(<cnp.ndarray>a)
+
+# stage()'s feature indices: C integers, so the features' list (typed `list` above) is filled and read by index in C
+# instead of a module look-up and a generic item assignment per feature
+cdef Py_ssize_t _WS_ROOT, _N, _NUM_REALIZATIONS, _NUM_PRODUCTIONS, _PER_REALIZATION, _PER_PRODUCTION, _TOTAL
+cdef Py_ssize_t _MINIMUM, _INNERMOST_EXTENT, _INNERMOST_PURE_EXTENT, _UNROLLED_EXTENT, _INNER_PAR, _OUTER_PAR
+cdef Py_ssize_t _BYTES_REAL, _BYTES_PROD, _BYTES_ROOT, _INNER_BYTES_REAL, _INNER_BYTES_PROD, _INNER_BYTES_ROOT
+cdef Py_ssize_t _UNIQUE_BYTES_REAL, _UNIQUE_LINES_REAL, _ALLOC_BYTES_REAL, _WS_HEAD, _VECTOR_SIZE
+cdef Py_ssize_t _NATIVE_VECTOR_SIZE, _NUM_VECTORS, _NUM_SCALARS, _SCALAR_LOADS_PER_VECTOR, _VECTOR_LOADS_PER_VECTOR
+cdef Py_ssize_t _SCALAR_LOADS_PER_SCALAR, _BYTES_TASK, _INNER_BYTES_TASK, _UNIQUE_BYTES_VECTOR, _UNIQUE_LINES_VECTOR
+cdef Py_ssize_t _UNIQUE_BYTES_TASK, _UNIQUE_LINES_TASK, _WS_TASK, _WS_PROD, _WS_REAL, _NEW_BYTES_REAL
+cdef Py_ssize_t _NEW_LINES_REAL, _INLINED_CALLS

@@ -534,7 +534,7 @@ class _Featurizer:
         return _float32_with_items(old, _WS_ITEMS, rounded)
 
     @cython.locals(fp="FuncPlan", ch="Chain", inner="Level", lvl="Level", lp="Loop", site="LoopNest", store="LoopNest",
-                   head="LoopNest", inode="LoopNest")
+                   head="LoopNest", inode="LoopNest", v=list)
     def stage(self, fp: FuncPlan, ch: Chain) -> np.ndarray:
         """The stage's features as float64. Filled in a list of Python floats, one array at the end: float(x) is the
         double a float64 item assignment stores, and Python float arithmetic on what is read back is the float64

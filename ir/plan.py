@@ -15,7 +15,6 @@ from __future__ import annotations
 from math import prod
 from weakref import ref as weak_ref
 from dataclasses import dataclass, field
-from itertools import repeat
 
 try:
     import cython
@@ -557,7 +556,7 @@ class Plan:
             innermost.extend(sub.innermost)
 
     @cython.locals(parent="dict", keys="dict", by_key="dict", heads="list", inlined="dict", stored="dict",
-                   innermost="list", stack="list")
+                   innermost="list", stack="list", kids=tuple, k="Py_ssize_t")
     @cython.locals(n="LoopNest", p="LoopNest", root="LoopNest")
     def _index_subtree(self, head: LoopNest, checked: dict[int, tuple] | None, stored_above: dict) -> "_Subtree":
         """The index of a child of the root and everything below it, walked in pre-order; `stored_above` is what
@@ -592,8 +591,9 @@ class Plan:
                 if f in stored or f in stored_above:
                     raise ScheduleError(f"{f} is stored at two levels")
                 stored[f] = n
-            if n.children:
-                stack.extend(zip(reversed(n.children), repeat(n)))
+            kids = n.children
+            for k in range(len(kids) - 1, -1, -1):  # pre-order: the first child popped first
+                stack.append((kids[k], n))
         return sub
 
     @cython.locals(m="LoopNest")
@@ -623,37 +623,36 @@ class Plan:
         if not 0 <= n.stage < len(node.stages):
             raise ScheduleError(f"{n.func} has no stage {n.stage}")
         stage = node.stages[n.stage]
-        where = f"{n.func}.s{n.stage}"
         if len(n.size) != len(stage.loop):
-            raise ScheduleError(f"{where}: size {n.size} has {len(n.size)} entries for {len(stage.loop)} loops "
+            raise _stage_error(n.func, n.stage, f"size {n.size} has {len(n.size)} entries for {len(stage.loop)} loops "
                                 f"({', '.join([l.name for l in stage.loop])})")
         for s in n.size:  # a loop, not any(): this runs for every new node of every searched state
             if not isinstance(s, int) or s < 1:
-                raise ScheduleError(f"{where}: loop sizes must be positive ints, got {n.size}")
+                raise _stage_error(n.func, n.stage, f"loop sizes must be positive ints, got {n.size}")
         if n.innermost:
             if n.children:
-                raise ScheduleError(f"{where}: the innermost level computes points and can contain nothing")
+                raise _stage_error(n.func, n.stage, "the innermost level computes points and can contain nothing")
             if n.store_at:
-                raise ScheduleError(f"{where}: nothing can be stored inside the innermost level")
+                raise _stage_error(n.func, n.stage, "nothing can be stored inside the innermost level")
         else:
             if n.inlined:
-                raise ScheduleError(f"{where}: only the innermost level lists inlined Funcs")
+                raise _stage_error(n.func, n.stage, "only the innermost level lists inlined Funcs")
             if n.vectorized_loop >= 0 or n.unrolled:
-                raise ScheduleError(f"{where}: only the innermost level is vectorized or unrolled")
+                raise _stage_error(n.func, n.stage, "only the innermost level is vectorized or unrolled")
             own = 0
             for c in n.children:
                 if c.func == n.func and c.stage == n.stage:
                     own += 1
             if own != 1:
-                raise ScheduleError(f"{where}: a tiling level needs exactly one inner level of its own stage, "
+                raise _stage_error(n.func, n.stage, "a tiling level needs exactly one inner level of its own stage, "
                                     f"found {own}")
             for i, l in enumerate(stage.loop):
                 if not l.pure and n.size[i] != 1:
-                    raise ScheduleError(f"{where}: RVar {l.name} is iterated only by the innermost level; "
+                    raise _stage_error(n.func, n.stage, f"RVar {l.name} is iterated only by the innermost level; "
                                         f"size it 1 at outer levels")
         for c in n.children:
             if c.func == n.func and c.stage != n.stage:
-                raise ScheduleError(f"{where}: stage {c.stage} of {n.func} is nested inside stage {n.stage}")
+                raise _stage_error(n.func, n.stage, f"stage {c.stage} of {n.func} is nested inside stage {n.stage}")
 
     @cython.locals(parent="Plan", old="FuncPlan", fp="FuncPlan", funcs="dict", stored="dict", old_funcs="dict",
                    dag="FunctionDAG")
@@ -760,7 +759,7 @@ class Plan:
         if fp.store is not fp.site:
             fp.sliding = self._sliding(fp)
 
-    @cython.locals(fp="FuncPlan", ch="Chain", lvl="Level")
+    @cython.locals(fp="FuncPlan", ch="Chain", lvl="Level", n="LoopNest", shapes=list)
     def _plan_chain(self, fp: FuncPlan, ch: Chain, nodes: list[LoopNest]) -> None:
         if not nodes[-1].innermost:
             raise ScheduleError(f"{fp.name}.s{ch.stage.index}: its chain of levels does not end in an innermost level")
@@ -768,8 +767,10 @@ class Plan:
         if memo is None:
             derived = self._derive_chain(fp, ch.stage, nodes)
         else:  # search: the same region forms and level shapes give the same loops, whatever the tree around
-            key = (fp.name, ch.stage.index, tuple(fp.region), fp.layout,
-                   tuple([(n.size, n.innermost, n.vectorized_loop, n.unrolled) for n in nodes]))
+            shapes = []
+            for n in nodes:
+                shapes.append((n.size, n.innermost, n.vectorized_loop, n.unrolled))
+            key = (fp.name, ch.stage.index, tuple(fp.region), fp.layout, tuple(shapes))
             derived = memo.get(key)
             if derived is None:
                 derived = self._derive_chain(fp, ch.stage, nodes)
@@ -1001,29 +1002,36 @@ class Plan:
                 for lvl in ch.levels:
                     self._check_level_flags(fp, ch, lvl)
 
-    @cython.locals(fp="FuncPlan", ch="Chain", lvl="Level")
+    @cython.locals(fp="FuncPlan", ch="Chain", lvl="Level", n="LoopNest")
     def _check_level_flags(self, fp: FuncPlan, ch: Chain, lvl: Level) -> None:
         n = lvl.node
-        where = f"{fp.name}.s{ch.stage.index}"
+        index = ch.stage.index
         if n.parallel:
             if ch.site.func is not None or lvl.depth != 0:
-                raise ScheduleError(f"{where}: only the outermost level of a Func computed at root runs in parallel")
+                raise _stage_error(fp.name, index,
+                                   "only the outermost level of a Func computed at root runs in parallel")
             if n.innermost:
-                raise ScheduleError(f"{where}: the parallel level cannot also be the innermost; tile it first")
+                raise _stage_error(fp.name, index, "the parallel level cannot also be the innermost; tile it first")
         if n.innermost and n.vectorized_loop >= 0:
             j = n.vectorized_loop
             if j >= len(ch.stage.loop):
-                raise ScheduleError(f"{where}: vectorized_loop {j} is not a loop")
+                raise _stage_error(fp.name, index, f"vectorized_loop {j} is not a loop")
             l = ch.stage.loop[j]
             if not l.pure or l.func_dim != fp.vector_dim:
-                raise ScheduleError(f"{where}: the SIMD loop must be the loop over vector_dim {fp.vector_dim}, "
+                raise _stage_error(fp.name, index, f"the SIMD loop must be the loop over vector_dim {fp.vector_dim}, "
                                     f"not {l.name}")
             if not 2 <= n.size[j] <= MAX_VECTOR:
-                raise ScheduleError(f"{where}: a SIMD loop needs 2 to {MAX_VECTOR} lanes, got {n.size[j]}")
+                raise _stage_error(fp.name, index, f"a SIMD loop needs 2 to {MAX_VECTOR} lanes, got {n.size[j]}")
         if n.unrolled:
             k = prod([s for j, s in enumerate(n.size) if j != n.vectorized_loop and ch.stage.loop[j].pure])
             if k > UNROLL_LIMIT:
-                raise ScheduleError(f"{where}: unrolling {k} iterations exceeds {UNROLL_LIMIT}")
+                raise _stage_error(fp.name, index, f"unrolling {k} iterations exceeds {UNROLL_LIMIT}")
+
+
+def _stage_error(func: str, index: int, what: str) -> ScheduleError:
+    """`what` is wrong with stage `index` of `func`: the checks run for every new node of every searched state, so
+    the stage's name is formatted only when one fails."""
+    return ScheduleError(f"{func}.s{index}: {what}")
 
 
 @dataclass
