@@ -409,7 +409,7 @@ class Plan:
             _check_inlined_calls(nodes[-1], calls)
             chains.append(Chain(func, och.stage, head, site, [], [], []))
         fp = v.funcs[func] = FuncPlan(func, old.node, False, site, old.store, chains)
-        v._plan_func(fp)
+        v._plan_func_retiled(fp, old)
         for ch in fp.chains:
             for lvl in ch.levels:
                 v._check_level_flags(fp, ch, lvl)
@@ -750,12 +750,23 @@ class Plan:
             raise ScheduleError(f"{fp.name} must be stored at its compute level or a level enclosing it")
         fp.storage = storage
         fp.storage_extents = [static_extent(lo, hi, node.region_extent(d)) for d, (lo, hi) in enumerate(storage)]
-        strides = [0] * node.dimensions
-        s = 1
-        for d in fp.layout:
-            strides[d] = s
-            s *= fp.storage_extents[d]
-        fp.strides = tuple(strides)
+        fp.strides = _strides(fp.layout, fp.storage_extents)
+        if fp.store is not fp.site:
+            fp.sliding = self._sliding(fp)
+
+    @cython.locals(fp="FuncPlan", old="FuncPlan", ch="Chain")
+    def _plan_func_retiled(self, fp: FuncPlan, old: FuncPlan) -> None:
+        """_plan_func for a Func computed and stored where `old` (this plan's parent's plan of it) is, at the same
+        nodes, with other levels of its own (Plan.retiled): its region, its storage and their extents depend on those
+        nodes and on its readers, not on its own levels, so they are old's; its layout, strides, loops and sliding
+        window are planned afresh."""
+        nodes = [ch.head.chain() for ch in fp.chains]
+        fp.region, fp.extents = old.region, old.extents
+        fp.layout = storage_layout(fp.node, self._vector_dim(fp, nodes))
+        for ch, ns in zip(fp.chains, nodes):
+            self._plan_chain(fp, ch, ns)
+        fp.storage, fp.storage_extents = old.storage, old.storage_extents
+        fp.strides = old.strides if fp.layout == old.layout else _strides(fp.layout, fp.storage_extents)
         if fp.store is not fp.site:
             fp.sliding = self._sliding(fp)
 
@@ -1058,6 +1069,16 @@ class _Subtree:
     inlined: dict = field(default_factory=dict)
     stored: dict = field(default_factory=dict)
     innermost: list = field(default_factory=list)
+
+
+def _strides(layout: tuple[int, ...], extents: list[int]) -> tuple[int, ...]:
+    """Each dimension's stride in an allocation of `extents` laid out as `layout` (innermost first)."""
+    strides = [0] * len(extents)
+    s = 1
+    for d in layout:
+        strides[d] = s
+        s *= extents[d]
+    return tuple(strides)
 
 
 def storage_layout(node: Node, vector_dim: int) -> tuple[int, ...]:
