@@ -11,3 +11,4 @@ cdef class ScheduleBuilder:
     cdef public object pipeline, target
     cdef public FunctionDAG dag
     cdef public dict decisions, applied, _shapes
+    cdef public object _sites

@@ -59,6 +59,7 @@ class ScheduleBuilder:
         self.decisions: dict[str, FuncDecision] = {}
         self.applied: dict[str, FuncDecision] = {}  # what build() used for every Func
         self._shapes: dict[tuple, tuple] = {}  # _chain's levels by what they depend on (search asks again and again)
+        self._sites: tuple | None = None  # (the plan placed on last, _site's answers on it by placement)
 
     # -- decisions -------------------------------------------------------------------------------
 
@@ -153,6 +154,28 @@ class ScheduleBuilder:
     def _place(self, tree: LoopNest, func: str, d: FuncDecision, inlined: set[str],
                plan: Plan | None = None) -> LoopNest:
         plan = plan if plan is not None and plan.root is tree else Plan(self.dag, tree, complete=False)
+        sites = self._sites
+        if sites is None or sites[0] is not plan:  # a new parent: its plan's sites (siblings share theirs)
+            sites = self._sites = (plan, {})
+        where = (func, d.kind, d.consumer, d.consumer_stage, d.level, d.store_level)
+        hit = sites[1].get(where)
+        if hit is None:
+            hit = sites[1][where] = self._site(tree, func, d, plan)
+        site_path, store_path, extents = hit
+        v = self._vector_dim(func, d)
+        node = self.dag.node(func)
+        calls = _inlined_calls_cached(self.dag, frozenset(inlined))
+        heads = [self._chain(func, s, d.specs.get(s.index, _for_update(d.specs[0], s)), extents, v, d.kind == "root",
+                             tuple(sorted(calls.get((func, s.index), {}).items())))
+                 for s in node.stages]
+        tree = _insert(tree, site_path, store_path, heads, func, self.dag, inlined, plan)
+        # with the plan's inlined Funcs every other innermost level's list was checked, and the new ones have theirs
+        return tree if plan.inlined == inlined else annotate_inlined(tree, self.dag, inlined)
+
+    @cython.locals(plan="Plan", tree="LoopNest", site="LoopNest")
+    def _site(self, tree: LoopNest, func: str, d: FuncDecision, plan: Plan) -> tuple:
+        """(nodes from the root down to the compute site, the same to the store site, the extents of the region
+        computed there) of placing `func` by `d` in `tree`, whose plan is `plan`: what its tiling siblings share."""
         if d.kind == "root":
             site_path = [tree]
             store_path = site_path
@@ -176,14 +199,7 @@ class ScheduleBuilder:
             raise ScheduleError(f"{func}: nothing reads it inside level {d.level} of {d.consumer}")
         node = self.dag.node(func)
         extents = [static_extent(lo, hi, node.region_extent(k)) for k, (lo, hi) in enumerate(region)]
-        v = self._vector_dim(func, d)
-        calls = _inlined_calls_cached(self.dag, frozenset(inlined))
-        heads = [self._chain(func, s, d.specs.get(s.index, _for_update(d.specs[0], s)), extents, v, d.kind == "root",
-                             tuple(sorted(calls.get((func, s.index), {}).items())))
-                 for s in node.stages]
-        tree = _insert(tree, site_path, store_path, heads, func, self.dag, inlined, plan)
-        # with the plan's inlined Funcs every other innermost level's list was checked, and the new ones have theirs
-        return tree if plan.inlined == inlined else annotate_inlined(tree, self.dag, inlined)
+        return site_path, store_path, extents
 
     def _vector_dim(self, func: str, d: FuncDecision) -> int:
         var = d.specs[0].vectorize
@@ -318,13 +334,27 @@ def _insert(tree: LoopNest, site_path: list[LoopNest], store_path: list[LoopNest
     return new
 
 
+@cython.locals(dag="FunctionDAG", memo=dict)
+def readers(dag: FunctionDAG, func: str, inlined: set[str] | frozenset[str]) -> frozenset[tuple[str, int]]:
+    """Stages that read `func`, directly or through inlined Funcs; remembered per DAG, Func and inlined set (search
+    asks for every sibling placed at a site, and for every Func it offers placements of)."""
+    memo = dag.analysis("ir.builder.readers", dict)
+    key = (func, inlined if type(inlined) is frozenset else frozenset(inlined))
+    hit = memo.get(key)
+    if hit is None:
+        if len(memo) >= 50_000:
+            memo.clear()
+        hit = memo[key] = frozenset(_readers(dag, func, inlined))
+    return hit
+
+
 @cython.locals(dag="FunctionDAG")
-def readers(dag: FunctionDAG, func: str, inlined: set[str]) -> set[tuple[str, int]]:
-    """Stages that read `func`, directly or through inlined Funcs."""
+def _readers(dag: FunctionDAG, func: str, inlined) -> set[tuple[str, int]]:
+    """readers' walk through the inlined Funcs."""
     out: set[tuple[str, int]] = set()
     for f, index in _direct_readers(dag).get(func, ()):
         if f in inlined:
-            out |= readers(dag, f, inlined)
+            out |= _readers(dag, f, inlined)
         else:
             out.add((f, index))
     return out

@@ -596,7 +596,7 @@ class SearchSpace:
         heads: list[LoopNest] = []  # each computed reader's head
         offered: set[int] = set()  # the levels of the readers' own loops, offered here (or skipped as not shrinking)
         plan = s.plan
-        for consumer, cstage in sorted(readers(self.dag, node.name, set(s.inlined))):
+        for consumer, cstage in sorted(readers(self.dag, node.name, s.inlined)):
             chain = plan.stage_levels(consumer, cstage)
             if chain is None:
                 continue
