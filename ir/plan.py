@@ -1055,6 +1055,10 @@ class _Walk:
     scheduled: frozenset | None = None  # the plan's Funcs (its `funcs`), once region_at asks
     inlined_set: frozenset | None = None  # `inlined` as a frozenset, with it
 
+    def __init__(self) -> None:  # written out: compiled with the module, where a dataclass's own would be interpreted
+        self.heads, self.inlined, self.stored, self.innermost, self.subtrees = [], {}, {}, [], {}
+        self.scheduled = self.inlined_set = None
+
 
 @dataclass(slots=True)
 class _Subtree:
@@ -1069,6 +1073,10 @@ class _Subtree:
     inlined: dict = field(default_factory=dict)
     stored: dict = field(default_factory=dict)
     innermost: list = field(default_factory=list)
+
+    def __init__(self) -> None:  # written out, as _Walk's
+        self.keys, self.parent, self.by_key, self.heads = {}, {}, {}, []
+        self.inlined, self.stored, self.innermost = {}, {}, []
 
 
 def _strides(layout: tuple[int, ...], extents: list[int]) -> tuple[int, ...]:
