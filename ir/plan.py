@@ -625,7 +625,7 @@ class Plan:
         stage = node.stages[n.stage]
         if len(n.size) != len(stage.loop):
             raise _stage_error(n.func, n.stage, f"size {n.size} has {len(n.size)} entries for {len(stage.loop)} loops "
-                                f"({', '.join([l.name for l in stage.loop])})")
+                                                f"({', '.join([l.name for l in stage.loop])})")
         for s in n.size:  # a loop, not any(): this runs for every new node of every searched state
             if not isinstance(s, int) or s < 1:
                 raise _stage_error(n.func, n.stage, f"loop sizes must be positive ints, got {n.size}")
@@ -645,11 +645,11 @@ class Plan:
                     own += 1
             if own != 1:
                 raise _stage_error(n.func, n.stage, "a tiling level needs exactly one inner level of its own stage, "
-                                    f"found {own}")
+                                                    f"found {own}")
             for i, l in enumerate(stage.loop):
                 if not l.pure and n.size[i] != 1:
                     raise _stage_error(n.func, n.stage, f"RVar {l.name} is iterated only by the innermost level; "
-                                        f"size it 1 at outer levels")
+                                                        "size it 1 at outer levels")
         for c in n.children:
             if c.func == n.func and c.stage != n.stage:
                 raise _stage_error(n.func, n.stage, f"stage {c.stage} of {n.func} is nested inside stage {n.stage}")
@@ -756,10 +756,10 @@ class Plan:
 
     @cython.locals(fp="FuncPlan", old="FuncPlan", ch="Chain")
     def _plan_func_retiled(self, fp: FuncPlan, old: FuncPlan) -> None:
-        """_plan_func for a Func computed and stored where `old` (this plan's parent's plan of it) is, at the same
-        nodes, with other levels of its own (Plan.retiled): its region, its storage and their extents depend on those
-        nodes and on its readers, not on its own levels, so they are old's; its layout, strides, loops and sliding
-        window are planned afresh."""
+        """_plan_func for a Func computed and stored at the same nodes as `old` (its plan in the plan this one is
+        retiled from, Plan.retiled), with other levels of its own: its region, its storage and their extents depend on
+        those nodes and on its readers, not on its own levels, so they are old's; its layout, strides, loops and
+        sliding window are planned afresh."""
         nodes = [ch.head.chain() for ch in fp.chains]
         fp.region, fp.extents = old.region, old.extents
         fp.layout = storage_layout(fp.node, self._vector_dim(fp, nodes))
@@ -1030,7 +1030,7 @@ class Plan:
             l = ch.stage.loop[j]
             if not l.pure or l.func_dim != fp.vector_dim:
                 raise _stage_error(fp.name, index, f"the SIMD loop must be the loop over vector_dim {fp.vector_dim}, "
-                                    f"not {l.name}")
+                                                   f"not {l.name}")
             if not 2 <= n.size[j] <= MAX_VECTOR:
                 raise _stage_error(fp.name, index, f"a SIMD loop needs 2 to {MAX_VECTOR} lanes, got {n.size[j]}")
         if n.unrolled:

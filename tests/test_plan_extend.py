@@ -143,3 +143,45 @@ def test_regions_remembered_for_the_search_are_a_fresh_plans(pipeline):
     assert min(checked.values()) > 100 and min(shared.values()) > 20, (checked, shared)
     regions = dag_search_regions(p.dag)
     assert regions.at_root and regions.at_levels
+
+
+def _loops(fp) -> list:
+    return [[(lp.name, lp.count, lp.tile, lp.tail, lp.base, lp.ext) for lp in lvl.loops]
+            for ch in fp.chains for lvl in ch.levels]
+
+
+@pytest.mark.parametrize("pipeline", ["harris", "local_laplacian", "random:1"])
+def test_a_retiled_func_is_planned_as_extend_plans_its_sibling(pipeline):
+    """Plan.retiled plans a tiling sibling's Func from its first sibling's plan: the region, the storage and their
+    extents taken over (the same compute and store nodes, the same readers), layout, strides and loops its own.
+    Each equals what Plan.extend makes of the sibling's whole tree, for siblings of the same and of other SIMD
+    dimensions."""
+    from ir.plan import retiled_heads
+
+    p = pipeline_from_spec(pipeline)
+    space = make_space(p, TARGET)
+    compared, relaid, parents = 0, 0, 0
+    for s in sampled_search_children(space, pipeline, 1):
+        if space.is_complete(s) or s.num_decisions % 2 or parents >= 40:
+            continue
+        parents += 1
+        firsts: dict[tuple, tuple] = {}  # placement -> (its first child, that child's plan by Plan.extend)
+        for c in space.successors(s):
+            if c.decision is None or c.decision.kind == "inline":
+                continue
+            try:
+                full = Plan.extend(s.plan, c.tree)
+            except ScheduleError:
+                continue
+            first, plan = firsts.setdefault(space._sibling_key(c), (c, full))
+            heads = retiled_heads(first.tree, c.tree, c.func) if first is not c else None
+            if heads is None:
+                continue
+            got, want = plan.retiled(c.func, heads).funcs[c.func], full.funcs[c.func]
+            assert (got.region, got.extents, got.storage, got.storage_extents, got.layout, got.strides) == \
+                   (want.region, want.extents, want.storage, want.storage_extents, want.layout, want.strides), c.func
+            assert _loops(got) == _loops(want), c.func
+            assert (got.sliding is None) == (want.sliding is None), c.func
+            compared += 1
+            relaid += got.layout != plan.funcs[c.func].layout  # another SIMD dimension than the first's
+    assert compared > 0 and relaid > 0, (compared, relaid)
