@@ -148,10 +148,10 @@ class ScheduleBuilder:
             if not self.dag.node(func).inlinable:
                 raise ScheduleError(f"{func} cannot be inlined (it is an output or has updates)")
             return annotate_inlined(tree, self.dag, set(inlined) | {func})
-        return self._place(tree, func, d, set(inlined), plan)
+        return self._place(tree, func, d, frozenset(inlined), plan)
 
     @cython.locals(plan="Plan", tree="LoopNest", site="LoopNest")
-    def _place(self, tree: LoopNest, func: str, d: FuncDecision, inlined: set[str],
+    def _place(self, tree: LoopNest, func: str, d: FuncDecision, inlined: frozenset[str],
                plan: Plan | None = None) -> LoopNest:
         plan = plan if plan is not None and plan.root is tree else Plan(self.dag, tree, complete=False)
         sites = self._sites
@@ -164,7 +164,7 @@ class ScheduleBuilder:
         site_path, store_path, extents = hit
         v = self._vector_dim(func, d)
         node = self.dag.node(func)
-        calls = _inlined_calls_cached(self.dag, frozenset(inlined))
+        calls = _inlined_calls_cached(self.dag, inlined)
         heads = [self._chain(func, s, d.specs.get(s.index, _for_update(d.specs[0], s)), extents, v, d.kind == "root",
                              tuple(sorted(calls.get((func, s.index), {}).items())))
                  for s in node.stages]
@@ -304,7 +304,7 @@ def _find_chain(plan: Plan, consumer: str, stage: int, func: str) -> list[LoopNe
 @cython.locals(tree="LoopNest", site="LoopNest", new="LoopNest", anc="LoopNest", store="LoopNest",
                old_child="LoopNest", dag="FunctionDAG", plan="Plan")
 def _insert(tree: LoopNest, site_path: list[LoopNest], store_path: list[LoopNest], heads: list[LoopNest],
-            func: str, dag: FunctionDAG, inlined: set[str], plan: Plan) -> LoopNest:
+            func: str, dag: FunctionDAG, inlined: frozenset[str], plan: Plan) -> LoopNest:
     """Put `heads` in the site's children before the first child that reads `func`, and `func` in the
     store level's store_at. `plan` is the plan of `tree`."""
     site = site_path[-1]

@@ -54,6 +54,7 @@ cdef class Plan:
     cpdef _check_node(self, LoopNest n, p)
     cpdef _plan_func(self, FuncPlan fp)
     cpdef _plan_func_retiled(self, FuncPlan fp, FuncPlan old)
+    cpdef _plan_levels(self, FuncPlan fp)
     cpdef _plan_chain(self, FuncPlan fp, Chain ch, nodes)
     cpdef _derive_chain(self, FuncPlan fp, stage, nodes)
     cpdef _loop(self, func, stage, LoopNest n, depth, j, name, pure, pbase, pext, pbound, tile)

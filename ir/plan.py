@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from math import prod
 from weakref import ref as weak_ref
-from dataclasses import dataclass, field
 
 try:
     import cython
@@ -741,10 +740,7 @@ class Plan:
             raise ScheduleError(f"{fp.name} is computed at a level where nothing reads it")
         fp.region = region
         fp.extents = [static_extent(lo, hi, node.region_extent(d)) for d, (lo, hi) in enumerate(region)]
-        nodes = [ch.head.chain() for ch in fp.chains]  # each chain's levels, walked once
-        fp.layout = storage_layout(node, self._vector_dim(fp, nodes))
-        for ch, ns in zip(fp.chains, nodes):
-            self._plan_chain(fp, ch, ns)
+        self._plan_levels(fp)
         storage = self.region_at(fp.name, fp.store)
         if storage is None or (fp.store is not fp.site and not self._encloses(fp.store, fp.site)):
             raise ScheduleError(f"{fp.name} must be stored at its compute level or a level enclosing it")
@@ -760,15 +756,20 @@ class Plan:
         retiled from, Plan.retiled), with other levels of its own: its region, its storage and their extents depend on
         those nodes and on its readers, not on its own levels, so they are old's; its layout, strides, loops and
         sliding window are planned afresh."""
-        nodes = [ch.head.chain() for ch in fp.chains]
         fp.region, fp.extents = old.region, old.extents
-        fp.layout = storage_layout(fp.node, self._vector_dim(fp, nodes))
-        for ch, ns in zip(fp.chains, nodes):
-            self._plan_chain(fp, ch, ns)
+        self._plan_levels(fp)
         fp.storage, fp.storage_extents = old.storage, old.storage_extents
         fp.strides = old.strides if fp.layout == old.layout else _strides(fp.layout, fp.storage_extents)
         if fp.store is not fp.site:
             fp.sliding = self._sliding(fp)
+
+    @cython.locals(fp="FuncPlan", ch="Chain")
+    def _plan_levels(self, fp: FuncPlan) -> None:
+        """The layout and every chain's loops of a Func whose region is planned."""
+        nodes = [ch.head.chain() for ch in fp.chains]  # each chain's levels, walked once
+        fp.layout = storage_layout(fp.node, self._vector_dim(fp, nodes))
+        for ch, ns in zip(fp.chains, nodes):
+            self._plan_chain(fp, ch, ns)
 
     @cython.locals(fp="FuncPlan", ch="Chain", lvl="Level", n="LoopNest", shapes=list)
     def _plan_chain(self, fp: FuncPlan, ch: Chain, nodes: list[LoopNest]) -> None:
@@ -1045,38 +1046,37 @@ def _stage_error(func: str, index: int, what: str) -> ScheduleError:
     return ScheduleError(f"{func}.s{index}: {what}")
 
 
-@dataclass
 class _Walk:
-    heads: list = field(default_factory=list)  # (outermost node of a stage chain, its site), pre-order
-    inlined: dict = field(default_factory=dict)  # Funcs inlined somewhere, in first-appearance order
-    stored: dict = field(default_factory=dict)  # Func -> the node listing it in store_at
-    innermost: list = field(default_factory=list)  # innermost nodes
-    subtrees: dict = field(default_factory=dict)  # id(child of the root) -> its _Subtree
-    scheduled: frozenset | None = None  # the plan's Funcs (its `funcs`), once region_at asks
-    inlined_set: frozenset | None = None  # `inlined` as a frozenset, with it
+    """What one walk of a plan's tree found. Plain slotted classes, as Loop's: a dataclass's generated __init__ would
+    run interpreted, once per plan and per re-indexed subtree."""
 
-    def __init__(self) -> None:  # written out: compiled with the module, where a dataclass's own would be interpreted
-        self.heads, self.inlined, self.stored, self.innermost, self.subtrees = [], {}, {}, [], {}
-        self.scheduled = self.inlined_set = None
+    __slots__ = ("heads", "inlined", "stored", "innermost", "subtrees", "scheduled", "inlined_set")
+
+    def __init__(self) -> None:
+        self.heads: list = []  # (outermost node of a stage chain, its site), pre-order
+        self.inlined: dict = {}  # Funcs inlined somewhere, in first-appearance order
+        self.stored: dict = {}  # Func -> the node listing it in store_at
+        self.innermost: list = []  # innermost nodes
+        self.subtrees: dict = {}  # id(child of the root) -> its _Subtree
+        self.scheduled: frozenset | None = None  # the plan's Funcs (its `funcs`), once region_at asks
+        self.inlined_set: frozenset | None = None  # `inlined` as a frozenset, with it
 
 
-@dataclass(slots=True)
 class _Subtree:
     """What the walk found below one child of the root, that child included (but for its parent, the root, and its
     own entry in heads). A child plan whose root keeps that child takes all of it at once: a root child's key is
     (func, stage, 0) whatever the tree around it, so its subtree's keys are too."""
 
-    keys: dict = field(default_factory=dict)
-    parent: dict = field(default_factory=dict)
-    by_key: dict = field(default_factory=dict)
-    heads: list = field(default_factory=list)
-    inlined: dict = field(default_factory=dict)
-    stored: dict = field(default_factory=dict)
-    innermost: list = field(default_factory=list)
+    __slots__ = ("keys", "parent", "by_key", "heads", "inlined", "stored", "innermost")
 
-    def __init__(self) -> None:  # written out, as _Walk's
-        self.keys, self.parent, self.by_key, self.heads = {}, {}, {}, []
-        self.inlined, self.stored, self.innermost = {}, {}, []
+    def __init__(self) -> None:
+        self.keys: dict = {}
+        self.parent: dict = {}
+        self.by_key: dict = {}
+        self.heads: list = []
+        self.inlined: dict = {}
+        self.stored: dict = {}
+        self.innermost: list = []
 
 
 def _strides(layout: tuple[int, ...], extents: list[int]) -> tuple[int, ...]:
